@@ -1,0 +1,54 @@
+import { defineConfig } from "@playwright/test";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+// The server under test: the binary `./dev e2e` built, on its own port, with
+// a fresh data directory (so a fresh SQLite database) for every run.
+const port = process.env.E2E_PORT ?? "3210";
+const baseURL = `http://127.0.0.1:${port}`;
+const server = process.env.CA_SERVER_BIN;
+if (!server) throw new Error("CA_SERVER_BIN is not set: run the suite with ./dev e2e");
+
+export default defineConfig({
+  testDir: "./tests",
+  timeout: 60_000,
+  expect: { timeout: 15_000 },
+  fullyParallel: false,
+  workers: 1,
+  retries: 0,
+  reporter: [["list"], ["json", { outputFile: "test-results/results.json" }]],
+  outputDir: "test-results/artifacts",
+  use: {
+    baseURL,
+    screenshot: "only-on-failure",
+    trace: "retain-on-failure",
+    launchOptions: {
+      executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+    },
+  },
+  webServer: {
+    command: server,
+    url: `${baseURL}/health`,
+    reuseExistingServer: false,
+    timeout: 60_000,
+    stdout: "pipe",
+    stderr: "pipe",
+    env: {
+      LEPTOS_SITE_ADDR: `127.0.0.1:${port}`,
+      LEPTOS_SITE_ROOT: process.env.LEPTOS_SITE_ROOT ?? "../target/site",
+      LEPTOS_OUTPUT_NAME: "context-assistant",
+      CA_DATA_DIR: mkdtempSync(join(tmpdir(), "ca-e2e-")),
+      RUST_LOG: "warn",
+    },
+  },
+});

@@ -1,0 +1,50 @@
+import { expect, test } from "@playwright/test";
+import { BistroPage } from "./pages";
+
+test("the demo page loads no WASM until the chat is opened", async ({ page }) => {
+  const wasm: string[] = [];
+  page.on("request", (r) => {
+    if (r.url().endsWith(".wasm")) wasm.push(r.url());
+  });
+  const bistro = new BistroPage(page);
+  await bistro.goto();
+  await page.waitForLoadState("networkidle");
+  expect(wasm).toEqual([]);
+  await bistro.openChat();
+  expect(wasm.length).toBe(1);
+});
+
+test("asking for the menu streams an answer with the menu as cards", async ({ page }) => {
+  const bistro = new BistroPage(page);
+  await bistro.goto();
+  await bistro.openChat();
+  await expect(bistro.widget.getByText("Demo model (offline)")).toBeVisible();
+
+  await bistro.ask("show me the menu");
+
+  await expect(bistro.widget.locator(".ca-user")).toHaveText(/show me the menu/);
+  await expect(bistro.cards).toHaveCount(5);
+  await expect(bistro.cards.first()).toContainText("Stone-baked Margherita");
+  await expect(bistro.cards.first()).toContainText("$14 · Mains");
+  const tart = bistro.widget.getByRole("link", { name: "Lemon Tart" });
+  await expect(tart).toHaveAttribute("target", "_blank");
+  await expect(tart).toHaveAttribute("rel", "noopener noreferrer");
+  await expect(bistro.lastReply.locator(".ca-md")).toContainText("Here is the menu");
+  await expect(bistro.lastReply.locator(".ca-md strong").first()).toHaveText("Stone-baked Margherita");
+  await expect(bistro.widget.getByRole("button", { name: "Send" })).toBeVisible();
+  await page.screenshot({ path: "test-results/demo-menu.png" });
+});
+
+test("a reload brings the conversation back", async ({ page }) => {
+  const bistro = new BistroPage(page);
+  await bistro.goto();
+  await bistro.openChat();
+  await bistro.ask("show me the menu");
+  await expect(bistro.cards).toHaveCount(5);
+  await expect(bistro.lastReply.locator(".ca-md")).toContainText("Here is the menu");
+
+  await page.reload();
+  await bistro.openChat();
+  await expect(bistro.widget.locator(".ca-user")).toHaveText(/show me the menu/);
+  await expect(bistro.cards).toHaveCount(5);
+});

@@ -1,0 +1,86 @@
+//! Chat turns (assistant-api.md §3): `POST /v1/chat/turns` streams a turn
+//! as server-sent events; `POST /v1/turns/{id}/stop` cancels one.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::routing::post;
+use futures::Stream;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::UnboundedReceiverStream;
+use widget::wire::TurnRequest;
+
+use super::{ApiError, ApiJson};
+use crate::auth::Caller;
+use crate::db;
+use crate::engine::TurnInput;
+use crate::engine::events::EventSink;
+use crate::ids::new_id;
+use crate::state::AppState;
+
+/// Longest user message accepted, in characters.
+pub const MAX_MESSAGE_CHARS: usize = 8_000;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/v1/chat/turns", post(create_turn)).route("/v1/turns/{turn_id}/stop", post(stop_turn))
+}
+
+/// Starts a turn and streams its events. The turn runs on its own task: a
+/// closed stream does not lose the answer, which is saved either way.
+async fn create_turn(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(request): ApiJson<TurnRequest>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let message = request.message.trim().to_owned();
+    if message.is_empty() {
+        return Err(ApiError::BadRequest("message must not be empty".into()));
+    }
+    if message.chars().count() > MAX_MESSAGE_CHARS {
+        return Err(ApiError::BadRequest(format!("message must be at most {MAX_MESSAGE_CHARS} characters")));
+    }
+    let conversation_id = match request.conversation_id {
+        Some(id) => {
+            db::owned_conversation(&state.pool, &id, &caller.workspace_id, &caller.external_user_id)
+                .await?
+                .ok_or(ApiError::NotFound)?
+                .id
+        }
+        None => {
+            let title: String = message.chars().take(60).collect();
+            db::create_conversation(&state.pool, &caller.workspace_id, &caller.external_user_id, &title).await?
+        }
+    };
+
+    let turn_id = new_id("turn");
+    let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+    let cancel = state.turns.start(&turn_id, &caller.workspace_id, &caller.external_user_id);
+    let input = TurnInput { caller, conversation_id, turn_id: turn_id.clone(), message };
+    let engine = state.engine.clone();
+    let turns = state.turns.clone();
+    tokio::spawn(async move {
+        engine.run_turn(input, EventSink::new(sender), cancel).await;
+        turns.finish(&turn_id);
+    });
+
+    let events =
+        UnboundedReceiverStream::new(receiver).map(|event| Ok(Event::default().event(event.name()).data(event.data())));
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)).text("ping")))
+}
+
+/// Cancels a running turn of the caller's; it ends with `cancelled`.
+async fn stop_turn(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(turn_id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    if state.turns.stop(&turn_id, &caller.workspace_id, &caller.external_user_id) {
+        Ok(StatusCode::ACCEPTED)
+    } else {
+        Err(ApiError::NotFound)
+    }
+}

@@ -1,0 +1,129 @@
+//! The HTTP API (assistant-api.md): errors, extractors, and a router per
+//! resource.
+
+pub mod chat;
+pub mod conversations;
+pub mod setup;
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use crate::auth::{self, Caller};
+use crate::db;
+use crate::state::AppState;
+
+/// Every error the API answers: a status and `{"error", "code"}`.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("a valid bearer token is required")]
+    Unauthorized,
+    #[error("{0}")]
+    Forbidden(&'static str, String),
+    #[error("not found")]
+    NotFound,
+    #[error("{1}")]
+    BadGateway(&'static str, String),
+    /// Logged where it is turned into a response; the client sees a generic line.
+    #[error("internal error")]
+    Internal(#[from] anyhow::Error),
+}
+
+impl ApiError {
+    fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::Forbidden(code, _) => (StatusCode::FORBIDDEN, code),
+            ApiError::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::BadGateway(code, _) => (StatusCode::BAD_GATEWAY, code),
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        if let ApiError::Internal(cause) = &self {
+            tracing::error!(error = format!("{cause:#}"), "request failed");
+        }
+        let mut response = (status, axum::Json(json!({ "error": self.to_string(), "code": code }))).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+/// JSON body whose rejection is a `400` naming the field at fault.
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(value)) => Ok(ApiJson(value)),
+            Err(rejection) => Err(ApiError::BadRequest(json_rejection_message(&rejection))),
+        }
+    }
+}
+
+fn json_rejection_message(rejection: &JsonRejection) -> String {
+    match rejection {
+        JsonRejection::MissingJsonContentType(_) => "the body must be JSON (Content-Type: application/json)".into(),
+        // serde's message names the field: "missing field `message`", "invalid type: … at line 1 column 20".
+        JsonRejection::JsonDataError(e) => format!(
+            "invalid body: {}",
+            e.body_text().trim_start_matches("Failed to deserialize the JSON body into the target type: ")
+        ),
+        JsonRejection::JsonSyntaxError(_) => "the body is not valid JSON".into(),
+        other => other.body_text(),
+    }
+}
+
+/// The bearer token of a request, if any.
+pub fn bearer(parts: &Parts) -> Option<&str> {
+    let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+}
+
+/// The chat API's caller, from the embed token (assistant-api.md §2), and
+/// the page it calls from: a browser's `Origin` must be the assistant's own
+/// (the widget's frame) or one of the workspace's `allowed_origins`.
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let token = bearer(parts).ok_or(ApiError::Unauthorized)?;
+        let workspace_id = auth::unverified_workspace(token).map_err(|_| ApiError::Unauthorized)?;
+        let Some(workspace) = db::workspace(&state.pool, &workspace_id).await? else {
+            return Err(ApiError::Unauthorized);
+        };
+        let secret = state.vault.open(&workspace.embed_secret_enc)?;
+        let claims = auth::verify(token, &workspace.id, secret.expose()).map_err(|error| {
+            tracing::info!(workspace_id = %workspace.id, %error, "embed token refused");
+            ApiError::Unauthorized
+        })?;
+        if let Some(origin) = parts.headers.get(header::ORIGIN) {
+            let origin = origin.to_str().unwrap_or("");
+            let own: &str = &state.public_origin;
+            if origin != own && !workspace.allowed_origins().iter().any(|o| o == origin) {
+                tracing::info!(workspace_id = %workspace.id, origin, "chat call from an origin outside allowed_origins");
+                return Err(ApiError::Forbidden(
+                    "origin_not_allowed",
+                    "this page's origin is not allowed for the workspace".into(),
+                ));
+            }
+        }
+        Ok(Caller { workspace_id: claims.ws, external_user_id: claims.sub, permissions: claims.permissions })
+    }
+}

@@ -1,0 +1,285 @@
+//! Setup, server to server (assistant-api.md §1): workspaces (admin token)
+//! and the `generic-rest` integration (workspace api key).
+
+use std::net::IpAddr;
+
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use axum::routing::{delete, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use super::{ApiError, ApiJson, bearer};
+use crate::crypto::hash_api_key;
+use crate::db::{self, NewIntegration, NewWorkspace};
+use crate::host::{ExecutionScope, HostTarget};
+use crate::ids::{new_id, random_bytes};
+use crate::secret::Secret;
+use crate::state::AppState;
+
+pub const PROVIDER: &str = "generic-rest";
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/workspaces", post(create_workspace))
+        .route("/v1/integrations/{provider}/connect", post(connect_integration))
+        .route("/v1/integrations/{provider}", delete(disconnect_integration))
+}
+
+#[derive(Deserialize)]
+struct CreateWorkspaceRequest {
+    name: String,
+    #[serde(default)]
+    allowed_origins: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct CreateWorkspaceResponse {
+    id: String,
+    api_key: String,
+    embed_secret: String,
+}
+
+/// The two secrets are shown once: the api key is stored hashed, the embed
+/// secret encrypted.
+async fn create_workspace(
+    State(state): State<AppState>,
+    _admin: Admin,
+    ApiJson(request): ApiJson<CreateWorkspaceRequest>,
+) -> Result<(StatusCode, Json<CreateWorkspaceResponse>), ApiError> {
+    let name = request.name.trim();
+    if name.is_empty() || name.chars().count() > 200 {
+        return Err(ApiError::BadRequest("name must be 1 to 200 characters".into()));
+    }
+    let origins = request.allowed_origins.iter().map(|o| parse_origin(o)).collect::<Result<Vec<_>, _>>()?;
+    let created = new_workspace(&state, name, &origins).await?;
+    Ok((StatusCode::CREATED, Json(created)))
+}
+
+/// Creates a workspace with fresh secrets (also used to seed the demo).
+async fn new_workspace(state: &AppState, name: &str, origins: &[String]) -> anyhow::Result<CreateWorkspaceResponse> {
+    let id = new_id("ws");
+    let api_key = format!("cak_{}", hex::encode(random_bytes::<24>()));
+    let embed_secret = hex::encode(random_bytes::<32>());
+    db::insert_workspace(
+        &state.pool,
+        NewWorkspace {
+            id: &id,
+            name,
+            allowed_origins: origins,
+            api_key_hash: &hash_api_key(&api_key),
+            embed_secret_enc: &state.vault.seal(&embed_secret),
+        },
+    )
+    .await?;
+    tracing::info!(workspace_id = %id, "workspace created");
+    Ok(CreateWorkspaceResponse { id, api_key, embed_secret })
+}
+
+/// `https://shop.example` exactly: scheme, host and optional port, no path.
+fn parse_origin(raw: &str) -> Result<String, ApiError> {
+    let bad = || ApiError::BadRequest(format!("allowed_origins: `{raw}` is not an origin like https://shop.example"));
+    let url = Url::parse(raw).map_err(|_| bad())?;
+    if !matches!(url.scheme(), "http" | "https")
+        || url.host_str().is_none()
+        || url.path() != "/"
+        || url.query().is_some()
+        || !url.username().is_empty()
+    {
+        return Err(bad());
+    }
+    Ok(url.origin().ascii_serialization())
+}
+
+#[derive(Deserialize)]
+struct ConnectRequest {
+    base_url: String,
+    secret: String,
+    #[serde(default)]
+    allowed_tools: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct ConnectResponse {
+    provider: &'static str,
+    base_url: String,
+    allowed_tools: Vec<String>,
+    tools: Vec<String>,
+}
+
+/// Verifies the host by calling its `GET /tools` once, then saves it.
+async fn connect_integration(
+    State(state): State<AppState>,
+    workspace: WorkspaceKey,
+    Path(provider): Path<String>,
+    ApiJson(request): ApiJson<ConnectRequest>,
+) -> Result<Json<ConnectResponse>, ApiError> {
+    if provider != PROVIDER {
+        return Err(ApiError::NotFound);
+    }
+    let base_url = Url::parse(request.base_url.trim())
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some() && u.username().is_empty())
+        .ok_or_else(|| ApiError::BadRequest("base_url must be an absolute http(s) URL".into()))?;
+    if request.secret.is_empty() {
+        return Err(ApiError::BadRequest("secret must not be empty".into()));
+    }
+    if !state.config.allow_private_tool_hosts {
+        refuse_private_host(&base_url).await?;
+    }
+    let target = HostTarget { base_url: base_url.clone(), secret: Secret::new(request.secret.clone()) };
+    let scope = ExecutionScope {
+        workspace_id: workspace.0.clone(),
+        external_user_id: "context-assistant-connect".into(),
+        permissions: Vec::new(),
+        request_id: new_id("req"),
+    };
+    let tools = state.engine.host.list_tools(&target, &scope, &request.allowed_tools).await.map_err(|error| {
+        tracing::info!(workspace_id = %workspace.0, %error, "connect: the host's GET /tools failed");
+        ApiError::BadGateway("host_check_failed", format!("the host's GET /tools failed: {}", error.user_message()))
+    })?;
+    db::upsert_integration(
+        &state.pool,
+        NewIntegration {
+            workspace_id: &workspace.0,
+            provider: PROVIDER,
+            base_url: base_url.as_str(),
+            secret_enc: &state.vault.seal(&request.secret),
+            allowed_tools: &request.allowed_tools,
+            builtin: false,
+        },
+    )
+    .await?;
+    tracing::info!(workspace_id = %workspace.0, tools = tools.len(), "integration connected");
+    Ok(Json(ConnectResponse {
+        provider: PROVIDER,
+        base_url: base_url.into(),
+        allowed_tools: request.allowed_tools,
+        tools: tools.into_iter().map(|t| t.name).collect(),
+    }))
+}
+
+async fn disconnect_integration(
+    State(state): State<AppState>,
+    workspace: WorkspaceKey,
+    Path(provider): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    if provider != PROVIDER || !db::delete_integration(&state.pool, &workspace.0, PROVIDER).await? {
+        return Err(ApiError::NotFound);
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Refuses hosts that resolve to loopback, private or link-local addresses.
+async fn refuse_private_host(url: &Url) -> Result<(), ApiError> {
+    let host = url.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_owned();
+    let port = url.port_or_known_default().unwrap_or(443);
+    let addrs = tokio::net::lookup_host((host.as_str(), port))
+        .await
+        .map_err(|_| ApiError::BadRequest("base_url: the host name does not resolve".into()))?;
+    for addr in addrs {
+        if is_private(addr.ip()) {
+            return Err(ApiError::BadRequest(
+                "base_url points at a private, loopback or link-local address (set CA_ALLOW_PRIVATE_TOOL_HOSTS=1 to allow)".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Loopback, private, link-local, unspecified, CGNAT and unique-local
+/// addresses, IPv4-mapped IPv6 included.
+pub fn is_private(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || (o[0] == 100 && (64..128).contains(&o[1]))
+                || o[0] == 0
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_private(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            v6.is_loopback() || v6.is_unspecified() || (first & 0xfe00) == 0xfc00 || (first & 0xffc0) == 0xfe80
+        }
+    }
+}
+
+/// The admin bearer (`CA_ADMIN_TOKEN`); without one, creation is disabled.
+struct Admin;
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let Some(expected) = &state.config.admin_token else {
+            return Err(ApiError::Forbidden(
+                "admin_disabled",
+                "workspace creation is disabled: CA_ADMIN_TOKEN is not set".into(),
+            ));
+        };
+        match bearer(parts) {
+            Some(token) if expected.matches(token) => Ok(Admin),
+            _ => Err(ApiError::Unauthorized),
+        }
+    }
+}
+
+/// A workspace authenticated by its api key.
+struct WorkspaceKey(String);
+
+impl FromRequestParts<AppState> for WorkspaceKey {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let token = bearer(parts).ok_or(ApiError::Unauthorized)?;
+        let workspace =
+            db::workspace_by_api_key_hash(&state.pool, &hash_api_key(token)).await?.ok_or(ApiError::Unauthorized)?;
+        Ok(WorkspaceKey(workspace.id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_addresses_are_recognised_including_mapped_ipv4() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "::1",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            "fd00::1",
+            "fe80::1",
+        ] {
+            assert!(is_private(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["93.184.216.34", "2606:4700::1111", "::ffff:93.184.216.34"] {
+            assert!(!is_private(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn origins_are_scheme_host_and_port_only() {
+        assert_eq!(parse_origin("https://shop.example").unwrap(), "https://shop.example");
+        assert_eq!(parse_origin("http://localhost:8080/").unwrap(), "http://localhost:8080");
+        for bad in ["shop.example", "https://shop.example/path", "javascript:alert(1)", "https://u@shop.example"] {
+            assert!(parse_origin(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! Building and running the application: the same code for the binary and
+//! the tests (which listen on port 0 with a fresh database).
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use anyhow::Context;
+use axum::Router;
+use axum::http::{HeaderValue, Request, header};
+use axum::routing::{get, post};
+use leptos::config::{Env, LeptosOptions};
+use tokio::net::TcpListener;
+use tower_http::services::ServeDir;
+use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::bistro::Bistro;
+use crate::config::{Config, ModelConfig};
+use crate::crypto::Vault;
+use crate::engine::Engine;
+use crate::engine::turns::TurnRegistry;
+use crate::host::HostClient;
+use crate::llm::Model;
+use crate::state::AppState;
+use crate::{api, bistro, db, demo, embed};
+
+/// A bound, ready server.
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+    address: SocketAddr,
+    state: AppState,
+}
+
+impl Application {
+    /// Opens the data directory, the database (migrating it) and the port;
+    /// fails with a message naming the setting at fault.
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        // Leptos' server rendering spawns on this global executor; a second call is harmless.
+        let _ = any_spawner::Executor::init_tokio();
+        std::fs::create_dir_all(&config.data_dir)
+            .with_context(|| format!("invalid CA_DATA_DIR: cannot create {}", config.data_dir.display()))?;
+        let vault = Vault::load(config.secret_key.as_ref(), &config.data_dir)?;
+        let pool =
+            db::connect(&config.database_url).await.map_err(|e| anyhow::anyhow!("invalid DATABASE_URL: {e:#}"))?;
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("invalid LEPTOS_SITE_ADDR: cannot listen on {}", config.listen))?;
+        let address = listener.local_addr()?;
+        // The server reaches itself (demo model, bistro host) over loopback.
+        let loopback = if address.ip().is_unspecified() {
+            SocketAddr::from((Ipv4Addr::LOCALHOST, address.port()))
+        } else {
+            address
+        };
+        let public_origin: Arc<str> = format!("http://{loopback}").into();
+
+        let model = match &config.model {
+            ModelConfig::Demo => Model::new(&format!("http://{loopback}/demo-model/v1"), "demo", "demo", true),
+            ModelConfig::Remote { base_url, api_key, model } => Model::new(base_url, api_key.expose(), model, false),
+        };
+        let leptos_options = LeptosOptions::builder()
+            .output_name(config.output_name.as_str())
+            .site_root(config.site_root.to_string_lossy().as_ref())
+            .site_pkg_dir("pkg")
+            .site_addr(address)
+            .env(Env::PROD)
+            .build();
+        let engine = Engine {
+            pool: pool.clone(),
+            vault: vault.clone(),
+            host: HostClient::new(config.limits.tool_timeout),
+            model,
+            limits: config.limits.clone(),
+        };
+        let bistro = Bistro { secret: vault.derive("acme-bistro host secret"), public_url: public_origin.to_string() };
+        let state = AppState {
+            pool,
+            vault,
+            config: Arc::new(config),
+            engine,
+            turns: TurnRegistry::default(),
+            bistro: Arc::new(bistro),
+            leptos_options,
+            public_origin,
+        };
+        if state.config.demo {
+            demo::seed(&state, loopback).await.context("cannot set up the demo workspace")?;
+        }
+        let router = router(state.clone());
+        Ok(Self { listener, router, address, state })
+    }
+
+    /// The address actually listened on (port 0 resolved).
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// The shared state (tests read the database and vault through it).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until Ctrl-C or SIGTERM.
+    pub async fn run_until_stopped(self) -> anyhow::Result<()> {
+        axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown_signal()).await?;
+        Ok(())
+    }
+}
+
+/// Every route of the server.
+pub fn router(state: AppState) -> Router {
+    let site_root = state.config.site_root.clone();
+    Router::new()
+        .merge(api::chat::router())
+        .merge(api::conversations::router())
+        .merge(api::setup::router())
+        .merge(bistro::router())
+        .merge(embed::router())
+        .merge(demo::router())
+        .route("/demo-model/v1/chat/completions", post(crate::llm::demo::chat_completions))
+        .route("/health", get(|| async { "ok" }))
+        .fallback_service(ServeDir::new(site_root))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("strict-origin-when-cross-origin"),
+        ))
+        // The path only: query strings may carry tokens and never reach the log.
+        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
+            tracing::info_span!("http", method = %request.method(), path = %request.uri().path())
+        }))
+        .with_state(state)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}

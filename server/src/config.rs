@@ -1,0 +1,226 @@
+//! Configuration, read once from the environment at start-up
+//! (assistant-api.md §4). Every error names the variable at fault.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::secret::Secret;
+
+/// Everything the server needs to start, validated.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `LEPTOS_SITE_ADDR`: where to listen. Port 0 picks a free port (tests).
+    pub listen: SocketAddr,
+    /// `CA_DATA_DIR`: the default SQLite file and generated keys live here.
+    pub data_dir: PathBuf,
+    /// `DATABASE_URL`, or an SQLite file in the data directory.
+    pub database_url: String,
+    /// `CA_ADMIN_TOKEN`: bearer for `POST /v1/workspaces`; none disables it.
+    pub admin_token: Option<Secret>,
+    pub model: ModelConfig,
+    pub limits: TurnLimits,
+    /// `CA_ALLOW_PRIVATE_TOOL_HOSTS=1`: tool hosts may be loopback/private.
+    pub allow_private_tool_hosts: bool,
+    /// `CA_SECRET_KEY`: 64 hex digits; otherwise a key file in the data dir.
+    pub secret_key: Option<Secret>,
+    /// `CA_DEMO`: seed the Acme Bistro demo workspace (default on).
+    pub demo: bool,
+    /// `LEPTOS_SITE_ROOT`: where the built widget (pkg/, CSS) lives.
+    pub site_root: PathBuf,
+    /// `LEPTOS_OUTPUT_NAME`: the file stem of the widget's JS/WASM/CSS.
+    pub output_name: String,
+}
+
+/// Which model answers: the built-in offline demo model, or a real endpoint.
+#[derive(Clone, Debug)]
+pub enum ModelConfig {
+    /// No `OPENAI_BASE_URL`/`OPENAI_API_KEY`: the server's own demo model.
+    Demo,
+    /// Any OpenAI-compatible chat-completions endpoint.
+    Remote { base_url: String, api_key: Secret, model: String },
+}
+
+/// The bounds of one turn; each has a variable and a default.
+#[derive(Clone, Debug)]
+pub struct TurnLimits {
+    /// `CA_MAX_ITERATIONS`: model steps per turn (default 8).
+    pub max_iterations: u32,
+    /// `CA_TURN_TIMEOUT_MS`: wall time of a turn (default 90 000).
+    pub turn_timeout: Duration,
+    /// `CA_MAX_TURN_TOKENS`: tokens per turn, from usage or estimated (default 60 000).
+    pub max_turn_tokens: u64,
+    /// `CA_TOOL_TIMEOUT_MS`: one call to a tool host (default 10 000).
+    pub tool_timeout: Duration,
+}
+
+impl Default for TurnLimits {
+    fn default() -> Self {
+        Self {
+            max_iterations: 8,
+            turn_timeout: Duration::from_millis(90_000),
+            max_turn_tokens: 60_000,
+            tool_timeout: Duration::from_millis(10_000),
+        }
+    }
+}
+
+/// A setting that could not be used; the message names the variable.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid {variable}: {reason}")]
+pub struct ConfigError {
+    pub variable: &'static str,
+    pub reason: String,
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads settings through `lookup`, so tests need not touch the process environment.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get = |name: &str| lookup(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let bad = |variable: &'static str, reason: String| ConfigError { variable, reason };
+
+        let listen = get("LEPTOS_SITE_ADDR").unwrap_or_else(|| "127.0.0.1:3000".into());
+        let listen: SocketAddr = listen
+            .parse()
+            .map_err(|_| bad("LEPTOS_SITE_ADDR", format!("`{listen}` is not an address like 127.0.0.1:3000")))?;
+
+        let data_dir = PathBuf::from(get("CA_DATA_DIR").unwrap_or_else(|| "./data".into()));
+        let database_url = match get("DATABASE_URL") {
+            Some(url) => {
+                if !(url.starts_with("sqlite:") || url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+                    return Err(bad(
+                        "DATABASE_URL",
+                        "expected sqlite://<file> or postgres://<user>@<host>/<database>".into(),
+                    ));
+                }
+                url
+            }
+            None => format!("sqlite://{}?mode=rwc", data_dir.join("context-assistant.db").display()),
+        };
+
+        let model = match (get("OPENAI_BASE_URL"), get("OPENAI_API_KEY")) {
+            (None, None) => ModelConfig::Demo,
+            (base_url, api_key) => {
+                let base_url = base_url.unwrap_or_else(|| "https://api.openai.com/v1".into());
+                match url::Url::parse(&base_url) {
+                    Ok(u) if matches!(u.scheme(), "http" | "https") => {}
+                    _ => return Err(bad("OPENAI_BASE_URL", "expected an absolute http(s) URL".into())),
+                }
+                ModelConfig::Remote {
+                    base_url: base_url.trim_end_matches('/').to_owned(),
+                    api_key: Secret::new(api_key.unwrap_or_default()),
+                    model: get("CA_MODEL").unwrap_or_else(|| "gpt-4o-mini".into()),
+                }
+            }
+        };
+
+        let defaults = TurnLimits::default();
+        let number = |variable: &'static str, default: u64, min: u64| -> Result<u64, ConfigError> {
+            match get(variable) {
+                None => Ok(default),
+                Some(raw) => match raw.parse::<u64>() {
+                    Ok(n) if n >= min => Ok(n),
+                    _ => Err(bad(variable, format!("`{raw}` is not a whole number ≥ {min}"))),
+                },
+            }
+        };
+        let limits = TurnLimits {
+            max_iterations: number("CA_MAX_ITERATIONS", defaults.max_iterations.into(), 1)?
+                .try_into()
+                .map_err(|_| bad("CA_MAX_ITERATIONS", "too large".into()))?,
+            turn_timeout: Duration::from_millis(number(
+                "CA_TURN_TIMEOUT_MS",
+                defaults.turn_timeout.as_millis() as u64,
+                100,
+            )?),
+            max_turn_tokens: number("CA_MAX_TURN_TOKENS", defaults.max_turn_tokens, 1)?,
+            tool_timeout: Duration::from_millis(number(
+                "CA_TOOL_TIMEOUT_MS",
+                defaults.tool_timeout.as_millis() as u64,
+                10,
+            )?),
+        };
+
+        let flag = |variable: &'static str, default: bool| -> Result<bool, ConfigError> {
+            match get(variable).as_deref() {
+                None => Ok(default),
+                Some("1" | "true" | "yes" | "on") => Ok(true),
+                Some("0" | "false" | "no" | "off") => Ok(false),
+                Some(other) => Err(bad(variable, format!("`{other}` is not 1 or 0"))),
+            }
+        };
+
+        let secret_key = get("CA_SECRET_KEY").map(Secret::new);
+        if let Some(key) = &secret_key {
+            let ok = key.expose().len() == 64 && key.expose().bytes().all(|b| b.is_ascii_hexdigit());
+            if !ok {
+                return Err(bad("CA_SECRET_KEY", "expected 64 hex digits (32 bytes)".into()));
+            }
+        }
+
+        Ok(Self {
+            listen,
+            data_dir,
+            database_url,
+            admin_token: get("CA_ADMIN_TOKEN").map(Secret::new),
+            model,
+            limits,
+            allow_private_tool_hosts: flag("CA_ALLOW_PRIVATE_TOOL_HOSTS", false)?,
+            secret_key,
+            demo: flag("CA_DEMO", true)?,
+            site_root: PathBuf::from(get("LEPTOS_SITE_ROOT").unwrap_or_else(|| "target/site".into())),
+            output_name: get("LEPTOS_OUTPUT_NAME").unwrap_or_else(|| "context-assistant".into()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+    }
+
+    #[test]
+    fn defaults_use_the_demo_model_and_an_sqlite_file_in_the_data_dir() {
+        let c = config(&[]).unwrap();
+        assert!(matches!(c.model, ModelConfig::Demo));
+        assert_eq!(c.listen.to_string(), "127.0.0.1:3000");
+        assert!(c.database_url.starts_with("sqlite://./data/"), "{}", c.database_url);
+    }
+
+    #[test]
+    fn a_bad_database_url_is_refused_by_name() {
+        let err = config(&[("DATABASE_URL", "mysql://x")]).unwrap_err();
+        assert_eq!(err.variable, "DATABASE_URL");
+        assert!(err.to_string().starts_with("invalid DATABASE_URL"));
+    }
+
+    #[test]
+    fn a_bad_listen_address_is_refused_by_name() {
+        assert_eq!(config(&[("LEPTOS_SITE_ADDR", "localhost")]).unwrap_err().variable, "LEPTOS_SITE_ADDR");
+    }
+
+    #[test]
+    fn limits_must_be_whole_numbers() {
+        assert_eq!(config(&[("CA_MAX_ITERATIONS", "0")]).unwrap_err().variable, "CA_MAX_ITERATIONS");
+        assert_eq!(config(&[("CA_TOOL_TIMEOUT_MS", "-5")]).unwrap_err().variable, "CA_TOOL_TIMEOUT_MS");
+        let c = config(&[("CA_MAX_TURN_TOKENS", "500")]).unwrap();
+        assert_eq!(c.limits.max_turn_tokens, 500);
+    }
+
+    #[test]
+    fn an_api_key_alone_selects_openai_and_the_key_is_not_printed() {
+        let c = config(&[("OPENAI_API_KEY", "sk-very-secret")]).unwrap();
+        let ModelConfig::Remote { base_url, .. } = &c.model else { panic!("expected a remote model") };
+        assert_eq!(base_url, "https://api.openai.com/v1");
+        assert!(!format!("{c:?}").contains("sk-very-secret"));
+    }
+}

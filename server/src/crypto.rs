@@ -1,0 +1,145 @@
+//! Secrets at rest: XChaCha20-Poly1305 under the server key, and hashes of
+//! api keys. The key comes from `CA_SECRET_KEY` or a generated key file in
+//! the data directory (mode 0600), so a restart can still read what it wrote.
+
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chacha20poly1305::aead::{Aead, KeyInit};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use hmac::{Hmac, Mac};
+use sha2::{Digest, Sha256};
+
+use crate::ids::random_bytes;
+use crate::secret::Secret;
+
+/// The server's master key. Cheap to clone.
+#[derive(Clone)]
+pub struct Vault {
+    key: [u8; 32],
+}
+
+impl std::fmt::Debug for Vault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Vault(***)")
+    }
+}
+
+impl Vault {
+    /// Uses `configured` (64 hex digits) or reads/creates `<data_dir>/secret.key`.
+    pub fn load(configured: Option<&Secret>, data_dir: &Path) -> anyhow::Result<Self> {
+        if let Some(hex_key) = configured {
+            let bytes = hex::decode(hex_key.expose()).context("CA_SECRET_KEY is not hex")?;
+            let key: [u8; 32] = bytes.try_into().map_err(|_| anyhow::anyhow!("CA_SECRET_KEY is not 32 bytes"))?;
+            return Ok(Self { key });
+        }
+        let path = data_dir.join("secret.key");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                let bytes =
+                    hex::decode(text.trim()).with_context(|| format!("the key file {} is not hex", path.display()))?;
+                let key: [u8; 32] =
+                    bytes.try_into().map_err(|_| anyhow::anyhow!("the key file {} is not 32 bytes", path.display()))?;
+                Ok(Self { key })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let key = random_bytes::<32>();
+                write_private(&path, hex::encode(key).as_bytes())
+                    .with_context(|| format!("cannot write the key file {}", path.display()))?;
+                Ok(Self { key })
+            }
+            Err(e) => Err(e).with_context(|| format!("cannot read the key file {}", path.display())),
+        }
+    }
+
+    #[cfg(test)]
+    pub fn for_tests() -> Self {
+        Self { key: [7; 32] }
+    }
+
+    /// Encrypts `plain`; the output is url-safe base64 of nonce ‖ ciphertext.
+    pub fn seal(&self, plain: &str) -> String {
+        let cipher = XChaCha20Poly1305::new((&self.key).into());
+        let nonce = random_bytes::<24>();
+        let sealed = cipher
+            .encrypt(XNonce::from_slice(&nonce), plain.as_bytes())
+            .expect("encryption of an in-memory buffer cannot fail");
+        let mut out = nonce.to_vec();
+        out.extend(sealed);
+        URL_SAFE_NO_PAD.encode(out)
+    }
+
+    /// Decrypts what [`Vault::seal`] wrote with the same key.
+    pub fn open(&self, sealed: &str) -> anyhow::Result<Secret> {
+        let bytes = URL_SAFE_NO_PAD.decode(sealed).context("sealed value is not base64")?;
+        if bytes.len() < 24 + 16 {
+            bail!("sealed value is too short");
+        }
+        let (nonce, body) = bytes.split_at(24);
+        let cipher = XChaCha20Poly1305::new((&self.key).into());
+        let plain = cipher
+            .decrypt(XNonce::from_slice(nonce), body)
+            .map_err(|_| anyhow::anyhow!("sealed value does not decrypt with this server's key"))?;
+        Ok(Secret::new(String::from_utf8(plain).context("sealed value is not UTF-8")?))
+    }
+
+    /// A stable secret derived for one purpose (for example the built-in
+    /// bistro host's bearer), the same on every replica sharing the key.
+    pub fn derive(&self, purpose: &str) -> Secret {
+        let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.key).expect("HMAC accepts any key length");
+        mac.update(purpose.as_bytes());
+        Secret::new(hex::encode(mac.finalize().into_bytes()))
+    }
+}
+
+/// SHA-256 of an api key, hex: what the database keeps instead of the key.
+pub fn hash_api_key(key: &str) -> String {
+    hex::encode(Sha256::digest(key.as_bytes()))
+}
+
+fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    #[cfg(unix)]
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    options.mode(0o600);
+    options.open(path)?.write_all(contents)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sealed_secret_opens_with_the_same_key_only() {
+        let vault = Vault::for_tests();
+        let sealed = vault.seal("host-secret");
+        assert!(!sealed.contains("host-secret"));
+        assert_eq!(vault.open(&sealed).unwrap().expose(), "host-secret");
+        let other = Vault { key: [8; 32] };
+        assert!(other.open(&sealed).is_err());
+    }
+
+    #[test]
+    fn a_tampered_sealed_value_is_refused() {
+        let vault = Vault::for_tests();
+        let mut sealed = vault.seal("x").into_bytes();
+        let last = sealed.len() - 1;
+        sealed[last] = if sealed[last] == b'A' { b'B' } else { b'A' };
+        assert!(vault.open(std::str::from_utf8(&sealed).unwrap()).is_err());
+    }
+
+    #[test]
+    fn the_key_file_is_created_once_and_reused() {
+        let dir = std::env::temp_dir().join(crate::ids::new_id("vault"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let first = Vault::load(None, &dir).unwrap();
+        let second = Vault::load(None, &dir).unwrap();
+        assert_eq!(second.open(&first.seal("kept")).unwrap().expose(), "kept");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

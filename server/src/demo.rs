@@ -1,0 +1,123 @@
+//! The demo: an "Acme Bistro" host page at `/` that embeds the widget with
+//! one script tag, and the demo workspace, connected at start to the
+//! built-in bistro host. The page mints its embed token server-side, as a
+//! host's backend would; no secret is ever in the page.
+
+use std::net::SocketAddr;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+
+use crate::api::ApiError;
+use crate::auth;
+use crate::crypto::hash_api_key;
+use crate::db::{self, NewIntegration, NewWorkspace};
+use crate::ids::random_bytes;
+use crate::state::AppState;
+
+/// The demo workspace's fixed id.
+pub const DEMO_WORKSPACE: &str = "ws_demo";
+const GUEST_COOKIE: &str = "acme_guest";
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/", get(demo_page))
+}
+
+/// Creates the demo workspace once, then (every start) points its
+/// integration at this server's bistro host and allows this server's origin.
+pub async fn seed(state: &AppState, loopback: SocketAddr) -> anyhow::Result<()> {
+    let origins = vec![state.public_origin.to_string(), format!("http://localhost:{}", loopback.port())];
+    if db::workspace(&state.pool, DEMO_WORKSPACE).await?.is_none() {
+        // The demo's api key is never shown: it is not administered over the API.
+        let api_key = hex::encode(random_bytes::<24>());
+        let inserted = db::insert_workspace(
+            &state.pool,
+            NewWorkspace {
+                id: DEMO_WORKSPACE,
+                name: "Acme Bistro",
+                allowed_origins: &origins,
+                api_key_hash: &hash_api_key(&api_key),
+                embed_secret_enc: &state.vault.seal(&hex::encode(random_bytes::<32>())),
+            },
+        )
+        .await;
+        // Another replica may have created it at the same moment.
+        if inserted.is_err() && db::workspace(&state.pool, DEMO_WORKSPACE).await?.is_none() {
+            inserted?;
+        }
+    }
+    db::set_workspace_origins(&state.pool, DEMO_WORKSPACE, &origins).await?;
+    db::upsert_integration(
+        &state.pool,
+        NewIntegration {
+            workspace_id: DEMO_WORKSPACE,
+            provider: crate::api::setup::PROVIDER,
+            base_url: &format!("http://{loopback}/bistro/api"),
+            secret_enc: &state.vault.seal(state.bistro.secret.expose()),
+            allowed_tools: &[],
+            builtin: true,
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// A token for the demo workspace, for `sub` — what a host's backend does.
+pub async fn mint_demo_token(state: &AppState, sub: &str) -> Result<String, ApiError> {
+    let workspace = db::workspace(&state.pool, DEMO_WORKSPACE).await?.ok_or(ApiError::NotFound)?;
+    let secret = state.vault.open(&workspace.embed_secret_enc)?;
+    Ok(auth::mint(DEMO_WORKSPACE, secret.expose(), sub, &["menu:read".into(), "cart:write".into()], 3600))
+}
+
+/// The Acme Bistro page. Each visitor gets a guest id in a cookie, so
+/// their conversations are theirs across reloads.
+async fn demo_page(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
+    if !state.config.demo {
+        return Ok(Html(ABOUT_PAGE).into_response());
+    }
+    let existing = guest_from_cookie(&headers);
+    let guest = existing.clone().unwrap_or_else(|| format!("guest_{}", hex::encode(random_bytes::<12>())));
+    let token = mint_demo_token(&state, &guest).await?;
+    let page = DEMO_PAGE.replace("{{WORKSPACE}}", DEMO_WORKSPACE).replace("{{TOKEN}}", &token);
+    let mut response = Html(page).into_response();
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if existing.is_none() {
+        let cookie = format!("{GUEST_COOKIE}={guest}; Path=/; HttpOnly; SameSite=Lax; Max-Age=31536000");
+        response.headers_mut().insert(header::SET_COOKIE, HeaderValue::from_str(&cookie).expect("ascii cookie"));
+    }
+    Ok(response)
+}
+
+/// The guest id, only if it has the exact shape this page gives out.
+fn guest_from_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().strip_prefix(&format!("{GUEST_COOKIE}=")).map(str::to_owned))
+        .find(|v| v.len() == 30 && v.starts_with("guest_") && v[6..].bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+const DEMO_PAGE: &str = include_str!("demo/page.html");
+
+const ABOUT_PAGE: &str = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Context Assistant</title></head>\
+    <body><h1>Context Assistant</h1><p>This server hosts the assistant's API and widget. \
+    Embed it with <code>&lt;script src=\"/embed.js\" data-workspace=\"…\" async&gt;&lt;/script&gt;</code>.</p></body></html>";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_well_formed_guest_cookies_are_reused() {
+        let mut h = HeaderMap::new();
+        h.insert(header::COOKIE, HeaderValue::from_static("a=b; acme_guest=guest_0123456789abcdef01234567"));
+        assert_eq!(guest_from_cookie(&h).as_deref(), Some("guest_0123456789abcdef01234567"));
+        h.insert(header::COOKIE, HeaderValue::from_static("acme_guest=admin"));
+        assert_eq!(guest_from_cookie(&h), None);
+    }
+}

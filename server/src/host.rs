@@ -1,0 +1,343 @@
+//! The Remote Tools client (remote-tools-contract.md): discovers a host's
+//! tools and context and calls preview/execute, with the bearer secret, the
+//! execution scope, a timeout per call, a cap on response size and no
+//! redirects. The host's own error text is logged, never shown.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use url::Url;
+
+use crate::secret::Secret;
+
+/// Largest host answer read, in bytes.
+pub const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
+
+/// Where a workspace's tools live.
+#[derive(Clone, Debug)]
+pub struct HostTarget {
+    pub base_url: Url,
+    pub secret: Secret,
+}
+
+/// Who a call acts for (remote-tools-contract.md, "Execution scope").
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutionScope {
+    pub workspace_id: String,
+    pub external_user_id: String,
+    pub permissions: Vec<String>,
+    pub request_id: String,
+}
+
+/// A tool's verb, which decides its confirmation policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verb {
+    Get,
+    Create,
+    Update,
+    Delete,
+}
+
+impl Verb {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::Create => "create",
+            Verb::Update => "update",
+            Verb::Delete => "delete",
+        }
+    }
+}
+
+/// One tool from `GET /tools`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub verb: Verb,
+    #[serde(rename = "inputSchema", default = "empty_schema")]
+    pub input_schema: Value,
+}
+
+fn empty_schema() -> Value {
+    serde_json::json!({"type": "object", "properties": {}})
+}
+
+/// A failed host call. `Display` is for logs; users see [`HostError::user_message`].
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("host refused the secret (401): {0}")]
+    Unauthorized(String),
+    #[error("host rejected the arguments (400): {0}")]
+    BadRequest(String),
+    #[error("host denied permission (403): {0}")]
+    Forbidden(String),
+    #[error("host does not know the tool or entity (404): {0}")]
+    NotFound(String),
+    #[error("host failed with status {status}: {message}")]
+    Failed { status: u16, message: String },
+    #[error("host answer is not usable: {0}")]
+    Invalid(String),
+    #[error("host did not answer within {0:?}")]
+    Timeout(Duration),
+    #[error("host could not be reached: {0}")]
+    Unreachable(String),
+}
+
+impl HostError {
+    /// A generic line for the user and the model: never the host's own text.
+    pub fn user_message(&self) -> &'static str {
+        match self {
+            HostError::Unauthorized(_) => "The connected app refused the assistant's credentials.",
+            HostError::BadRequest(_) => "The connected app could not accept that request.",
+            HostError::Forbidden(_) => "You do not have permission to do that in the connected app.",
+            HostError::NotFound(_) => "The connected app could not find that.",
+            HostError::Failed { .. } | HostError::Invalid(_) => "The connected app had a problem answering.",
+            HostError::Timeout(_) => "The connected app took too long to answer.",
+            HostError::Unreachable(_) => "The connected app could not be reached.",
+        }
+    }
+
+    /// A short machine code for logs and tool results.
+    pub fn code(&self) -> &'static str {
+        match self {
+            HostError::Unauthorized(_) => "host_unauthorized",
+            HostError::BadRequest(_) => "host_bad_request",
+            HostError::Forbidden(_) => "host_forbidden",
+            HostError::NotFound(_) => "host_not_found",
+            HostError::Failed { .. } => "host_failed",
+            HostError::Invalid(_) => "host_invalid_answer",
+            HostError::Timeout(_) => "host_timeout",
+            HostError::Unreachable(_) => "host_unreachable",
+        }
+    }
+}
+
+/// A shared HTTP client for tool hosts.
+#[derive(Clone, Debug)]
+pub struct HostClient {
+    http: reqwest::Client,
+    timeout: Duration,
+}
+
+#[derive(Serialize)]
+struct ToolCallBody<'a> {
+    tool: &'a str,
+    #[serde(rename = "callId")]
+    call_id: &'a str,
+    arguments: &'a Value,
+    execution: &'a ExecutionScope,
+}
+
+impl HostClient {
+    pub fn new(timeout: Duration) -> Self {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(timeout.min(Duration::from_secs(5)))
+            .user_agent(concat!("context-assistant/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .expect("the HTTP client configuration is valid");
+        Self { http, timeout }
+    }
+
+    /// `GET /tools`, filtered by the allowlist (empty = all).
+    pub async fn list_tools(
+        &self,
+        target: &HostTarget,
+        scope: &ExecutionScope,
+        allowed: &[String],
+    ) -> Result<Vec<ToolSpec>, HostError> {
+        let body = self.get(target, "tools", scope).await?;
+        let tools = body
+            .get("tools")
+            .and_then(Value::as_array)
+            .ok_or_else(|| HostError::Invalid("GET /tools has no `tools` array".into()))?;
+        let mut out: Vec<ToolSpec> = Vec::new();
+        for raw in tools {
+            // A malformed tool is skipped (and logged), not fatal to the turn.
+            match serde_json::from_value::<ToolSpec>(raw.clone()) {
+                Ok(tool) if valid_tool_name(&tool.name) && !out.iter().any(|t| t.name == tool.name) => {
+                    if allowed.is_empty() || allowed.contains(&tool.name) {
+                        out.push(tool);
+                    }
+                }
+                Ok(tool) => {
+                    tracing::warn!(tool = %tool.name.chars().take(64).collect::<String>(), "skipping a tool with an unusable or duplicate name")
+                }
+                Err(error) => tracing::warn!(%error, "skipping a malformed tool from GET /tools"),
+            }
+        }
+        Ok(out)
+    }
+
+    /// `GET /context`: any JSON object; the engine treats it as untrusted data.
+    pub async fn context(&self, target: &HostTarget, scope: &ExecutionScope) -> Result<Value, HostError> {
+        let body = self.get(target, "context", scope).await?;
+        if !body.is_object() {
+            return Err(HostError::Invalid("GET /context is not a JSON object".into()));
+        }
+        Ok(body)
+    }
+
+    /// `POST /tools/preview` → the preview text.
+    pub async fn preview(
+        &self,
+        target: &HostTarget,
+        tool: &str,
+        call_id: &str,
+        arguments: &Value,
+        scope: &ExecutionScope,
+    ) -> Result<String, HostError> {
+        let body = self.post(target, "tools/preview", tool, call_id, arguments, scope).await?;
+        body.get("preview")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| HostError::Invalid("preview answer has no `preview` string".into()))
+    }
+
+    /// `POST /tools/execute` → `output`.
+    pub async fn execute(
+        &self,
+        target: &HostTarget,
+        tool: &str,
+        call_id: &str,
+        arguments: &Value,
+        scope: &ExecutionScope,
+    ) -> Result<Value, HostError> {
+        let mut body = self.post(target, "tools/execute", tool, call_id, arguments, scope).await?;
+        body.get_mut("output")
+            .map(Value::take)
+            .ok_or_else(|| HostError::Invalid("execute answer has no `output`".into()))
+    }
+
+    async fn get(&self, target: &HostTarget, path: &str, scope: &ExecutionScope) -> Result<Value, HostError> {
+        let mut url = endpoint(&target.base_url, path);
+        {
+            let mut q = url.query_pairs_mut();
+            q.append_pair("workspaceId", &scope.workspace_id);
+            q.append_pair("externalUserId", &scope.external_user_id);
+            for p in &scope.permissions {
+                q.append_pair("permissions", p);
+            }
+            q.append_pair("requestId", &scope.request_id);
+        }
+        self.send(self.http.get(url).bearer_auth(target.secret.expose())).await
+    }
+
+    async fn post(
+        &self,
+        target: &HostTarget,
+        path: &str,
+        tool: &str,
+        call_id: &str,
+        arguments: &Value,
+        scope: &ExecutionScope,
+    ) -> Result<Value, HostError> {
+        let url = endpoint(&target.base_url, path);
+        let body = ToolCallBody { tool, call_id, arguments, execution: scope };
+        self.send(self.http.post(url).bearer_auth(target.secret.expose()).json(&body)).await
+    }
+
+    async fn send(&self, request: reqwest::RequestBuilder) -> Result<Value, HostError> {
+        let timeout = self.timeout;
+        let call = async {
+            let response = request.send().await.map_err(|e| HostError::Unreachable(error_chain(&e)))?;
+            let status = response.status();
+            let bytes = read_capped(response).await?;
+            if !status.is_success() {
+                let message = serde_json::from_slice::<Value>(&bytes)
+                    .ok()
+                    .and_then(|v| v.get("error").and_then(Value::as_str).map(|s| s.chars().take(300).collect()))
+                    .unwrap_or_else(|| "(no error message)".to_owned());
+                return Err(match status.as_u16() {
+                    401 => HostError::Unauthorized(message),
+                    400 => HostError::BadRequest(message),
+                    403 => HostError::Forbidden(message),
+                    404 => HostError::NotFound(message),
+                    code => HostError::Failed { status: code, message },
+                });
+            }
+            serde_json::from_slice::<Value>(&bytes).map_err(|_| HostError::Invalid("answer is not JSON".into()))
+        };
+        tokio::time::timeout(timeout, call).await.map_err(|_| HostError::Timeout(timeout))?
+    }
+}
+
+/// Tool names go to the model as function names: `^[A-Za-z0-9_-]{1,64}$`.
+pub fn valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// `base_url` is a prefix: paths are appended to it.
+fn endpoint(base: &Url, path: &str) -> Url {
+    let mut url = base.clone();
+    let joined = format!("{}/{}", base.path().trim_end_matches('/'), path);
+    url.set_path(&joined);
+    url.set_query(None);
+    url
+}
+
+async fn read_capped(response: reqwest::Response) -> Result<Vec<u8>, HostError> {
+    if response.content_length().is_some_and(|n| n as usize > MAX_RESPONSE_BYTES) {
+        return Err(HostError::Invalid(format!("answer is larger than {MAX_RESPONSE_BYTES} bytes")));
+    }
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| HostError::Unreachable(error_chain(&e)))?;
+        if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
+            return Err(HostError::Invalid(format!("answer is larger than {MAX_RESPONSE_BYTES} bytes")));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// The error and its causes, for the log (the URL carries no secret: the
+/// bearer travels in a header).
+fn error_chain(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_appended_to_the_base_url_prefix() {
+        let base = Url::parse("https://app.example.com/internal/assistant").unwrap();
+        assert_eq!(endpoint(&base, "tools").as_str(), "https://app.example.com/internal/assistant/tools");
+        let base = Url::parse("https://app.example.com/internal/assistant/?x=1").unwrap();
+        assert_eq!(
+            endpoint(&base, "tools/execute").as_str(),
+            "https://app.example.com/internal/assistant/tools/execute"
+        );
+    }
+
+    #[test]
+    fn tool_names_are_limited_to_what_models_accept() {
+        assert!(valid_tool_name("show_menu"));
+        assert!(!valid_tool_name(""));
+        assert!(!valid_tool_name("drop table"));
+        assert!(!valid_tool_name(&"a".repeat(65)));
+    }
+
+    #[test]
+    fn user_messages_never_carry_the_hosts_text() {
+        let e = HostError::Failed { status: 500, message: "SELECT * FROM secrets failed".into() };
+        assert!(!e.user_message().contains("SELECT"));
+        assert!(e.to_string().contains("SELECT"), "the log keeps it");
+    }
+}

@@ -1,0 +1,287 @@
+//! The built-in offline demo model: an OpenAI-compatible
+//! `POST /demo-model/v1/chat/completions` (streaming and not, with
+//! `tool_calls`) that answers by simple rules, so the whole loop runs on a
+//! machine with no model and no network. The engine reaches it over HTTP
+//! through async-openai like any other endpoint.
+//!
+//! The rules, in order:
+//! 1. After tool results, it reports them: a menu (`items` with `name` and
+//!    `price`) as a list, otherwise the result's `status` line, or the
+//!    error the engine passed back.
+//! 2. On a user message, it calls the first offered tool whose name, read
+//!    with spaces for underscores, appears in the message ("show menu"), or
+//!    a tool with "menu" in its name when the message mentions the menu.
+//! 3. A greeting gets a greeting; anything else gets a short note saying
+//!    what it can do, naming the tools it was offered.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Json;
+use axum::body::Body;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+/// Pause between streamed pieces, so streaming is visible in the demo.
+const PIECE_DELAY: Duration = Duration::from_millis(12);
+
+/// What the demo model decided to do.
+#[derive(Debug, PartialEq)]
+pub enum Reply {
+    Text(String),
+    Call { name: String, arguments: Value },
+}
+
+/// `POST /demo-model/v1/chat/completions`.
+pub async fn chat_completions(body: Option<Json<Value>>) -> Response {
+    let Some(Json(body)) = body else {
+        return error_response(StatusCode::BAD_REQUEST, "the body must be a JSON chat-completions request");
+    };
+    let Some(messages) = body.get("messages").and_then(Value::as_array) else {
+        return error_response(StatusCode::BAD_REQUEST, "`messages` must be an array");
+    };
+    let tools: Vec<String> = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t.pointer("/function/name").and_then(Value::as_str).map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let reply = decide(messages, &tools);
+    let prompt_tokens = (serde_json::to_string(messages).map(|s| s.len()).unwrap_or(0) as u64).div_ceil(4);
+    let model = body.get("model").and_then(Value::as_str).unwrap_or("demo").to_owned();
+    if body.get("stream").and_then(Value::as_bool).unwrap_or(false) {
+        stream_reply(reply, model, prompt_tokens)
+    } else {
+        Json(complete_reply(reply, &model, prompt_tokens)).into_response()
+    }
+}
+
+/// Applies the rules in the module documentation.
+pub fn decide(messages: &[Value], tools: &[String]) -> Reply {
+    let Some(last) = messages.last() else {
+        return Reply::Text(help(tools));
+    };
+    if last.get("role").and_then(Value::as_str) == Some("tool") {
+        let results: Vec<&Value> =
+            messages.iter().rev().take_while(|m| m.get("role").and_then(Value::as_str) == Some("tool")).collect();
+        let parts: Vec<String> = results.iter().rev().map(|m| describe_result(&content_text(m))).collect();
+        return Reply::Text(parts.join("\n\n"));
+    }
+    let said = content_text(last).to_lowercase();
+    for tool in tools {
+        let phrase = tool.replace(['_', '-'], " ").to_lowercase();
+        if said.contains(&phrase) || (tool.contains("menu") && said.contains("menu")) {
+            return Reply::Call { name: tool.clone(), arguments: json!({}) };
+        }
+    }
+    let greeting = ["hi", "hello", "hey", "good morning", "good evening"];
+    let trimmed = said.trim().trim_end_matches(['!', '.']);
+    if greeting.contains(&trimmed) {
+        return Reply::Text(format!("Hello! {}", help(tools)));
+    }
+    Reply::Text(help(tools))
+}
+
+fn help(tools: &[String]) -> String {
+    if tools.is_empty() {
+        return "I'm the offline demo model. No tools are connected right now, so I can only chat.".into();
+    }
+    let names: Vec<String> = tools.iter().map(|t| format!("“{}”", t.replace('_', " "))).collect();
+    format!(
+        "I'm the offline demo model: I follow simple rules instead of understanding everything. \
+         Ask me for one of these and I'll run it: {}.",
+        names.join(", ")
+    )
+}
+
+/// The text of a message's `content`, whether a string or an array of parts.
+fn content_text(message: &Value) -> String {
+    match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect(),
+        _ => String::new(),
+    }
+}
+
+fn describe_result(content: &str) -> String {
+    let Ok(value) = serde_json::from_str::<Value>(content) else {
+        return "The tool answered, but not in a form I can read.".into();
+    };
+    if let Some(error) = value.get("error").and_then(Value::as_str) {
+        return format!("I couldn't do that: {error}");
+    }
+    if let Some(items) = value.get("items").and_then(Value::as_array) {
+        let mut text = String::from("Here is the menu:\n");
+        for item in items {
+            let name = item.get("name").and_then(Value::as_str).unwrap_or("(unnamed)");
+            let price = item.get("price").map(|p| p.to_string()).unwrap_or_default();
+            let kind = item.get("kind").and_then(Value::as_str).unwrap_or("");
+            text.push_str(&format!("\n- **{name}** — ${price} · {kind}"));
+        }
+        if let Some(status) = value.get("status").and_then(Value::as_str) {
+            text.push_str(&format!("\n\n{status}"));
+        }
+        return text;
+    }
+    match value.get("status").and_then(Value::as_str) {
+        Some(status) => status.to_owned(),
+        None => "Done.".into(),
+    }
+}
+
+fn completion_id() -> String {
+    crate::ids::new_id("chatcmpl")
+}
+
+fn complete_reply(reply: Reply, model: &str, prompt_tokens: u64) -> Value {
+    let created = crate::ids::now_secs();
+    let (message, finish, completion_tokens) = match reply {
+        Reply::Text(text) => {
+            let n = (text.len() as u64).div_ceil(4);
+            (json!({"role": "assistant", "content": text}), "stop", n)
+        }
+        Reply::Call { name, arguments } => {
+            let arguments = arguments.to_string();
+            let n = ((name.len() + arguments.len()) as u64).div_ceil(4);
+            let call = json!({"id": crate::ids::new_id("call"), "type": "function",
+                "function": {"name": name, "arguments": arguments}});
+            (json!({"role": "assistant", "content": null, "tool_calls": [call]}), "tool_calls", n)
+        }
+    };
+    json!({
+        "id": completion_id(), "object": "chat.completion", "created": created, "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    })
+}
+
+fn stream_reply(reply: Reply, model: String, prompt_tokens: u64) -> Response {
+    let id = completion_id();
+    let created = crate::ids::now_secs();
+    let chunk = move |delta: Value, finish: Option<&str>| -> String {
+        let body = json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        format!("data: {body}\n\n")
+    };
+    let mut pieces: Vec<String> = vec![chunk(json!({"role": "assistant"}), None)];
+    let completion_tokens;
+    match reply {
+        Reply::Text(text) => {
+            completion_tokens = (text.len() as u64).div_ceil(4);
+            for piece in split_for_streaming(&text) {
+                pieces.push(chunk(json!({"content": piece}), None));
+            }
+            pieces.push(chunk(json!({}), Some("stop")));
+        }
+        Reply::Call { name, arguments } => {
+            let arguments = arguments.to_string();
+            completion_tokens = ((name.len() + arguments.len()) as u64).div_ceil(4);
+            let call_id = crate::ids::new_id("call");
+            pieces.push(chunk(
+                json!({"tool_calls": [{"index": 0, "id": call_id, "type": "function",
+                    "function": {"name": name, "arguments": ""}}]}),
+                None,
+            ));
+            pieces.push(chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}), None));
+            pieces.push(chunk(json!({}), Some("tool_calls")));
+        }
+    }
+    let usage = json!({"id": "usage", "object": "chat.completion.chunk", "created": created, "model": "demo",
+        "choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens}});
+    pieces.push(format!("data: {usage}\n\n"));
+    pieces.push("data: [DONE]\n\n".into());
+
+    let stream = futures::stream::iter(pieces.into_iter().enumerate()).then(|(i, piece)| async move {
+        if i > 0 {
+            tokio::time::sleep(PIECE_DELAY).await;
+        }
+        Ok::<_, Infallible>(piece)
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(stream))
+        .expect("static headers are valid")
+}
+
+use futures::StreamExt as _;
+
+/// A few words a piece, keeping whitespace, so the text streams visibly.
+fn split_for_streaming(text: &str) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut current = String::new();
+    let mut words = 0;
+    for ch in text.chars() {
+        current.push(ch);
+        if ch == ' ' || ch == '\n' {
+            words += 1;
+            if words == 3 {
+                pieces.push(std::mem::take(&mut current));
+                words = 0;
+            }
+        }
+    }
+    if !current.is_empty() {
+        pieces.push(current);
+    }
+    pieces
+}
+
+fn error_response(status: StatusCode, message: &str) -> Response {
+    (status, Json(json!({"error": {"message": message, "type": "invalid_request_error"}}))).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(text: &str) -> Value {
+        json!({"role": "user", "content": text})
+    }
+
+    #[test]
+    fn asking_for_the_menu_calls_the_menu_tool() {
+        let reply = decide(&[user("Show me the menu, please")], &["show_menu".into()]);
+        assert_eq!(reply, Reply::Call { name: "show_menu".into(), arguments: json!({}) });
+    }
+
+    #[test]
+    fn a_tool_named_in_words_is_called() {
+        let reply = decide(&[user("please list tasks")], &["create_task".into(), "list_tasks".into()]);
+        assert_eq!(reply, Reply::Call { name: "list_tasks".into(), arguments: json!({}) });
+    }
+
+    #[test]
+    fn without_a_matching_tool_it_explains_itself() {
+        let Reply::Text(text) = decide(&[user("what's the weather")], &["show_menu".into()]) else { panic!() };
+        assert!(text.contains("offline demo model") && text.contains("show menu"));
+    }
+
+    #[test]
+    fn a_menu_result_becomes_a_list() {
+        let result =
+            json!({"status": "Menu ready.", "items": [{"name": "Lemon Tart", "price": 8, "kind": "Desserts"}]});
+        let messages = [
+            user("menu"),
+            json!({"role": "assistant", "tool_calls": []}),
+            json!({"role": "tool", "tool_call_id": "c", "content": result.to_string()}),
+        ];
+        let Reply::Text(text) = decide(&messages, &["show_menu".into()]) else { panic!() };
+        assert!(text.contains("**Lemon Tart** — $8 · Desserts"), "{text}");
+        assert!(text.ends_with("Menu ready."));
+    }
+
+    #[test]
+    fn streaming_pieces_join_back_to_the_text() {
+        let text = "Here is the menu:\n\n- **A** — $1";
+        assert_eq!(split_for_streaming(text).concat(), text);
+        assert!(split_for_streaming(text).len() > 1);
+    }
+}

@@ -1,0 +1,1 @@
+//! Integration tests live in tests/api; this crate has no library code.

@@ -1,0 +1,67 @@
+//! The demo page, the loader and the widget page as a browser gets them.
+
+use crate::helpers::{Db, spawn_app};
+
+#[tokio::test]
+async fn the_demo_page_carries_a_verifiable_token_and_no_secret() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let response = app.client.get(app.url("/")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.headers()["set-cookie"].to_str().unwrap().starts_with("acme_guest=guest_"));
+    let page = response.text().await.unwrap();
+    assert!(page.contains(r#"<script src="/embed.js" data-workspace="ws_demo""#));
+    let token = page.split(r#"data-token=""#).nth(1).unwrap().split('"').next().unwrap();
+    // The token works against the API; the page holds no secret of ours.
+    let list = app.client.get(app.url("/v1/conversations")).bearer_auth(token).send().await.unwrap();
+    assert_eq!(list.status(), 200);
+    let workspace = server::db::workspace(&app.state.pool, "ws_demo").await.unwrap().unwrap();
+    let secret = app.state.vault.open(&workspace.embed_secret_enc).unwrap();
+    assert!(!page.contains(secret.expose()));
+    assert!(!page.contains(app.state.bistro.secret.expose()));
+}
+
+#[tokio::test]
+async fn the_loader_is_small_javascript() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let response = app.client.get(app.url("/embed.js")).send().await.unwrap();
+    assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/javascript"));
+    let js = response.text().await.unwrap();
+    assert!(js.contains("postMessage") && js.contains("/widget?ws="));
+}
+
+#[tokio::test]
+async fn the_widget_page_may_be_framed_only_by_allowed_origins() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let response = app.client.get(app.url("/widget?ws=ws_demo")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let csp = response.headers()["content-security-policy"].to_str().unwrap().to_owned();
+    assert!(csp.contains(&format!("frame-ancestors 'self' http://{}", app.address)), "{csp}");
+    assert!(csp.contains("script-src 'self' 'nonce-"), "{csp}");
+    let html = response.text().await.unwrap();
+    assert!(html.contains(r#"name="ca-boot""#), "{html}");
+    assert!(html.contains("Demo model (offline)"));
+    assert!(html.contains(r#"role="log""#));
+
+    let unknown = app.client.get(app.url("/widget?ws=ws_unknown")).send().await.unwrap();
+    assert_eq!(unknown.status(), 404);
+}
+
+#[tokio::test]
+async fn the_demo_model_speaks_openai_without_streaming_too() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let body = serde_json::json!({"model": "demo", "messages": [{"role": "user", "content": "show me the menu"}],
+        "tools": [{"type": "function", "function": {"name": "show_menu", "parameters": {"type": "object"}}}]});
+    let answer: serde_json::Value = app
+        .client
+        .post(app.url("/demo-model/v1/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["object"], "chat.completion");
+    assert_eq!(answer["choices"][0]["finish_reason"], "tool_calls");
+    assert_eq!(answer["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "show_menu");
+}

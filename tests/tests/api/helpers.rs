@@ -1,0 +1,398 @@
+//! Test fixtures: `spawn_app` on port 0 with its own database, a fake tool
+//! host, a scripted OpenAI-compatible model, and an SSE reader.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use server::app::Application;
+use server::config::Config;
+use sqlx::Connection;
+
+/// Which database a test runs on.
+#[derive(Clone, Copy, Debug)]
+pub enum Db {
+    Sqlite,
+    Postgres,
+}
+
+/// Runs a test body once on SQLite and once on PostgreSQL.
+#[macro_export]
+macro_rules! on_both_databases {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() { super::$name($crate::helpers::Db::Sqlite).await }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() { super::$name($crate::helpers::Db::Postgres).await }
+        }
+    )*};
+}
+
+/// The PostgreSQL server tests create their databases on.
+pub fn postgres_admin_url() -> String {
+    std::env::var("CA_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// A PostgreSQL database made for one test, dropped when the test ends.
+pub struct PgDatabase {
+    name: String,
+}
+
+impl PgDatabase {
+    pub async fn create() -> (Self, String) {
+        let admin = postgres_admin_url();
+        let mut conn = sqlx::PgConnection::connect(&admin)
+            .await
+            .expect("PostgreSQL must listen on 127.0.0.1:5432 (CA_TEST_POSTGRES_URL)");
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        // Databases a crashed run left behind are removed after an hour.
+        let stale: Vec<(String,)> = sqlx::query_as("SELECT datname FROM pg_database WHERE datname LIKE 'ca_test_%'")
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+        for (name,) in stale {
+            let born = name.split('_').nth(2).and_then(|t| t.parse::<u64>().ok()).unwrap_or(now);
+            if born + 3600 < now {
+                let _ =
+                    sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)")).execute(&mut conn).await;
+            }
+        }
+        let name = format!("ca_test_{now}_{}", random_hex(6));
+        sqlx::query(&format!("CREATE DATABASE \"{name}\"")).execute(&mut conn).await.unwrap();
+        let base = admin.rsplit_once('/').map(|(b, _)| b.to_owned()).unwrap();
+        (Self { name: name.clone() }, format!("{base}/{name}"))
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                if let Ok(mut conn) = sqlx::PgConnection::connect(&postgres_admin_url()).await {
+                    let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+                        .execute(&mut conn)
+                        .await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+pub fn random_hex(bytes: usize) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut out = String::new();
+    while out.len() < bytes * 2 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_usize(out.len());
+        out.push_str(&format!("{:016x}", h.finish()));
+    }
+    out.truncate(bytes * 2);
+    out
+}
+
+/// A running server and what it needs to stay alive.
+pub struct TestApp {
+    pub address: SocketAddr,
+    pub client: reqwest::Client,
+    pub state: server::state::AppState,
+    pub data_dir: tempfile::TempDir,
+    _pg: Option<PgDatabase>,
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.address, path)
+    }
+
+    /// An embed token for the demo workspace and user `sub`.
+    pub async fn demo_token(&self, sub: &str) -> String {
+        server::demo::mint_demo_token(&self.state, sub).await.expect("demo workspace exists")
+    }
+
+    /// Posts a chat turn and reads the whole event stream.
+    pub async fn turn(&self, token: &str, conversation_id: Option<&str>, message: &str) -> Vec<(String, Value)> {
+        let response = self
+            .client
+            .post(self.url("/v1/chat/turns"))
+            .bearer_auth(token)
+            .json(&json!({ "conversation_id": conversation_id, "message": message }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+        assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+        parse_sse(&response.text().await.unwrap())
+    }
+}
+
+/// Settings for `spawn_app`, on top of the test defaults.
+pub fn spawn_app(db: Db) -> AppBuilder {
+    AppBuilder { db, vars: HashMap::new() }
+}
+
+pub struct AppBuilder {
+    db: Db,
+    vars: HashMap<String, String>,
+}
+
+impl AppBuilder {
+    pub fn env(mut self, name: &str, value: impl Into<String>) -> Self {
+        self.vars.insert(name.into(), value.into());
+        self
+    }
+
+    pub async fn start(self) -> TestApp {
+        let data_dir = tempfile::tempdir().unwrap();
+        let (pg, database_url) = match self.db {
+            Db::Sqlite => (None, format!("sqlite://{}?mode=rwc", data_dir.path().join("test.db").display())),
+            Db::Postgres => {
+                let (db, url) = PgDatabase::create().await;
+                (Some(db), url)
+            }
+        };
+        let mut vars = self.vars;
+        vars.entry("LEPTOS_SITE_ADDR".into()).or_insert("127.0.0.1:0".into());
+        vars.entry("CA_DATA_DIR".into()).or_insert(data_dir.path().display().to_string());
+        vars.entry("DATABASE_URL".into()).or_insert(database_url);
+        vars.entry("CA_ADMIN_TOKEN".into()).or_insert(ADMIN_TOKEN.into());
+        vars.entry("CA_ALLOW_PRIVATE_TOOL_HOSTS".into()).or_insert("1".into());
+        let config = Config::from_lookup(|name| vars.get(name).cloned()).expect("test configuration is valid");
+        let app = Application::build(config).await.expect("the app starts");
+        let address = app.address();
+        let state = app.state().clone();
+        tokio::spawn(app.run_until_stopped());
+        TestApp { address, client: reqwest::Client::new(), state, data_dir, _pg: pg }
+    }
+}
+
+pub const ADMIN_TOKEN: &str = "test-admin-token";
+
+/// `event:`/`data:` pairs of an SSE body, heartbeats skipped.
+pub fn parse_sse(body: &str) -> Vec<(String, Value)> {
+    body.split("\n\n")
+        .filter_map(|block| {
+            let mut event = None;
+            let mut data = String::new();
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("event:") {
+                    event = Some(v.trim().to_owned());
+                } else if let Some(v) = line.strip_prefix("data:") {
+                    data.push_str(v.strip_prefix(' ').unwrap_or(v));
+                }
+            }
+            Some((event?, serde_json::from_str(&data).expect("event data is JSON")))
+        })
+        .collect()
+}
+
+pub fn names(events: &[(String, Value)]) -> Vec<&str> {
+    events.iter().map(|(n, _)| n.as_str()).collect()
+}
+
+pub fn of<'a>(events: &'a [(String, Value)], name: &str) -> Vec<&'a Value> {
+    events.iter().filter(|(n, _)| n == name).map(|(_, d)| d).collect()
+}
+
+/// Starts an axum router on a random loopback port.
+pub async fn serve(router: axum::Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    address
+}
+
+/// A fake tool host: serves the given tools and answers `execute` with the
+/// given status and body; records every call it receives.
+#[derive(Clone)]
+pub struct FakeHost {
+    pub address: SocketAddr,
+    pub calls: Arc<Mutex<Vec<(String, Value)>>>,
+}
+
+pub const HOST_SECRET: &str = "fake-host-secret";
+
+impl FakeHost {
+    pub async fn start(tools: Value, execute_status: u16, execute_body: Value) -> Self {
+        let calls: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
+        #[derive(Clone)]
+        struct S {
+            tools: Value,
+            status: u16,
+            body: Value,
+            calls: Arc<Mutex<Vec<(String, Value)>>>,
+        }
+        fn authorized(h: &HeaderMap) -> bool {
+            h.get("authorization").and_then(|v| v.to_str().ok()) == Some(&format!("Bearer {HOST_SECRET}"))
+        }
+        let s = S { tools, status: execute_status, body: execute_body, calls: calls.clone() };
+        let router = axum::Router::new()
+            .route(
+                "/tools",
+                get(|State(s): State<S>, h: HeaderMap, q: axum::extract::RawQuery| async move {
+                    s.calls.lock().unwrap().push(("tools".into(), json!(q.0)));
+                    if !authorized(&h) {
+                        return (StatusCode::UNAUTHORIZED, Json(json!({"error": "bad secret"}))).into_response();
+                    }
+                    Json(json!({ "tools": s.tools })).into_response()
+                }),
+            )
+            .route(
+                "/context",
+                get(|State(s): State<S>, q: axum::extract::RawQuery| async move {
+                    s.calls.lock().unwrap().push(("context".into(), json!(q.0)));
+                    Json(json!({"project": "Apollo"}))
+                }),
+            )
+            .route(
+                "/tools/execute",
+                post(|State(s): State<S>, Json(body): Json<Value>| async move {
+                    s.calls.lock().unwrap().push(("execute".into(), body));
+                    let status = StatusCode::from_u16(s.status).unwrap();
+                    (status, Json(s.body.clone())).into_response()
+                }),
+            )
+            .with_state(s);
+        Self { address: serve(router).await, calls }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    pub fn count(&self, kind: &str) -> usize {
+        self.calls.lock().unwrap().iter().filter(|(k, _)| k == kind).count()
+    }
+}
+
+/// A scripted OpenAI-compatible model: while the script has steps it
+/// replays them in order (each a tool call or a text); when it runs out it
+/// repeats the last. A text step may contain `{last_tool}`, replaced by the
+/// last tool result it was sent, so tests can see what the model saw.
+pub struct ScriptedModel {
+    pub address: SocketAddr,
+    pub requests: Arc<Mutex<Vec<Value>>>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Step {
+    Call(&'static str, Value),
+    Text(&'static str),
+}
+
+impl ScriptedModel {
+    pub async fn start(script: Vec<Step>) -> Self {
+        let requests: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let script = Arc::new(script);
+        let router = axum::Router::new()
+            .route(
+                "/v1/chat/completions",
+                post(
+                    |State((script, requests)): State<(Arc<Vec<Step>>, Arc<Mutex<Vec<Value>>>)>,
+                     Json(body): Json<Value>| async move {
+                        let n = {
+                            let mut r = requests.lock().unwrap();
+                            r.push(body.clone());
+                            r.len() - 1
+                        };
+                        let step = script.get(n).or(script.last()).cloned().unwrap();
+                        scripted_stream(step, &body)
+                    },
+                ),
+            )
+            .with_state((script, requests.clone()));
+        Self { address: serve(router).await, requests }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.address)
+    }
+}
+
+fn scripted_stream(step: Step, request: &Value) -> Response {
+    let chunk = |delta: Value, finish: Option<&str>| {
+        format!(
+            "data: {}\n\n",
+            json!({"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "scripted",
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+        )
+    };
+    let mut body = String::new();
+    match step {
+        Step::Call(name, args) => {
+            body.push_str(&chunk(
+                json!({"tool_calls": [{"index": 0, "id": format!("call_{}", random_hex(4)), "type": "function",
+                "function": {"name": name, "arguments": args.to_string()}}]}),
+                None,
+            ));
+            body.push_str(&chunk(json!({}), Some("tool_calls")));
+        }
+        Step::Text(text) => {
+            let last_tool = request["messages"]
+                .as_array()
+                .and_then(|m| m.iter().rev().find(|m| m["role"] == "tool"))
+                .and_then(|m| m["content"].as_str())
+                .unwrap_or("")
+                .to_owned();
+            body.push_str(&chunk(json!({"content": text.replace("{last_tool}", &last_tool)}), None));
+            body.push_str(&chunk(json!({}), Some("stop")));
+        }
+    }
+    body.push_str("data: [DONE]\n\n");
+    ([("content-type", "text/event-stream")], body).into_response()
+}
+
+/// Creates a workspace through the API and connects `host` to it; returns
+/// (workspace id, embed secret).
+pub async fn workspace_with_host(app: &TestApp, host: &FakeHost) -> (String, String) {
+    let created: Value = app
+        .client
+        .post(app.url("/v1/workspaces"))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({"name": "Shop", "allowed_origins": ["https://shop.example"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = created["id"].as_str().unwrap().to_owned();
+    let response = app
+        .client
+        .post(app.url("/v1/integrations/generic-rest/connect"))
+        .bearer_auth(created["api_key"].as_str().unwrap())
+        .json(&json!({"base_url": host.base_url(), "secret": HOST_SECRET}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    (id, created["embed_secret"].as_str().unwrap().to_owned())
+}
+
+/// Mints an embed token the way a host's backend would.
+pub fn token(workspace: &str, secret: &str, sub: &str) -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let claims = json!({"aud": "context-assistant", "ws": workspace, "sub": sub, "permissions": ["tasks:read"],
+        "iat": now, "exp": now + 600});
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()),
+    )
+    .unwrap()
+}
+
+/// A get tool named `lookup`.
+pub fn lookup_tool() -> Value {
+    json!([{ "name": "lookup", "description": "Look something up", "verb": "get",
+        "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}} }])
+}

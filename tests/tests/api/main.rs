@@ -1,0 +1,9 @@
+//! Integration tests: the real server on a random port, with a fresh
+//! SQLite file or a fresh PostgreSQL database per test.
+
+mod helpers;
+
+mod chat;
+mod config;
+mod embed;
+mod setup;

@@ -1,0 +1,92 @@
+//! Workspaces and integrations (assistant-api.md §1).
+
+use serde_json::{Value, json};
+
+use crate::helpers::{ADMIN_TOKEN, Db, FakeHost, HOST_SECRET, lookup_tool, spawn_app};
+
+#[tokio::test]
+async fn creating_a_workspace_needs_the_admin_token() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let body = json!({"name": "Shop", "allowed_origins": ["https://shop.example"]});
+    let denied = app.client.post(app.url("/v1/workspaces")).bearer_auth("wrong").json(&body).send().await.unwrap();
+    assert_eq!(denied.status(), 401);
+    let created = app.client.post(app.url("/v1/workspaces")).bearer_auth(ADMIN_TOKEN).json(&body).send().await.unwrap();
+    assert_eq!(created.status(), 201);
+    let created: Value = created.json().await.unwrap();
+    assert!(created["id"].as_str().unwrap().starts_with("ws_"));
+    assert!(created["api_key"].as_str().unwrap().starts_with("cak_"));
+    assert_eq!(created["embed_secret"].as_str().unwrap().len(), 64);
+    let bad = app
+        .client
+        .post(app.url("/v1/workspaces"))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({"name": "x", "allowed_origins": ["https://shop.example/path"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+}
+
+#[tokio::test]
+async fn connecting_checks_the_hosts_tools_and_secret() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let host = FakeHost::start(lookup_tool(), 200, json!({"output": {}})).await;
+    let created: Value = app
+        .client
+        .post(app.url("/v1/workspaces"))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({"name": "Shop"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let key = created["api_key"].as_str().unwrap();
+    let connect = |secret: &'static str| {
+        app.client
+            .post(app.url("/v1/integrations/generic-rest/connect"))
+            .bearer_auth(key)
+            .json(&json!({"base_url": host.base_url(), "secret": secret}))
+            .send()
+    };
+    let wrong = connect("wrong-secret").await.unwrap();
+    assert_eq!(wrong.status(), 502);
+    let ok = connect(HOST_SECRET).await.unwrap();
+    assert_eq!(ok.status(), 200);
+    let ok: Value = ok.json().await.unwrap();
+    assert_eq!(ok["tools"], json!(["lookup"]));
+    assert!(ok.get("secret").is_none(), "the secret is never echoed");
+
+    let gone = app.client.delete(app.url("/v1/integrations/generic-rest")).bearer_auth(key).send().await.unwrap();
+    assert_eq!(gone.status(), 204);
+    let again = app.client.delete(app.url("/v1/integrations/generic-rest")).bearer_auth(key).send().await.unwrap();
+    assert_eq!(again.status(), 404);
+}
+
+#[tokio::test]
+async fn loopback_hosts_are_refused_unless_allowed() {
+    let app = spawn_app(Db::Sqlite).env("CA_ALLOW_PRIVATE_TOOL_HOSTS", "0").start().await;
+    let created: Value = app
+        .client
+        .post(app.url("/v1/workspaces"))
+        .bearer_auth(ADMIN_TOKEN)
+        .json(&json!({"name": "Shop"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let response = app
+        .client
+        .post(app.url("/v1/integrations/generic-rest/connect"))
+        .bearer_auth(created["api_key"].as_str().unwrap())
+        .json(&json!({"base_url": "http://127.0.0.1:9/tools", "secret": "s"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.unwrap();
+    assert!(body["error"].as_str().unwrap().contains("CA_ALLOW_PRIVATE_TOOL_HOSTS"));
+}

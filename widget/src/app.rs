@@ -1,0 +1,319 @@
+//! The widget's components and its client state.
+
+use leptos::prelude::*;
+
+use crate::wire::{DisplayCard, WidgetBoot};
+
+/// The whole HTML document of the widget page (server side).
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    let boot = use_context::<WidgetBoot>().unwrap_or_default();
+    let boot_json = serde_json::to_string(&boot).unwrap_or_default();
+    let css = format!("/pkg/{}.css", options.output_name);
+    let title = format!("{} assistant", boot.title);
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1, interactive-widget=resizes-content"/>
+                <meta name="ca-boot" content=boot_json/>
+                <title>{title}</title>
+                <link rel="stylesheet" href=css/>
+                <HydrationScripts options/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+/// Who wrote a message.
+#[cfg_attr(not(feature = "hydrate"), expect(dead_code, reason = "used by the browser-only client"))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// One message on screen. Signals, so streaming updates only its own text.
+#[derive(Clone, Copy)]
+pub struct Bubble {
+    pub id: u64,
+    pub role: Role,
+    pub text: RwSignal<String>,
+    /// Sanitized HTML from the server, once the message is finished.
+    pub html: RwSignal<Option<String>>,
+    pub cards: RwSignal<Vec<DisplayCard>>,
+    /// The stream broke before the message was finished.
+    pub interrupted: RwSignal<bool>,
+}
+
+/// The chat's state, shared by the components (`Copy`: all signals).
+#[derive(Clone, Copy)]
+pub struct Chat {
+    pub bubbles: RwSignal<Vec<Bubble>>,
+    pub conversation_id: RwSignal<Option<String>>,
+    pub token: RwSignal<Option<String>>,
+    pub busy: RwSignal<bool>,
+    #[cfg_attr(not(feature = "hydrate"), expect(dead_code, reason = "used by the browser-only client"))]
+    pub turn_id: RwSignal<Option<String>>,
+    /// "Running show menu…" while a `get` tool runs.
+    pub activity: RwSignal<Option<String>>,
+    /// Polite announcements for screen readers: a reply started, finished.
+    pub announce: RwSignal<String>,
+    pub error: RwSignal<Option<String>>,
+    /// The last message sent, for Retry.
+    pub last_sent: RwSignal<Option<String>>,
+    next_id: StoredValue<u64>,
+}
+
+impl Chat {
+    pub fn new() -> Self {
+        Self {
+            bubbles: RwSignal::new(Vec::new()),
+            conversation_id: RwSignal::new(None),
+            token: RwSignal::new(None),
+            busy: RwSignal::new(false),
+            turn_id: RwSignal::new(None),
+            activity: RwSignal::new(None),
+            announce: RwSignal::new(String::new()),
+            error: RwSignal::new(None),
+            last_sent: RwSignal::new(None),
+            next_id: StoredValue::new(0),
+        }
+    }
+
+    /// Appends a message and returns it.
+    #[cfg_attr(not(feature = "hydrate"), expect(dead_code, reason = "used by the browser-only client"))]
+    pub fn push(&self, role: Role, text: &str) -> Bubble {
+        let id = self.next_id.get_value();
+        self.next_id.set_value(id + 1);
+        let bubble = Bubble {
+            id,
+            role,
+            text: RwSignal::new(text.to_owned()),
+            html: RwSignal::new(None),
+            cards: RwSignal::new(Vec::new()),
+            interrupted: RwSignal::new(false),
+        };
+        self.bubbles.update(|b| b.push(bubble));
+        bubble
+    }
+
+    /// Sends `text` as the user's next message.
+    pub fn send(&self, text: String) {
+        if text.trim().is_empty() || self.busy.get_untracked() || self.token.get_untracked().is_none() {
+            return;
+        }
+        #[cfg(feature = "hydrate")]
+        crate::client::send(*self, text);
+        #[cfg(not(feature = "hydrate"))]
+        let _ = text;
+    }
+
+    /// Asks the server to stop the running turn.
+    pub fn stop(&self) {
+        #[cfg(feature = "hydrate")]
+        crate::client::stop(*self);
+    }
+
+    /// Starts a new, empty conversation.
+    pub fn reset(&self) {
+        if self.busy.get_untracked() {
+            return;
+        }
+        self.bubbles.set(Vec::new());
+        self.conversation_id.set(None);
+        self.error.set(None);
+        #[cfg(feature = "hydrate")]
+        crate::client::forget_conversation();
+    }
+}
+
+impl Default for Chat {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The widget.
+#[component]
+pub fn App() -> impl IntoView {
+    let boot = use_context::<WidgetBoot>().unwrap_or_default();
+    let chat = Chat::new();
+    provide_context(chat);
+    #[cfg(feature = "hydrate")]
+    crate::client::start(chat, boot.clone());
+    let demo = boot.demo_model;
+    view! {
+        <div class="ca-widget">
+            <header class="ca-header">
+                <h1 class="ca-title">{boot.title.clone()}</h1>
+                {demo.then(|| view! {
+                    <span class="ca-demo" title="Answers come from the built-in offline demo model, which follows simple rules">
+                        "Demo model (offline)"
+                    </span>
+                })}
+                <button type="button" class="ca-icon-button ca-new" title="New conversation"
+                    on:click=move |_| chat.reset() disabled=move || chat.busy.get()>
+                    <span aria-hidden="true">"+"</span>
+                    <span class="ca-sr-only">"New conversation"</span>
+                </button>
+                <button type="button" class="ca-icon-button ca-close" on:click=move |_| close_widget()>
+                    <span aria-hidden="true">"×"</span>
+                    <span class="ca-sr-only">"Close chat"</span>
+                </button>
+            </header>
+            <MessageList/>
+            <p class="ca-activity" aria-hidden="true">{move || chat.activity.get()}</p>
+            {move || chat.error.get().map(|message| view! {
+                <div class="ca-error" role="alert">
+                    <span>{message}</span>
+                    <button type="button" class="ca-retry" on:click=move |_| {
+                        chat.error.set(None);
+                        if let Some(text) = chat.last_sent.get_untracked() {
+                            chat.send(text);
+                        }
+                    }>"Retry"</button>
+                </div>
+            })}
+            <Composer/>
+            <p class="ca-sr-only" aria-live="polite" aria-atomic="true">{move || chat.announce.get()}</p>
+        </div>
+    }
+}
+
+fn close_widget() {
+    #[cfg(feature = "hydrate")]
+    crate::client::post_to_host("ca:close");
+}
+
+/// The conversation, as a log: assistive technology hears the
+/// announcements, not every streamed token.
+#[component]
+fn MessageList() -> impl IntoView {
+    let chat = expect_context::<Chat>();
+    let log = NodeRef::<leptos::html::Div>::new();
+    // Keep the newest text in view while it streams.
+    Effect::new(move |_| {
+        let bubbles = chat.bubbles.get();
+        if let Some(last) = bubbles.last() {
+            last.text.track();
+            last.cards.track();
+        }
+        if let Some(el) = log.get() {
+            el.set_scroll_top(el.scroll_height());
+        }
+    });
+    view! {
+        <div class="ca-log" role="log" aria-live="off" aria-label="Conversation" node_ref=log tabindex="0">
+            <Show when=move || chat.bubbles.with(Vec::is_empty)>
+                <p class="ca-empty">"Hi! Ask me about this site — for example, “show me the menu”."</p>
+            </Show>
+            <For each=move || chat.bubbles.get() key=|b| b.id let:bubble>
+                <MessageBubble bubble/>
+            </For>
+        </div>
+    }
+}
+
+#[component]
+fn MessageBubble(bubble: Bubble) -> impl IntoView {
+    let class = match bubble.role {
+        Role::User => "ca-msg ca-user",
+        Role::Assistant => "ca-msg ca-assistant",
+    };
+    let who = match bubble.role {
+        Role::User => "You",
+        Role::Assistant => "Assistant",
+    };
+    view! {
+        <div class=class data-interrupted=move || bubble.interrupted.get().then_some("true")>
+            <span class="ca-sr-only">{who}": "</span>
+            {move || match bubble.html.get() {
+                Some(html) => view! { <div class="ca-md" inner_html=html></div> }.into_any(),
+                None => view! { <p class="ca-text">{move || bubble.text.get()}</p> }.into_any(),
+            }}
+            <CardList cards=bubble.cards/>
+            <Show when=move || bubble.interrupted.get()>
+                <p class="ca-interrupted">"This reply was cut off before it finished."</p>
+            </Show>
+        </div>
+    }
+}
+
+/// Sanitized link cards; every field is text.
+#[component]
+fn CardList(cards: RwSignal<Vec<DisplayCard>>) -> impl IntoView {
+    view! {
+        <Show when=move || cards.with(|c| !c.is_empty())>
+            <ul class="ca-cards" aria-label="Results">
+                <For each=move || cards.get() key=|c| c.url.clone() let:card>
+                    <li class="ca-card">
+                        {card.image.clone().map(|src| view! {
+                            <img class="ca-card-image" src=src alt=card.title.clone() loading="lazy" referrerpolicy="no-referrer"/>
+                        })}
+                        <div class="ca-card-body">
+                            <a class="ca-card-title" href=card.url.clone() target="_blank" rel="noopener noreferrer">
+                                {card.title.clone()}
+                            </a>
+                            {card.subtitle.clone().map(|s| view! { <p class="ca-card-subtitle">{s}</p> })}
+                            <Show when={
+                                let empty = card.badges.is_empty();
+                                move || !empty
+                            }>
+                                <ul class="ca-badges">
+                                    {card.badges.iter().map(|b| view! { <li class="ca-badge">{b.clone()}</li> }).collect_view()}
+                                </ul>
+                            </Show>
+                        </div>
+                    </li>
+                </For>
+            </ul>
+        </Show>
+    }
+}
+
+/// Enter sends, Shift+Enter starts a new line; Stop while a reply streams.
+#[component]
+fn Composer() -> impl IntoView {
+    let chat = expect_context::<Chat>();
+    let draft = RwSignal::new(String::new());
+    let submit = move || {
+        let text = draft.get_untracked().trim().to_owned();
+        if text.is_empty() || chat.busy.get_untracked() || chat.token.get_untracked().is_none() {
+            return;
+        }
+        draft.set(String::new());
+        chat.send(text);
+    };
+    view! {
+        <form class="ca-composer" on:submit=move |ev| {
+            ev.prevent_default();
+            submit();
+        }>
+            <label class="ca-sr-only" for="ca-input">"Message"</label>
+            <textarea id="ca-input" class="ca-input" rows="1" maxlength="8000"
+                placeholder=move || if chat.token.get().is_some() { "Type a message…" } else { "Connecting…" }
+                prop:value=move || draft.get()
+                on:input=move |ev| draft.set(event_target_value(&ev))
+                on:keydown=move |ev: leptos::ev::KeyboardEvent| {
+                    if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() {
+                        ev.prevent_default();
+                        submit();
+                    }
+                }
+            ></textarea>
+            {move || if chat.busy.get() {
+                view! {
+                    <button type="button" class="ca-button ca-stop" on:click=move |_| chat.stop()>"Stop"</button>
+                }.into_any()
+            } else {
+                view! {
+                    <button type="submit" class="ca-button ca-send" disabled=move || chat.token.get().is_none()>"Send"</button>
+                }.into_any()
+            }}
+        </form>
+    }
+}

@@ -1,0 +1,273 @@
+//! Browser side of the widget: the token hand-off with the host page, the
+//! chat API over `fetch`, and the turn's event stream.
+
+use js_sys::{Object, Reflect, Uint8Array};
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{Headers, ReadableStreamDefaultReader, RequestInit, Response};
+
+use crate::app::{Bubble, Chat, Role};
+use crate::sse::SseParser;
+use crate::wire::{
+    ConversationView, DisplayCards, FinishedMessage, TextDelta, ToolActivity, TurnDone, TurnError, TurnRequest,
+    TurnStarted, WidgetBoot,
+};
+
+thread_local! {
+    static BOOT: std::cell::RefCell<WidgetBoot> = Default::default();
+}
+
+/// The boot data the server rendered into `<meta name="ca-boot">`.
+pub fn read_boot() -> WidgetBoot {
+    let boot = document()
+        .query_selector("meta[name=ca-boot]")
+        .ok()
+        .flatten()
+        .and_then(|m| m.get_attribute("content"))
+        .and_then(|json| serde_json::from_str::<WidgetBoot>(&json).ok())
+        .unwrap_or_default();
+    BOOT.with(|b| *b.borrow_mut() = boot.clone());
+    boot
+}
+
+fn storage_key() -> String {
+    BOOT.with(|b| format!("ca:conversation:{}", b.borrow().workspace_id))
+}
+
+/// Listens for the host page's token and tells it the frame is ready.
+pub fn start(chat: Chat, boot: WidgetBoot) {
+    let own_origin = window().location().origin().unwrap_or_default();
+    let handle = window_event_listener(leptos::ev::message, move |e: web_sys::MessageEvent| {
+        let origin = e.origin();
+        let from_parent =
+            e.source().map(|s| Object::is(&s, &JsValue::from(window().parent().ok().flatten()))).unwrap_or(false);
+        if !from_parent || (origin != own_origin && !boot.allowed_origins.contains(&origin)) {
+            return;
+        }
+        let data = e.data();
+        if field(&data, "type").as_deref() != Some("ca:token") {
+            return;
+        }
+        let Some(token) = field(&data, "token").filter(|t| !t.is_empty() && t.len() < 8192) else { return };
+        let first = chat.token.get_untracked().is_none();
+        chat.token.set(Some(token));
+        if first {
+            spawn_local(restore(chat));
+        }
+    });
+    on_cleanup(move || handle.remove());
+    post_to_host("ca:ready");
+}
+
+fn field(data: &JsValue, name: &str) -> Option<String> {
+    Reflect::get(data, &JsValue::from_str(name)).ok().and_then(|v| v.as_string())
+}
+
+/// Sends `{type}` to the host page. It carries nothing secret, so any
+/// origin may receive it; the host's loader checks that it came from us.
+pub fn post_to_host(kind: &str) {
+    let Ok(Some(parent)) = window().parent() else { return };
+    let message = Object::new();
+    let _ = Reflect::set(&message, &"type".into(), &kind.into());
+    let _ = parent.post_message(&message, "*");
+}
+
+pub fn forget_conversation() {
+    if let Ok(Some(storage)) = window().local_storage() {
+        let _ = storage.remove_item(&storage_key());
+    }
+}
+
+fn remember_conversation(id: &str) {
+    if let Ok(Some(storage)) = window().local_storage() {
+        let _ = storage.set_item(&storage_key(), id);
+    }
+}
+
+/// Brings back the last conversation after a reload.
+async fn restore(chat: Chat) {
+    let Some(id) = window().local_storage().ok().flatten().and_then(|s| s.get_item(&storage_key()).ok().flatten())
+    else {
+        return;
+    };
+    let Some(token) = chat.token.get_untracked() else { return };
+    let response = match request("GET", &format!("/v1/conversations/{id}"), &token, None).await {
+        Ok(r) => r,
+        Err(_) => return,
+    };
+    if response.status() == 404 {
+        forget_conversation();
+        return;
+    }
+    if response.status() == 401 {
+        post_to_host("ca:token-expired");
+        return;
+    }
+    let Ok(text) = text_of(&response).await else { return };
+    let Ok(view) = serde_json::from_str::<ConversationView>(&text) else { return };
+    chat.conversation_id.set(Some(view.id));
+    for message in view.messages {
+        let role = if message.role == "user" { Role::User } else { Role::Assistant };
+        let bubble = chat.push(role, &message.text);
+        bubble.html.set(message.html);
+        bubble.cards.set(message.cards);
+    }
+}
+
+/// Sends the user's message and streams the turn into a new bubble.
+pub fn send(chat: Chat, text: String) {
+    chat.error.set(None);
+    chat.last_sent.set(Some(text.clone()));
+    chat.push(Role::User, &text);
+    let reply = chat.push(Role::Assistant, "");
+    chat.busy.set(true);
+    chat.announce.set("The assistant is replying.".into());
+    spawn_local(async move {
+        let outcome = run_turn(chat, reply, text).await;
+        chat.busy.set(false);
+        chat.activity.set(None);
+        chat.turn_id.set(None);
+        match outcome {
+            Ok(()) => chat.announce.set("The reply is complete.".into()),
+            Err(message) => {
+                // An empty, failed reply is removed; a partial one stays, marked.
+                if reply.text.get_untracked().is_empty() && reply.cards.with_untracked(Vec::is_empty) {
+                    chat.bubbles.update(|b| b.retain(|x| x.id != reply.id));
+                } else {
+                    reply.interrupted.set(true);
+                }
+                chat.error.set(Some(message.clone()));
+                chat.announce.set(message);
+            }
+        }
+    });
+}
+
+async fn run_turn(chat: Chat, reply: Bubble, text: String) -> Result<(), String> {
+    let token = chat.token.get_untracked().ok_or("Not connected yet.")?;
+    let body =
+        serde_json::to_string(&TurnRequest { conversation_id: chat.conversation_id.get_untracked(), message: text })
+            .map_err(|_| "Could not send the message.")?;
+    let response = request("POST", "/v1/chat/turns", &token, Some(body))
+        .await
+        .map_err(|_| "The assistant could not be reached. Check your connection and retry.".to_string())?;
+    match response.status() {
+        200 => {}
+        401 => {
+            post_to_host("ca:token-expired");
+            return Err("Your session expired. Reconnecting — please retry in a moment.".into());
+        }
+        404 => {
+            chat.conversation_id.set(None);
+            forget_conversation();
+            return Err("That conversation is gone. Retry to start a new one.".into());
+        }
+        _ => return Err(error_message(&response).await),
+    }
+    let body = response.body().ok_or("The reply had no body.")?;
+    let reader: ReadableStreamDefaultReader = body.get_reader().unchecked_into();
+    let mut parser = SseParser::default();
+    let mut finished = false;
+    let mut failure: Option<String> = None;
+    loop {
+        let chunk = JsFuture::from(reader.read()).await.map_err(|_| lost())?;
+        if Reflect::get(&chunk, &"done".into()).ok().and_then(|d| d.as_bool()).unwrap_or(true) {
+            break;
+        }
+        let bytes = Reflect::get(&chunk, &"value".into()).map_err(|_| lost())?;
+        for event in parser.feed(&Uint8Array::new(&bytes).to_vec()) {
+            match event.event.as_str() {
+                "turn" => {
+                    if let Ok(e) = serde_json::from_str::<TurnStarted>(&event.data) {
+                        remember_conversation(&e.conversation_id);
+                        chat.conversation_id.set(Some(e.conversation_id));
+                        chat.turn_id.set(Some(e.turn_id));
+                    }
+                }
+                "text" => {
+                    if let Ok(e) = serde_json::from_str::<TextDelta>(&event.data) {
+                        reply.text.update(|t| t.push_str(&e.delta));
+                    }
+                }
+                "tool" => {
+                    if let Ok(e) = serde_json::from_str::<ToolActivity>(&event.data) {
+                        let line = (e.status == "started").then(|| format!("Running {}…", e.name.replace('_', " ")));
+                        chat.activity.set(line);
+                    }
+                }
+                "display" => {
+                    if let Ok(e) = serde_json::from_str::<DisplayCards>(&event.data) {
+                        reply.cards.update(|c| c.extend(e.cards));
+                    }
+                }
+                "message" => {
+                    if let Ok(e) = serde_json::from_str::<FinishedMessage>(&event.data) {
+                        reply.text.set(e.text);
+                        reply.html.set(Some(e.html));
+                    }
+                }
+                "error" => {
+                    if let Ok(e) = serde_json::from_str::<TurnError>(&event.data) {
+                        failure = Some(e.message);
+                    }
+                }
+                "done" => {
+                    if serde_json::from_str::<TurnDone>(&event.data).is_ok() {
+                        finished = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some(message) = failure {
+        return Err(message);
+    }
+    if !finished {
+        return Err(lost());
+    }
+    Ok(())
+}
+
+fn lost() -> String {
+    "The connection was lost before the reply finished. Retry to ask again.".into()
+}
+
+/// Asks the server to stop the running turn.
+pub fn stop(chat: Chat) {
+    let (Some(turn_id), Some(token)) = (chat.turn_id.get_untracked(), chat.token.get_untracked()) else { return };
+    spawn_local(async move {
+        let _ = request("POST", &format!("/v1/turns/{turn_id}/stop"), &token, None).await;
+    });
+}
+
+async fn request(method: &str, path: &str, token: &str, body: Option<String>) -> Result<Response, JsValue> {
+    let headers = Headers::new()?;
+    headers.set("Authorization", &format!("Bearer {token}"))?;
+    let init = RequestInit::new();
+    init.set_method(method);
+    if let Some(body) = body {
+        headers.set("Content-Type", "application/json")?;
+        init.set_body(&JsValue::from_str(&body));
+    }
+    init.set_headers(&headers);
+    let request = web_sys::Request::new_with_str_and_init(path, &init)?;
+    let response = JsFuture::from(window().fetch_with_request(&request)).await?;
+    response.dyn_into::<Response>()
+}
+
+async fn text_of(response: &Response) -> Result<String, JsValue> {
+    JsFuture::from(response.text()?).await?.as_string().ok_or_else(|| JsValue::from_str("not text"))
+}
+
+/// The server's `{"error"}` message, or a generic line.
+async fn error_message(response: &Response) -> String {
+    let generic = "Something went wrong. Please retry.".to_string();
+    let Ok(text) = text_of(response).await else { return generic };
+    serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_owned))
+        .unwrap_or(generic)
+}
