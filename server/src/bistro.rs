@@ -60,18 +60,18 @@ fn error(status: StatusCode, message: &str) -> Response {
 }
 
 /// Every API call must carry the bistro's secret (contract, "Authentication").
-fn authorized(state: &AppState, headers: &HeaderMap) -> Result<(), Response> {
+fn authorized(state: &AppState, headers: &HeaderMap) -> bool {
     let token = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
-    if state.bistro.secret.matches(token) { Ok(()) } else { Err(error(StatusCode::UNAUTHORIZED, "bad secret")) }
+    state.bistro.secret.matches(token)
 }
 
 async fn list_tools(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(e) = authorized(&state, &headers) {
-        return e;
+    if !authorized(&state, &headers) {
+        return error(StatusCode::UNAUTHORIZED, "bad secret");
     }
     Json(json!({ "tools": [{
         "name": "show_menu",
@@ -85,15 +85,15 @@ async fn list_tools(State(state): State<AppState>, headers: HeaderMap) -> Respon
 }
 
 async fn get_context(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if let Err(e) = authorized(&state, &headers) {
-        return e;
+    if !authorized(&state, &headers) {
+        return error(StatusCode::UNAUTHORIZED, "bad secret");
     }
     Json(json!({ "restaurant": "Acme Bistro", "currency": "USD", "page": "menu" })).into_response()
 }
 
 async fn preview_tool(State(state): State<AppState>, headers: HeaderMap, body: Option<Json<ToolCall>>) -> Response {
-    if let Err(e) = authorized(&state, &headers) {
-        return e;
+    if !authorized(&state, &headers) {
+        return error(StatusCode::UNAUTHORIZED, "bad secret");
     }
     let Some(Json(call)) = body else { return error(StatusCode::BAD_REQUEST, "body must be a tool call") };
     match call.tool.as_str() {
@@ -103,8 +103,8 @@ async fn preview_tool(State(state): State<AppState>, headers: HeaderMap, body: O
 }
 
 async fn execute_tool(State(state): State<AppState>, headers: HeaderMap, body: Option<Json<ToolCall>>) -> Response {
-    if let Err(e) = authorized(&state, &headers) {
-        return e;
+    if !authorized(&state, &headers) {
+        return error(StatusCode::UNAUTHORIZED, "bad secret");
     }
     let Some(Json(call)) = body else { return error(StatusCode::BAD_REQUEST, "body must be a tool call") };
     match call.tool.as_str() {

@@ -26,10 +26,10 @@ pub fn cards_from_output(output: &Value) -> Vec<DisplayCard> {
         if cards.len() == MAX_PER_RESULT {
             break;
         }
-        if let Some(card) = sanitize_entry(entry) {
-            if !cards.iter().any(|c| c.url == card.url) {
-                cards.push(card);
-            }
+        if let Some(card) = sanitize_entry(entry)
+            && !cards.iter().any(|c| c.url == card.url)
+        {
+            cards.push(card);
         }
     }
     cards

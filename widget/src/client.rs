@@ -213,11 +213,7 @@ async fn run_turn(chat: Chat, reply: Bubble, text: String) -> Result<(), String>
                         failure = Some(e.message);
                     }
                 }
-                "done" => {
-                    if serde_json::from_str::<TurnDone>(&event.data).is_ok() {
-                        finished = true;
-                    }
-                }
+                "done" if serde_json::from_str::<TurnDone>(&event.data).is_ok() => finished = true,
                 _ => {}
             }
         }

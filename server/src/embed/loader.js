@@ -19,10 +19,11 @@
     function style(el, css) { el.setAttribute("style", css); return el; }
     button = style(document.createElement("button"),
       "position:fixed;right:20px;bottom:20px;z-index:2147483000;width:56px;height:56px;border-radius:28px;" +
-      "border:0;background:" + (opts.accent || "#1f6f5c") + ";color:#fff;font:600 24px/1 system-ui;cursor:pointer;" +
+      "border:0;background:" + (opts.accent || "#1f6f5c") + ";color:#fff;cursor:pointer;display:grid;place-items:center;" +
       "box-shadow:0 4px 16px rgba(0,0,0,.25)");
     button.type = "button";
-    button.textContent = "💬";
+    button.innerHTML = '<svg width="26" height="26" viewBox="0 0 24 24" aria-hidden="true" fill="currentColor">' +
+      '<path d="M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H9l-5 4v-4a2 2 0 0 1-2-2V6a2 2 0 0 1 2-2z"/></svg>';
     button.setAttribute("aria-label", "Open chat");
     button.setAttribute("aria-expanded", "false");
     button.className = "ca-launcher";

@@ -9,17 +9,23 @@ use tokio_util::sync::CancellationToken;
 /// The turns this process is running, by turn id.
 #[derive(Clone, Default)]
 pub struct TurnRegistry {
-    running: Arc<Mutex<HashMap<String, (String, String, CancellationToken)>>>,
+    running: Arc<Mutex<HashMap<String, RunningTurn>>>,
+}
+
+struct RunningTurn {
+    workspace_id: String,
+    user: String,
+    cancel: CancellationToken,
 }
 
 impl TurnRegistry {
     /// Registers a turn of `workspace_id`/`user`; returns its cancel token.
     pub fn start(&self, turn_id: &str, workspace_id: &str, user: &str) -> CancellationToken {
         let token = CancellationToken::new();
-        self.running
-            .lock()
-            .expect("not poisoned")
-            .insert(turn_id.to_owned(), (workspace_id.to_owned(), user.to_owned(), token.clone()));
+        self.running.lock().expect("not poisoned").insert(
+            turn_id.to_owned(),
+            RunningTurn { workspace_id: workspace_id.to_owned(), user: user.to_owned(), cancel: token.clone() },
+        );
         token
     }
 
@@ -31,8 +37,8 @@ impl TurnRegistry {
     pub fn stop(&self, turn_id: &str, workspace_id: &str, user: &str) -> bool {
         let running = self.running.lock().expect("not poisoned");
         match running.get(turn_id) {
-            Some((ws, u, token)) if ws == workspace_id && u == user => {
-                token.cancel();
+            Some(turn) if turn.workspace_id == workspace_id && turn.user == user => {
+                turn.cancel.cancel();
                 true
             }
             _ => false,

@@ -5,9 +5,9 @@
 //! through async-openai like any other endpoint.
 //!
 //! The rules, in order:
-//! 1. After tool results, it reports them: a menu (`items` with `name` and
-//!    `price`) as a list, otherwise the result's `status` line, or the
-//!    error the engine passed back.
+//! 1. After tool results, it reports them: a menu (`items` with `price`
+//!    and `kind`) as a one-line summary (the cards show the dishes), then
+//!    the result's `status` line; or the error the engine passed back.
 //! 2. On a user message, it calls the first offered tool whose name, read
 //!    with spaces for underscores, appears in the message ("show menu"), or
 //!    a tool with "menu" in its name when the message mentions the menu.
@@ -116,13 +116,23 @@ fn describe_result(content: &str) -> String {
         return format!("I couldn't do that: {error}");
     }
     if let Some(items) = value.get("items").and_then(Value::as_array) {
-        let mut text = String::from("Here is the menu:\n");
-        for item in items {
-            let name = item.get("name").and_then(Value::as_str).unwrap_or("(unnamed)");
-            let price = item.get("price").map(|p| p.to_string()).unwrap_or_default();
-            let kind = item.get("kind").and_then(Value::as_str).unwrap_or("");
-            text.push_str(&format!("\n- **{name}** — ${price} · {kind}"));
+        // The cards show the dishes; the reply sums them up instead of retyping them.
+        let prices: Vec<u64> = items.iter().filter_map(|i| i.get("price").and_then(Value::as_u64)).collect();
+        let mut kinds: Vec<&str> = Vec::new();
+        for kind in items.iter().filter_map(|i| i.get("kind").and_then(Value::as_str)) {
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
         }
+        let dishes = if items.len() == 1 { "dish" } else { "dishes" };
+        let mut text = format!("Here is the menu: **{} {dishes}**", items.len());
+        if !kinds.is_empty() {
+            text.push_str(&format!(" across {}", kinds.join(", ")));
+        }
+        if let (Some(low), Some(high)) = (prices.iter().min(), prices.iter().max()) {
+            text.push_str(&format!(", from ${low} to ${high}"));
+        }
+        text.push('.');
         if let Some(status) = value.get("status").and_then(Value::as_str) {
             text.push_str(&format!("\n\n{status}"));
         }
@@ -265,16 +275,18 @@ mod tests {
     }
 
     #[test]
-    fn a_menu_result_becomes_a_list() {
-        let result =
-            json!({"status": "Menu ready.", "items": [{"name": "Lemon Tart", "price": 8, "kind": "Desserts"}]});
+    fn a_menu_result_is_summed_up_not_retyped() {
+        let result = json!({"status": "Menu ready.", "items": [
+            {"name": "Lemon Tart", "price": 8, "kind": "Desserts"},
+            {"name": "Sparkling Water", "price": 4, "kind": "Drinks"},
+        ]});
         let messages = [
             user("menu"),
             json!({"role": "assistant", "tool_calls": []}),
             json!({"role": "tool", "tool_call_id": "c", "content": result.to_string()}),
         ];
         let Reply::Text(text) = decide(&messages, &["show_menu".into()]) else { panic!() };
-        assert!(text.contains("**Lemon Tart** — $8 · Desserts"), "{text}");
+        assert!(text.starts_with("Here is the menu: **2 dishes** across Desserts, Drinks, from $4 to $8."), "{text}");
         assert!(text.ends_with("Menu ready."));
     }
 

@@ -82,11 +82,11 @@ impl Model {
                 reported_tokens = Some(u64::from(usage.total_tokens));
             }
             for choice in chunk.choices {
-                if let Some(text) = choice.delta.content {
-                    if !text.is_empty() {
-                        on_text(&text);
-                        out.text.push_str(&text);
-                    }
+                if let Some(text) = choice.delta.content
+                    && !text.is_empty()
+                {
+                    on_text(&text);
+                    out.text.push_str(&text);
                 }
                 for fragment in choice.delta.tool_calls.unwrap_or_default() {
                     let index = fragment.index as usize;

@@ -283,6 +283,8 @@ pub struct ScriptedModel {
     pub requests: Arc<Mutex<Vec<Value>>>,
 }
 
+type ScriptState = (Arc<Vec<Step>>, Arc<Mutex<Vec<Value>>>);
+
 #[derive(Clone, Debug)]
 pub enum Step {
     Call(&'static str, Value),
@@ -296,18 +298,15 @@ impl ScriptedModel {
         let router = axum::Router::new()
             .route(
                 "/v1/chat/completions",
-                post(
-                    |State((script, requests)): State<(Arc<Vec<Step>>, Arc<Mutex<Vec<Value>>>)>,
-                     Json(body): Json<Value>| async move {
-                        let n = {
-                            let mut r = requests.lock().unwrap();
-                            r.push(body.clone());
-                            r.len() - 1
-                        };
-                        let step = script.get(n).or(script.last()).cloned().unwrap();
-                        scripted_stream(step, &body)
-                    },
-                ),
+                post(|State((script, requests)): State<ScriptState>, Json(body): Json<Value>| async move {
+                    let n = {
+                        let mut r = requests.lock().unwrap();
+                        r.push(body.clone());
+                        r.len() - 1
+                    };
+                    let step = script.get(n).or(script.last()).cloned().unwrap();
+                    scripted_stream(step, &body)
+                }),
             )
             .with_state((script, requests.clone()));
         Self { address: serve(router).await, requests }
