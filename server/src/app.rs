@@ -69,7 +69,7 @@ impl Application {
         let engine = Engine {
             pool: pool.clone(),
             vault: vault.clone(),
-            host: HostClient::new(config.limits.tool_timeout),
+            host: HostClient::new(config.limits.tool_timeout, config.allow_private_tool_hosts),
             model,
             limits: config.limits.clone(),
         };
@@ -112,6 +112,7 @@ impl Application {
 pub fn router(state: AppState) -> Router {
     let site_root = state.config.site_root.clone();
     Router::new()
+        .merge(api::actions::router())
         .merge(api::chat::router())
         .merge(api::conversations::router())
         .merge(api::setup::router())

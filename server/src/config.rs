@@ -52,6 +52,8 @@ pub struct TurnLimits {
     pub max_turn_tokens: u64,
     /// `CA_TOOL_TIMEOUT_MS`: one call to a tool host (default 10 000).
     pub tool_timeout: Duration,
+    /// `CA_ACTION_TTL_SECS`: how long a previewed action may be applied (default 900).
+    pub action_ttl: Duration,
 }
 
 impl Default for TurnLimits {
@@ -61,6 +63,7 @@ impl Default for TurnLimits {
             turn_timeout: Duration::from_millis(90_000),
             max_turn_tokens: 60_000,
             tool_timeout: Duration::from_millis(10_000),
+            action_ttl: Duration::from_secs(15 * 60),
         }
     }
 }
@@ -144,6 +147,7 @@ impl Config {
                 defaults.tool_timeout.as_millis() as u64,
                 10,
             )?),
+            action_ttl: Duration::from_secs(number("CA_ACTION_TTL_SECS", defaults.action_ttl.as_secs(), 1)?),
         };
 
         let flag = |variable: &'static str, default: bool| -> Result<bool, ConfigError> {

@@ -3,9 +3,12 @@
 //! execution scope, a timeout per call, a cap on response size and no
 //! redirects. The host's own error text is logged, never shown.
 
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use url::Url;
@@ -20,6 +23,9 @@ pub const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
 pub struct HostTarget {
     pub base_url: Url,
     pub secret: Secret,
+    /// This server's own built-in host (the bistro demo), which lives on
+    /// loopback; every other host must be public unless configured otherwise.
+    pub trusted: bool,
 }
 
 /// Who a call acts for (remote-tools-contract.md, "Execution scope").
@@ -121,7 +127,13 @@ impl HostError {
 /// A shared HTTP client for tool hosts.
 #[derive(Clone, Debug)]
 pub struct HostClient {
-    http: reqwest::Client,
+    /// For hosts that must be public: it connects only to the public
+    /// addresses its resolver returns (so a name cannot be re-pointed at
+    /// loopback between a check and the call).
+    public: reqwest::Client,
+    /// For trusted hosts, or every host when private ones are allowed.
+    any: reqwest::Client,
+    allow_private: bool,
     timeout: Duration,
 }
 
@@ -135,14 +147,36 @@ struct ToolCallBody<'a> {
 }
 
 impl HostClient {
-    pub fn new(timeout: Duration) -> Self {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(timeout.min(Duration::from_secs(5)))
-            .user_agent(concat!("context-assistant/", env!("CARGO_PKG_VERSION")))
+    pub fn new(timeout: Duration, allow_private: bool) -> Self {
+        let builder = || {
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .connect_timeout(timeout.min(Duration::from_secs(5)))
+                .user_agent(concat!("context-assistant/", env!("CARGO_PKG_VERSION")))
+        };
+        let any = builder().build().expect("the HTTP client configuration is valid");
+        let public = builder()
+            .dns_resolver(Arc::new(PublicOnlyResolver))
             .build()
             .expect("the HTTP client configuration is valid");
-        Self { http, timeout }
+        Self { public, any, allow_private, timeout }
+    }
+
+    fn client_for(&self, target: &HostTarget) -> Result<&reqwest::Client, HostError> {
+        if target.trusted || self.allow_private {
+            return Ok(&self.any);
+        }
+        // The resolver never sees an IP literal: check it here.
+        let literal = match target.base_url.host() {
+            Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+            Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+            _ => None,
+        };
+        if let Some(ip) = literal.filter(|ip| is_private(*ip)) {
+            return Err(HostError::Unreachable(format!("{ip} is a private address")));
+        }
+        Ok(&self.public)
     }
 
     /// `GET /tools`, filtered by the allowlist (empty = all).
@@ -226,7 +260,7 @@ impl HostClient {
             }
             q.append_pair("requestId", &scope.request_id);
         }
-        self.send(self.http.get(url).bearer_auth(target.secret.expose())).await
+        self.send(self.client_for(target)?.get(url).bearer_auth(target.secret.expose())).await
     }
 
     async fn post(
@@ -240,7 +274,7 @@ impl HostClient {
     ) -> Result<Value, HostError> {
         let url = endpoint(&target.base_url, path);
         let body = ToolCallBody { tool, call_id, arguments, execution: scope };
-        self.send(self.http.post(url).bearer_auth(target.secret.expose()).json(&body)).await
+        self.send(self.client_for(target)?.post(url).bearer_auth(target.secret.expose()).json(&body)).await
     }
 
     async fn send(&self, request: reqwest::RequestBuilder) -> Result<Value, HostError> {
@@ -265,6 +299,53 @@ impl HostClient {
             serde_json::from_slice::<Value>(&bytes).map_err(|_| HostError::Invalid("answer is not JSON".into()))
         };
         tokio::time::timeout(timeout, call).await.map_err(|_| HostError::Timeout(timeout))?
+    }
+}
+
+/// Loopback, private, link-local, unspecified, CGNAT, multicast and
+/// unique-local addresses, IPv4-mapped IPv6 included.
+pub fn is_private(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || (o[0] == 100 && (64..128).contains(&o[1]))
+                || o[0] == 0
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_private(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+        }
+    }
+}
+
+/// Resolves host names to their public addresses only.
+struct PublicOnlyResolver;
+
+impl Resolve for PublicOnlyResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.filter(|a| !is_private(a.ip())).collect();
+            if addrs.is_empty() {
+                return Err(format!("{host} resolves only to private addresses").into());
+            }
+            let addrs: Addrs = Box::new(addrs.into_iter());
+            Ok(addrs)
+        })
     }
 }
 
@@ -332,6 +413,65 @@ mod tests {
         assert!(!valid_tool_name(""));
         assert!(!valid_tool_name("drop table"));
         assert!(!valid_tool_name(&"a".repeat(65)));
+    }
+
+    #[test]
+    fn private_addresses_are_recognised_including_mapped_ipv4() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "224.0.0.1",
+            "::1",
+            "::",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            "fd00::1",
+            "fe80::1",
+        ] {
+            assert!(is_private(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["93.184.216.34", "2606:4700::1111", "::ffff:93.184.216.34"] {
+            assert!(!is_private(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_private_literal_address_is_refused_before_any_request() {
+        let client = HostClient::new(Duration::from_secs(1), false);
+        for base in ["http://127.0.0.1:9/x", "http://[::ffff:7f00:1]:9/x", "http://169.254.169.254/latest"] {
+            let target = HostTarget { base_url: Url::parse(base).unwrap(), secret: Secret::new("s"), trusted: false };
+            let scope = ExecutionScope {
+                workspace_id: "w".into(),
+                external_user_id: "u".into(),
+                permissions: vec![],
+                request_id: "r".into(),
+            };
+            let error = client.context(&target, &scope).await.unwrap_err();
+            assert!(matches!(error, HostError::Unreachable(ref m) if m.contains("private")), "{base}: {error}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_name_that_resolves_to_loopback_is_refused() {
+        let client = HostClient::new(Duration::from_secs(2), false);
+        let target = HostTarget {
+            base_url: Url::parse("http://localhost:9/x").unwrap(),
+            secret: Secret::new("s"),
+            trusted: false,
+        };
+        let scope = ExecutionScope {
+            workspace_id: "w".into(),
+            external_user_id: "u".into(),
+            permissions: vec![],
+            request_id: "r".into(),
+        };
+        let error = client.context(&target, &scope).await.unwrap_err();
+        assert!(format!("{error}").contains("private"), "{error}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod host;
 pub mod ids;
 pub mod llm;
 pub mod markdown;
+pub mod schema;
 pub mod secret;
 pub mod state;
 pub mod telemetry;

@@ -67,6 +67,24 @@ pub struct TurnError {
     pub code: String,
 }
 
+/// `pending_action`: a change the host previewed, frozen until the user
+/// applies it (after a second confirmation for a delete) or cancels it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingAction {
+    pub action_id: String,
+    pub tool: String,
+    pub verb: String,
+    /// The host's own summary, shown as plain text.
+    pub preview: String,
+    pub arguments: serde_json::Value,
+    /// 1 for create/update; 2 for delete.
+    pub confirmations_required: u8,
+    /// RFC 3339.
+    pub expires_at: String,
+    /// `pending`, `confirmed_once`, `executing`, `succeeded`, `failed`, `cancelled` or `expired`.
+    pub status: String,
+}
+
 /// `POST /v1/chat/turns` body.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TurnRequest {
@@ -94,7 +112,7 @@ pub struct ConversationMessage {
 pub struct ConversationView {
     pub id: String,
     pub messages: Vec<ConversationMessage>,
-    pub pending_action: Option<serde_json::Value>,
+    pub pending_action: Option<PendingAction>,
 }
 
 /// What the widget page tells the widget at boot (rendered by the server

@@ -17,8 +17,8 @@ use widget::wire::TurnRequest;
 use super::{ApiError, ApiJson};
 use crate::auth::Caller;
 use crate::db;
-use crate::engine::TurnInput;
 use crate::engine::events::EventSink;
+use crate::engine::{TurnInput, TurnStart};
 use crate::ids::new_id;
 use crate::state::AppState;
 
@@ -56,20 +56,30 @@ async fn create_turn(
         }
     };
 
+    Ok(stream_turn(&state, caller, conversation_id, TurnStart::Message(message)))
+}
+
+/// Runs a turn on its own task and streams its events; a heartbeat
+/// comment (`: ping`) keeps an idle stream open.
+pub fn stream_turn(
+    state: &AppState,
+    caller: Caller,
+    conversation_id: String,
+    start: TurnStart,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<>> {
     let turn_id = new_id("turn");
     let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
     let cancel = state.turns.start(&turn_id, &caller.workspace_id, &caller.external_user_id);
-    let input = TurnInput { caller, conversation_id, turn_id: turn_id.clone(), message };
+    let input = TurnInput { caller, conversation_id, turn_id: turn_id.clone(), start };
     let engine = state.engine.clone();
     let turns = state.turns.clone();
     tokio::spawn(async move {
         engine.run_turn(input, EventSink::new(sender), cancel).await;
         turns.finish(&turn_id);
     });
-
     let events =
         UnboundedReceiverStream::new(receiver).map(|event| Ok(Event::default().event(event.name()).data(event.data())));
-    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)).text("ping")))
+    Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)).text("ping"))
 }
 
 /// Cancels a running turn of the caller's; it ends with `cancelled`.

@@ -9,7 +9,9 @@ use widget::wire::{ConversationMessage, ConversationView, DisplayCard};
 
 use super::ApiError;
 use crate::auth::Caller;
-use crate::db;
+use crate::db::{self, actions};
+use crate::engine::actions::pending_action;
+use crate::ids::now_ms;
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -40,8 +42,9 @@ async fn list_conversations(
     Ok(Json(ConversationListResponse { conversations }))
 }
 
-/// The user-visible transcript: user messages, and each turn's assistant
-/// text and cards as one message (tool calls and results are the model's).
+/// The user-visible transcript: each user message, then the turn's
+/// answer as one assistant message (its text from every model step, its
+/// cards from every tool result), and the open action, if any.
 async fn get_conversation(
     State(state): State<AppState>,
     caller: Caller,
@@ -53,30 +56,54 @@ async fn get_conversation(
     let rows = db::messages(&state.pool, &conversation.id).await?;
     let mut messages: Vec<ConversationMessage> = Vec::new();
     for row in rows {
-        match row.role.as_str() {
-            "user" => messages.push(ConversationMessage {
+        if row.role == "user" {
+            messages.push(ConversationMessage {
                 id: row.id,
                 role: "user".into(),
                 text: row.content,
                 html: None,
                 cards: Vec::new(),
                 created_at: row.created_at,
-            }),
-            // The last assistant row of a turn carries the whole reply and its cards.
-            "assistant" if row.tool_calls.is_none() => {
+            });
+            continue;
+        }
+        if messages.last().is_none_or(|m| m.role != "assistant") {
+            messages.push(ConversationMessage {
+                id: row.id.clone(),
+                role: "assistant".into(),
+                text: String::new(),
+                html: None,
+                cards: Vec::new(),
+                created_at: row.created_at,
+            });
+        }
+        let answer = messages.last_mut().expect("just pushed");
+        match row.role.as_str() {
+            "assistant" if !row.content.is_empty() => {
+                if !answer.text.is_empty() {
+                    answer.text.push_str("\n\n");
+                }
+                answer.text.push_str(&row.content);
+            }
+            "tool" => {
                 let cards: Vec<DisplayCard> =
                     row.cards.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or_default();
-                messages.push(ConversationMessage {
-                    id: row.id,
-                    role: "assistant".into(),
-                    html: Some(crate::markdown::render(&row.content)),
-                    text: row.content,
-                    cards,
-                    created_at: row.created_at,
-                });
+                answer.cards.extend(cards);
             }
             _ => {}
         }
     }
-    Ok(Json(ConversationView { id: conversation.id, messages, pending_action: None }))
+    messages.retain(|m| m.role == "user" || !m.text.is_empty() || !m.cards.is_empty());
+    for m in messages.iter_mut().filter(|m| m.role == "assistant") {
+        m.html = Some(crate::markdown::render(&m.text));
+    }
+    let pending_action = match actions::open_in_conversation(&state.pool, &conversation.id).await? {
+        Some(action) if action.is_expired(now_ms()) => {
+            actions::expire(&state.pool, &action.id).await?;
+            None
+        }
+        Some(action) => Some(pending_action(&action)),
+        None => None,
+    };
+    Ok(Json(ConversationView { id: conversation.id, messages, pending_action }))
 }

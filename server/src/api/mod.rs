@@ -1,6 +1,7 @@
 //! The HTTP API (assistant-api.md): errors, extractors, and a router per
 //! resource.
 
+pub mod actions;
 pub mod chat;
 pub mod conversations;
 pub mod setup;
@@ -30,6 +31,9 @@ pub enum ApiError {
     NotFound,
     #[error("{1}")]
     BadGateway(&'static str, String),
+    /// A pending action that cannot move as asked: `409` or `410`, with the action.
+    #[error("{message}")]
+    Action { status: StatusCode, code: &'static str, message: &'static str, action: Box<widget::wire::PendingAction> },
     /// Logged where it is turned into a response; the client sees a generic line.
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
@@ -43,6 +47,7 @@ impl ApiError {
             ApiError::Forbidden(code, _) => (StatusCode::FORBIDDEN, code),
             ApiError::NotFound => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::BadGateway(code, _) => (StatusCode::BAD_GATEWAY, code),
+            ApiError::Action { status, code, .. } => (*status, code),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -54,7 +59,11 @@ impl IntoResponse for ApiError {
         if let ApiError::Internal(cause) = &self {
             tracing::error!(error = format!("{cause:#}"), "request failed");
         }
-        let mut response = (status, axum::Json(json!({ "error": self.to_string(), "code": code }))).into_response();
+        let mut body = json!({ "error": self.to_string(), "code": code });
+        if let ApiError::Action { action, .. } = &self {
+            body["action"] = serde_json::to_value(action).unwrap_or_default();
+        }
+        let mut response = (status, axum::Json(body)).into_response();
         if status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
         }

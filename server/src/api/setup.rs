@@ -1,8 +1,6 @@
 //! Setup, server to server (assistant-api.md §1): workspaces (admin token)
 //! and the `generic-rest` integration (workspace api key).
 
-use std::net::IpAddr;
-
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
@@ -14,7 +12,7 @@ use url::Url;
 use super::{ApiError, ApiJson, bearer};
 use crate::crypto::hash_api_key;
 use crate::db::{self, NewIntegration, NewWorkspace};
-use crate::host::{ExecutionScope, HostTarget};
+use crate::host::{ExecutionScope, HostTarget, is_private};
 use crate::ids::{new_id, random_bytes};
 use crate::secret::Secret;
 use crate::state::AppState;
@@ -129,7 +127,7 @@ async fn connect_integration(
     if !state.config.allow_private_tool_hosts {
         refuse_private_host(&base_url).await?;
     }
-    let target = HostTarget { base_url: base_url.clone(), secret: Secret::new(request.secret.clone()) };
+    let target = HostTarget { base_url: base_url.clone(), secret: Secret::new(request.secret.clone()), trusted: false };
     let scope = ExecutionScope {
         workspace_id: workspace.0.clone(),
         external_user_id: "context-assistant-connect".into(),
@@ -189,30 +187,6 @@ async fn refuse_private_host(url: &Url) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Loopback, private, link-local, unspecified, CGNAT and unique-local
-/// addresses, IPv4-mapped IPv6 included.
-pub fn is_private(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let o = v4.octets();
-            v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || (o[0] == 100 && (64..128).contains(&o[1]))
-                || o[0] == 0
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_private(IpAddr::V4(v4));
-            }
-            let first = v6.segments()[0];
-            v6.is_loopback() || v6.is_unspecified() || (first & 0xfe00) == 0xfc00 || (first & 0xffc0) == 0xfe80
-        }
-    }
-}
-
 /// The admin bearer (`CA_ADMIN_TOKEN`); without one, creation is disabled.
 struct Admin;
 
@@ -250,29 +224,6 @@ impl FromRequestParts<AppState> for WorkspaceKey {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn private_addresses_are_recognised_including_mapped_ipv4() {
-        for ip in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "172.16.0.1",
-            "192.168.1.1",
-            "169.254.169.254",
-            "0.0.0.0",
-            "100.64.0.1",
-            "::1",
-            "::ffff:127.0.0.1",
-            "::ffff:169.254.169.254",
-            "fd00::1",
-            "fe80::1",
-        ] {
-            assert!(is_private(ip.parse().unwrap()), "{ip}");
-        }
-        for ip in ["93.184.216.34", "2606:4700::1111", "::ffff:93.184.216.34"] {
-            assert!(!is_private(ip.parse().unwrap()), "{ip}");
-        }
-    }
 
     #[test]
     fn origins_are_scheme_host_and_port_only() {

@@ -2,7 +2,9 @@
 
 use serde::Serialize;
 use tokio::sync::mpsc::UnboundedSender;
-use widget::wire::{DisplayCards, FinishedMessage, TextDelta, ToolActivity, TurnDone, TurnError, TurnStarted};
+use widget::wire::{
+    DisplayCards, FinishedMessage, PendingAction, TextDelta, ToolActivity, TurnDone, TurnError, TurnStarted,
+};
 
 /// One event of a turn's stream, named as the API spec names it.
 #[derive(Debug, Clone)]
@@ -11,6 +13,7 @@ pub enum TurnEvent {
     Text(TextDelta),
     Tool(ToolActivity),
     Display(DisplayCards),
+    PendingAction(PendingAction),
     Message(FinishedMessage),
     Done(TurnDone),
     Error(TurnError),
@@ -24,6 +27,7 @@ impl TurnEvent {
             TurnEvent::Text(_) => "text",
             TurnEvent::Tool(_) => "tool",
             TurnEvent::Display(_) => "display",
+            TurnEvent::PendingAction(_) => "pending_action",
             TurnEvent::Message(_) => "message",
             TurnEvent::Done(_) => "done",
             TurnEvent::Error(_) => "error",
@@ -40,6 +44,7 @@ impl TurnEvent {
             TurnEvent::Text(e) => json(e),
             TurnEvent::Tool(e) => json(e),
             TurnEvent::Display(e) => json(e),
+            TurnEvent::PendingAction(e) => json(e),
             TurnEvent::Message(e) => json(e),
             TurnEvent::Done(e) => json(e),
             TurnEvent::Error(e) => json(e),

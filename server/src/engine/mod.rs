@@ -1,9 +1,13 @@
-//! The turn engine: one user message in, a streamed, persisted answer out.
-//! Per turn it fetches the host's tools and context once, then loops —
-//! model step, tools — within the iteration, time and token limits.
-//! `get` tools run by themselves; other verbs are not run without the
-//! user's confirmation (remote-tools-contract.md, "Verb semantics").
+//! The turn engine: one user message (or the user's answer to a pending
+//! action) in, a streamed, persisted answer out. Per turn it fetches the
+//! host's tools and context once, then loops — model step, tools — within
+//! the iteration, time and token limits (remote-tools-contract.md, "Verb
+//! semantics"): `get` tools run by themselves, several at once; the first
+//! `create`/`update`/`delete` of a step is previewed and becomes a pending
+//! action that ends the turn; the rest of that step's changes are answered
+//! as not executed.
 
+pub mod actions;
 pub mod events;
 pub mod prompt;
 pub mod turns;
@@ -19,6 +23,7 @@ use widget::wire::{
 use crate::auth::Caller;
 use crate::config::TurnLimits;
 use crate::crypto::Vault;
+use crate::db::actions::ActionRow;
 use crate::db::{self, NewMessage, Pool};
 use crate::display::{TurnCards, cards_from_output};
 use crate::host::{ExecutionScope, HostClient, HostTarget, ToolSpec, Verb};
@@ -38,13 +43,24 @@ pub struct Engine {
     pub limits: TurnLimits,
 }
 
+/// What starts a turn.
+#[derive(Clone, Debug)]
+pub enum TurnStart {
+    /// The user wrote a message.
+    Message(String),
+    /// The user applied this action; its status is already `executing`.
+    Applied(ActionRow),
+    /// The user cancelled this action, perhaps saying why.
+    Declined(ActionRow, Option<String>),
+}
+
 /// One turn to run.
 #[derive(Clone, Debug)]
 pub struct TurnInput {
     pub caller: Caller,
     pub conversation_id: String,
     pub turn_id: String,
-    pub message: String,
+    pub start: TurnStart,
 }
 
 /// How the loop ended early.
@@ -58,10 +74,21 @@ enum Stop {
 /// short by time or a stop request still saves what the user saw.
 #[derive(Default)]
 struct Progress {
+    /// All the turn's text, as streamed.
     text: String,
+    /// The text of the current model step.
+    step_text: String,
     cards: Vec<DisplayCard>,
     iterations: u32,
     tokens: u64,
+    /// The saved row that already holds the step's text (a pending action's).
+    held_message_id: Option<String>,
+}
+
+type Shared = Arc<Mutex<Progress>>;
+
+fn lock(progress: &Mutex<Progress>) -> std::sync::MutexGuard<'_, Progress> {
+    progress.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Engine {
@@ -75,19 +102,15 @@ impl Engine {
             turn_id: input.turn_id.clone(),
             conversation_id: input.conversation_id.clone(),
         }));
-        let progress = Arc::new(Mutex::new(Progress::default()));
-        let started = async {
-            db::start_turn(&self.pool, &input.turn_id, &input.conversation_id).await?;
-            db::append_message(
-                &self.pool,
-                &input.conversation_id,
-                NewMessage { role: "user", content: &input.message, ..Default::default() },
-            )
-            .await
-        };
-        if let Err(error) = started.await {
-            tracing::error!(error = format!("{error:#}"), "cannot save the user's message");
-            return self.fail(&events, "Your message could not be saved. Please try again.").await;
+        let progress: Shared = Arc::default();
+        if let Err(error) = self.open_turn(&input, &events, &progress).await {
+            tracing::error!(error = format!("{error:#}"), "cannot start the turn");
+            events.send(TurnEvent::Error(TurnError {
+                message: "Your request could not be saved. Please try again.".into(),
+                code: "turn_failed".into(),
+            }));
+            events.send(TurnEvent::Done(TurnDone { stop_reason: StopReason::Error.as_str().into() }));
+            return;
         }
 
         let outcome = tokio::select! {
@@ -100,39 +123,84 @@ impl Engine {
             }
             () = cancel.cancelled() => Err(Stop::Limit(StopReason::Cancelled)),
         };
-
-        let (reason, notice) = match outcome {
-            Ok(reason) => (reason, None),
-            Err(Stop::Limit(reason)) => (reason, Some(limit_notice(reason))),
+        let reason = match outcome {
+            Ok(reason) | Err(Stop::Limit(reason)) => reason,
             Err(Stop::Failed(message)) => {
                 events.send(TurnEvent::Error(TurnError { message: message.into(), code: "turn_failed".into() }));
-                (StopReason::Error, None)
+                StopReason::Error
             }
         };
-        let Progress { mut text, cards, iterations, tokens } =
-            std::mem::take(&mut *progress.lock().expect("not poisoned"));
-        if let Some(notice) = notice {
-            if !text.is_empty() {
-                text.push_str("\n\n");
+        self.close_turn(&input, &events, &progress, reason).await;
+    }
+
+    /// Saves what starts the turn: the user's message (which supersedes any
+    /// open action), or the outcome of the action the user answered.
+    async fn open_turn(&self, input: &TurnInput, events: &EventSink, progress: &Shared) -> anyhow::Result<()> {
+        db::start_turn(&self.pool, &input.turn_id, &input.conversation_id).await?;
+        match &input.start {
+            TurnStart::Message(text) => {
+                for action in db::actions::supersede_open(&self.pool, &input.conversation_id).await? {
+                    let content = tool_error("not run: the user sent a new message instead of answering", "superseded");
+                    self.save_tool_result(input, &action.call_id, &content, &[]).await?;
+                }
+                db::append_message(
+                    &self.pool,
+                    &input.conversation_id,
+                    NewMessage { role: "user", content: text, ..Default::default() },
+                )
+                .await?;
             }
-            text.push_str(&format!("_{notice}_"));
+            TurnStart::Applied(action) => {
+                // Outside the turn's time limit and stop button: once the host
+                // is called, its answer is recorded.
+                let (content, cards) = self.execute_action(input, action, events).await;
+                let admitted = TurnCards::default().admit(cards);
+                self.save_tool_result(input, &action.call_id, &content, &admitted).await?;
+                if !admitted.is_empty() {
+                    lock(progress).cards.extend(admitted.iter().cloned());
+                    events.send(TurnEvent::Display(DisplayCards { call_id: action.call_id.clone(), cards: admitted }));
+                }
+            }
+            TurnStart::Declined(action, reason) => {
+                let content = json!({ "error": "not run: the user declined this change", "code": "declined",
+                    "user_reason": reason })
+                .to_string();
+                self.save_tool_result(input, &action.call_id, &content, &[]).await?;
+            }
         }
-        if !text.is_empty() || !cards.is_empty() {
-            let cards_json = (!cards.is_empty()).then(|| serde_json::to_string(&cards).expect("cards serialize"));
-            let saved = db::append_message(
-                &self.pool,
-                &input.conversation_id,
-                NewMessage { role: "assistant", content: &text, cards: cards_json, ..Default::default() },
-            )
-            .await;
-            match saved {
-                Ok(message_id) => events.send(TurnEvent::Message(FinishedMessage {
-                    message_id,
-                    html: crate::markdown::render(&text),
-                    text,
-                })),
-                Err(error) => tracing::error!(error = format!("{error:#}"), "cannot save the assistant's reply"),
+        Ok(())
+    }
+
+    /// Saves the reply and reports how the turn ended.
+    async fn close_turn(&self, input: &TurnInput, events: &EventSink, progress: &Shared, reason: StopReason) {
+        let Progress { mut text, mut step_text, iterations, tokens, held_message_id, .. } =
+            std::mem::take(&mut *lock(progress));
+        let notice = limit_notice(reason);
+        if !notice.is_empty() {
+            for t in [&mut text, &mut step_text] {
+                if !t.is_empty() {
+                    t.push_str("\n\n");
+                }
+                t.push_str(&format!("_{notice}_"));
             }
+        }
+        let message_id = match held_message_id {
+            Some(id) => Some(id),
+            None if !step_text.is_empty() => {
+                let saved = db::append_message(
+                    &self.pool,
+                    &input.conversation_id,
+                    NewMessage { role: "assistant", content: &step_text, ..Default::default() },
+                )
+                .await;
+                saved.map_err(|e| tracing::error!(error = format!("{e:#}"), "cannot save the reply")).ok()
+            }
+            None => None,
+        };
+        if let Some(message_id) = message_id
+            && !text.is_empty()
+        {
+            events.send(TurnEvent::Message(FinishedMessage { message_id, html: crate::markdown::render(&text), text }));
         }
         if let Err(error) = db::finish_turn(&self.pool, &input.turn_id, reason.as_str(), iterations, tokens).await {
             tracing::error!(error = format!("{error:#}"), "cannot record the end of the turn");
@@ -141,18 +209,8 @@ impl Engine {
         events.send(TurnEvent::Done(TurnDone { stop_reason: reason.as_str().into() }));
     }
 
-    async fn fail(&self, events: &EventSink, message: &'static str) {
-        events.send(TurnEvent::Error(TurnError { message: message.into(), code: "turn_failed".into() }));
-        events.send(TurnEvent::Done(TurnDone { stop_reason: StopReason::Error.as_str().into() }));
-    }
-
     async fn turn_loop(&self, input: &TurnInput, events: &EventSink, progress: &Mutex<Progress>) -> Result<(), Stop> {
-        let scope = ExecutionScope {
-            workspace_id: input.caller.workspace_id.clone(),
-            external_user_id: input.caller.external_user_id.clone(),
-            permissions: input.caller.permissions.clone(),
-            request_id: input.turn_id.clone(),
-        };
+        let scope = self.scope(&input.caller, &input.turn_id);
         let target = self.host_target(&input.caller.workspace_id).await?;
         let (tools, context) = match &target {
             None => (Vec::new(), json!({})),
@@ -170,6 +228,7 @@ impl Engine {
                 (tools, context)
             }
         };
+        let target = target.map(|(t, _)| t);
 
         let history = db::messages(&self.pool, &input.conversation_id).await.map_err(|error| {
             tracing::error!(error = format!("{error:#}"), "cannot read the conversation");
@@ -178,18 +237,25 @@ impl Engine {
         let mut messages = vec![ChatMessage::System(prompt::system_prompt(&context))];
         messages.extend(prompt::transcript(&history));
         let mut turn_cards = TurnCards::default();
+        turn_cards.admit(lock(progress).cards.clone());
 
         for iteration in 1..=self.limits.max_iterations {
-            progress.lock().expect("not poisoned").iterations = iteration;
-            let mut first_delta = true;
+            {
+                let mut p = lock(progress);
+                p.iterations = iteration;
+                p.step_text.clear();
+            }
             let step = self
                 .model
                 .step(&messages, &tools, |delta| {
-                    let mut p = progress.lock().expect("not poisoned");
+                    let mut p = lock(progress);
                     // Text of a later step is a new paragraph of the same reply.
-                    let delta =
-                        if first_delta && !p.text.is_empty() { format!("\n\n{delta}") } else { delta.to_owned() };
-                    first_delta = false;
+                    let delta = if p.step_text.is_empty() && !p.text.is_empty() {
+                        format!("\n\n{delta}")
+                    } else {
+                        delta.to_owned()
+                    };
+                    p.step_text.push_str(delta.trim_start_matches('\n'));
                     p.text.push_str(&delta);
                     events.send(TurnEvent::Text(TextDelta { delta }));
                 })
@@ -199,7 +265,7 @@ impl Engine {
                     Stop::Failed("The assistant's model could not answer. Please try again.")
                 })?;
             let tokens = {
-                let mut p = progress.lock().expect("not poisoned");
+                let mut p = lock(progress);
                 p.tokens += step.tokens;
                 p.tokens
             };
@@ -207,34 +273,76 @@ impl Engine {
                 return Ok(());
             }
             let calls_json = serde_json::to_string(&step.tool_calls).expect("tool calls serialize");
-            self.save(
-                input,
-                NewMessage {
-                    role: "assistant",
-                    content: &step.text,
-                    tool_calls: Some(calls_json),
-                    ..Default::default()
-                },
-            )
-            .await?;
-            messages.push(ChatMessage::Assistant { text: step.text.clone(), tool_calls: step.tool_calls.clone() });
-
-            let target = target.as_ref().map(|(t, _)| t);
-            let results = futures::future::join_all(
-                step.tool_calls.iter().map(|call| self.run_call(call, &tools, target, &scope, events)),
-            )
-            .await;
-            for (call, (content, cards)) in step.tool_calls.iter().zip(results) {
-                self.save(
+            let assistant_row = self
+                .save(
                     input,
-                    NewMessage { role: "tool", content: &content, tool_call_id: Some(&call.id), ..Default::default() },
+                    NewMessage {
+                        role: "assistant",
+                        content: &step.text,
+                        tool_calls: Some(calls_json),
+                        ..Default::default()
+                    },
                 )
                 .await?;
-                messages.push(ChatMessage::Tool { call_id: call.id.clone(), content });
+            lock(progress).step_text.clear();
+            messages.push(ChatMessage::Assistant { text: step.text.clone(), tool_calls: step.tool_calls.clone() });
+
+            // Plan every call; only the first change of a step may go ahead.
+            let mut change: Option<(usize, &ToolSpec, Value)> = None;
+            let mut plans: Vec<Plan> = Vec::with_capacity(step.tool_calls.len());
+            for (i, call) in step.tool_calls.iter().enumerate() {
+                match plan(call, &tools) {
+                    Plan::Change(tool, args) if change.is_none() => {
+                        change = Some((i, tool, args));
+                        plans.push(Plan::Deferred);
+                    }
+                    Plan::Change(..) => plans.push(Plan::Answer(tool_error(
+                        "not executed: only one change can wait for the user's confirmation at a time; \
+                         propose this one again after the user has answered the first",
+                        "not_executed",
+                    ))),
+                    other => plans.push(other),
+                }
+            }
+            let (target_ref, scope_ref) = (target.as_ref(), &scope);
+            let results =
+                futures::future::join_all(step.tool_calls.iter().zip(&plans).map(|(call, plan)| async move {
+                    match plan {
+                        Plan::Get(tool, args) => {
+                            Some(self.run_get(call, tool, args, target_ref, scope_ref, events).await)
+                        }
+                        Plan::Answer(content) => Some((content.clone(), Vec::new())),
+                        Plan::Deferred | Plan::Change(..) => None,
+                    }
+                }))
+                .await;
+            for (call, result) in step.tool_calls.iter().zip(results) {
+                let Some((content, cards)) = result else { continue };
                 let admitted = turn_cards.admit(cards);
+                self.save_tool_result(input, &call.id, &content, &admitted).await.map_err(|error| {
+                    tracing::error!(error = format!("{error:#}"), "cannot save a tool result");
+                    Stop::Failed("The conversation could not be saved.")
+                })?;
+                messages.push(ChatMessage::Tool { call_id: call.id.clone(), content });
                 if !admitted.is_empty() {
-                    progress.lock().expect("not poisoned").cards.extend(admitted.iter().cloned());
+                    lock(progress).cards.extend(admitted.iter().cloned());
                     events.send(TurnEvent::Display(DisplayCards { call_id: call.id.clone(), cards: admitted }));
+                }
+            }
+            if let Some((i, tool, args)) = change {
+                let call = &step.tool_calls[i];
+                match self.propose(input, call, tool, &args, target.as_ref(), &scope, events).await {
+                    Ok(()) => {
+                        lock(progress).held_message_id = Some(assistant_row);
+                        return Err(Stop::Limit(StopReason::PendingAction));
+                    }
+                    Err(content) => {
+                        self.save_tool_result(input, &call.id, &content, &[]).await.map_err(|error| {
+                            tracing::error!(error = format!("{error:#}"), "cannot save a tool result");
+                            Stop::Failed("The conversation could not be saved.")
+                        })?;
+                        messages.push(ChatMessage::Tool { call_id: call.id.clone(), content });
+                    }
                 }
             }
             if tokens >= self.limits.max_turn_tokens {
@@ -244,11 +352,37 @@ impl Engine {
         Err(Stop::Limit(StopReason::IterationLimit))
     }
 
+    /// The execution scope sent to the host for this caller.
+    fn scope(&self, caller: &Caller, request_id: &str) -> ExecutionScope {
+        ExecutionScope {
+            workspace_id: caller.workspace_id.clone(),
+            external_user_id: caller.external_user_id.clone(),
+            permissions: caller.permissions.clone(),
+            request_id: request_id.to_owned(),
+        }
+    }
+
     async fn save(&self, input: &TurnInput, message: NewMessage<'_>) -> Result<String, Stop> {
         db::append_message(&self.pool, &input.conversation_id, message).await.map_err(|error| {
             tracing::error!(error = format!("{error:#}"), "cannot save the transcript");
             Stop::Failed("The conversation could not be saved.")
         })
+    }
+
+    async fn save_tool_result(
+        &self,
+        input: &TurnInput,
+        call_id: &str,
+        content: &str,
+        cards: &[DisplayCard],
+    ) -> anyhow::Result<String> {
+        let cards = (!cards.is_empty()).then(|| serde_json::to_string(cards).expect("cards serialize"));
+        db::append_message(
+            &self.pool,
+            &input.conversation_id,
+            NewMessage { role: "tool", content, tool_call_id: Some(call_id), cards, ..Default::default() },
+        )
+        .await
     }
 
     /// The workspace's tool host, with its secret opened, if one is connected.
@@ -262,57 +396,25 @@ impl Engine {
         };
         let secret = self.vault.open(&row.secret_enc).map_err(failed)?;
         let base_url = url::Url::parse(&row.base_url).map_err(|e| failed(e.into()))?;
-        Ok(Some((HostTarget { base_url, secret }, row.allowed_tools())))
+        Ok(Some((HostTarget { base_url, secret, trusted: row.builtin != 0 }, row.allowed_tools())))
     }
 
-    /// Runs one tool call and returns what the model is told, and the
-    /// sanitized cards. The model's mistakes never reach the host.
-    async fn run_call(
+    /// Runs a `get` tool and returns what the model is told and the cards.
+    async fn run_get(
         &self,
         call: &ToolCall,
-        tools: &[ToolSpec],
+        tool: &ToolSpec,
+        arguments: &Value,
         target: Option<&HostTarget>,
         scope: &ExecutionScope,
         events: &EventSink,
     ) -> (String, Vec<DisplayCard>) {
-        let Some(tool) = tools.iter().find(|t| t.name == call.name) else {
-            let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-            return (
-                tool_error(&format!("unknown tool; the tools are: {}", names.join(", ")), "unknown_tool"),
-                Vec::new(),
-            );
-        };
-        let arguments = if call.arguments.trim().is_empty() {
-            json!({})
-        } else {
-            match serde_json::from_str::<Value>(&call.arguments) {
-                Ok(value @ Value::Object(_)) => value,
-                _ => return (tool_error("the arguments are not a JSON object", "invalid_arguments"), Vec::new()),
-            }
-        };
         let Some(target) = target else {
             return (tool_error("no tool host is connected", "no_host"), Vec::new());
         };
-        let activity = |status: &str| {
-            events.send(TurnEvent::Tool(ToolActivity {
-                call_id: call.id.clone(),
-                name: tool.name.clone(),
-                verb: tool.verb.as_str().into(),
-                status: status.into(),
-            }))
-        };
-        if tool.verb != Verb::Get {
-            activity("failed");
-            return (
-                tool_error(
-                    "not executed: changes need the user's confirmation, which is not available here yet",
-                    "not_executed",
-                ),
-                Vec::new(),
-            );
-        }
+        let activity = |status: &str| tool_activity(events, &call.id, &tool.name, tool.verb, status);
         activity("started");
-        match self.host.execute(target, &tool.name, &call.id, &arguments, scope).await {
+        match self.host.execute(target, &tool.name, &call.id, arguments, scope).await {
             Ok(output) => {
                 activity("succeeded");
                 let cards = cards_from_output(&output);
@@ -325,6 +427,53 @@ impl Engine {
             }
         }
     }
+}
+
+/// What to do with one tool call of a model step.
+enum Plan<'a> {
+    /// Answer the model with this content; nothing reaches the host.
+    Answer(String),
+    Get(&'a ToolSpec, Value),
+    Change(&'a ToolSpec, Value),
+    /// The step's change, handled after its reads.
+    Deferred,
+}
+
+/// Checks a call against the tools offered: the model's mistakes (an
+/// unknown tool, arguments that are not a JSON object or fail the tool's
+/// `inputSchema`) become answers to the model and never reach the host.
+fn plan<'a>(call: &ToolCall, tools: &'a [ToolSpec]) -> Plan<'a> {
+    let Some(tool) = tools.iter().find(|t| t.name == call.name) else {
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        return Plan::Answer(tool_error(&format!("unknown tool; the tools are: {}", names.join(", ")), "unknown_tool"));
+    };
+    let arguments = if call.arguments.trim().is_empty() {
+        json!({})
+    } else {
+        match serde_json::from_str::<Value>(&call.arguments) {
+            Ok(value @ Value::Object(_)) => value,
+            _ => return Plan::Answer(tool_error("the arguments are not a JSON object", "invalid_arguments")),
+        }
+    };
+    if let Err(problems) = crate::schema::check(&tool.input_schema, &arguments) {
+        return Plan::Answer(tool_error(
+            &format!("the arguments do not fit the tool's inputSchema: {problems}"),
+            "invalid_arguments",
+        ));
+    }
+    match tool.verb {
+        Verb::Get => Plan::Get(tool, arguments),
+        _ => Plan::Change(tool, arguments),
+    }
+}
+
+fn tool_activity(events: &EventSink, call_id: &str, name: &str, verb: Verb, status: &str) {
+    events.send(TurnEvent::Tool(ToolActivity {
+        call_id: call_id.to_owned(),
+        name: name.to_owned(),
+        verb: verb.as_str().into(),
+        status: status.into(),
+    }));
 }
 
 fn tool_error(message: &str, code: &str) -> String {
@@ -367,5 +516,29 @@ mod tests {
         let parsed: Value = serde_json::from_str(&long).unwrap();
         assert_eq!(parsed["truncated"], true);
         assert!(long.len() < MAX_TOOL_RESULT_CHARS + 100);
+    }
+
+    fn tools() -> Vec<ToolSpec> {
+        serde_json::from_value(json!([
+            {"name": "find", "verb": "get", "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}},
+            {"name": "remove", "verb": "delete", "inputSchema": {"type": "object"}},
+        ]))
+        .unwrap()
+    }
+
+    fn call(name: &str, arguments: &str) -> ToolCall {
+        ToolCall { id: "c".into(), name: name.into(), arguments: arguments.into() }
+    }
+
+    #[test]
+    fn the_models_mistakes_never_reach_the_host() {
+        let tools = tools();
+        for (name, args) in
+            [("nope", "{}"), ("find", "not json"), ("find", "[1]"), ("find", r#"{"q": 5}"#), ("find", "{}")]
+        {
+            assert!(matches!(plan(&call(name, args), &tools), Plan::Answer(_)), "{name} {args}");
+        }
+        assert!(matches!(plan(&call("find", r#"{"q": "x"}"#), &tools), Plan::Get(..)));
+        assert!(matches!(plan(&call("remove", ""), &tools), Plan::Change(..)));
     }
 }

@@ -103,6 +103,7 @@ pub fn random_hex(bytes: usize) -> String {
 /// A running server and what it needs to stay alive.
 pub struct TestApp {
     pub address: SocketAddr,
+    pub database_url: String,
     pub client: reqwest::Client,
     pub state: server::state::AppState,
     pub data_dir: tempfile::TempDir,
@@ -166,12 +167,13 @@ impl AppBuilder {
         vars.entry("DATABASE_URL".into()).or_insert(database_url);
         vars.entry("CA_ADMIN_TOKEN".into()).or_insert(ADMIN_TOKEN.into());
         vars.entry("CA_ALLOW_PRIVATE_TOOL_HOSTS".into()).or_insert("1".into());
+        let database_url = vars["DATABASE_URL"].clone();
         let config = Config::from_lookup(|name| vars.get(name).cloned()).expect("test configuration is valid");
         let app = Application::build(config).await.expect("the app starts");
         let address = app.address();
         let state = app.state().clone();
         tokio::spawn(app.run_until_stopped());
-        TestApp { address, client: reqwest::Client::new(), state, data_dir, _pg: pg }
+        TestApp { address, database_url, client: reqwest::Client::new(), state, data_dir, _pg: pg }
     }
 }
 
@@ -211,8 +213,8 @@ pub async fn serve(router: axum::Router) -> SocketAddr {
     address
 }
 
-/// A fake tool host: serves the given tools and answers `execute` with the
-/// given status and body; records every call it receives.
+/// A fake tool host: serves the given tools, a context, previews and
+/// executes as configured, and records every call it receives.
 #[derive(Clone)]
 pub struct FakeHost {
     pub address: SocketAddr,
@@ -221,20 +223,80 @@ pub struct FakeHost {
 
 pub const HOST_SECRET: &str = "fake-host-secret";
 
+/// How a fake host answers.
+#[derive(Clone)]
+pub struct HostSpec {
+    pub tools: Value,
+    pub context: Value,
+    pub execute_status: u16,
+    /// The whole answer to `POST /tools/execute` (usually `{"output": …}`).
+    pub execute_body: String,
+    pub preview_status: u16,
+    pub preview_body: String,
+    /// Delay before each execute answer.
+    pub execute_delay_ms: u64,
+}
+
+impl HostSpec {
+    pub fn new(tools: Value) -> Self {
+        Self {
+            tools,
+            context: json!({"project": "Apollo"}),
+            execute_status: 200,
+            execute_body: json!({"output": {"status": "done"}}).to_string(),
+            preview_status: 200,
+            preview_body: json!({"preview": "Create the task “Ship it”"}).to_string(),
+            execute_delay_ms: 0,
+        }
+    }
+
+    pub fn execute(mut self, status: u16, body: Value) -> Self {
+        self.execute_status = status;
+        self.execute_body = body.to_string();
+        self
+    }
+
+    pub fn execute_raw(mut self, status: u16, body: &str) -> Self {
+        self.execute_status = status;
+        self.execute_body = body.to_owned();
+        self
+    }
+
+    pub fn context(mut self, context: Value) -> Self {
+        self.context = context;
+        self
+    }
+
+    pub fn delay(mut self, ms: u64) -> Self {
+        self.execute_delay_ms = ms;
+        self
+    }
+
+    pub async fn start(self) -> FakeHost {
+        FakeHost::serve(self).await
+    }
+}
+
 impl FakeHost {
     pub async fn start(tools: Value, execute_status: u16, execute_body: Value) -> Self {
+        HostSpec::new(tools).execute(execute_status, execute_body).start().await
+    }
+
+    async fn serve(spec: HostSpec) -> Self {
         let calls: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
         #[derive(Clone)]
         struct S {
-            tools: Value,
-            status: u16,
-            body: Value,
+            spec: Arc<HostSpec>,
             calls: Arc<Mutex<Vec<(String, Value)>>>,
         }
         fn authorized(h: &HeaderMap) -> bool {
             h.get("authorization").and_then(|v| v.to_str().ok()) == Some(&format!("Bearer {HOST_SECRET}"))
         }
-        let s = S { tools, status: execute_status, body: execute_body, calls: calls.clone() };
+        fn raw(status: u16, body: &str) -> Response {
+            (StatusCode::from_u16(status).unwrap(), [("content-type", "application/json")], body.to_owned())
+                .into_response()
+        }
+        let s = S { spec: Arc::new(spec), calls: calls.clone() };
         let router = axum::Router::new()
             .route(
                 "/tools",
@@ -243,22 +305,35 @@ impl FakeHost {
                     if !authorized(&h) {
                         return (StatusCode::UNAUTHORIZED, Json(json!({"error": "bad secret"}))).into_response();
                     }
-                    Json(json!({ "tools": s.tools })).into_response()
+                    Json(json!({ "tools": s.spec.tools })).into_response()
                 }),
             )
             .route(
                 "/context",
                 get(|State(s): State<S>, q: axum::extract::RawQuery| async move {
                     s.calls.lock().unwrap().push(("context".into(), json!(q.0)));
-                    Json(json!({"project": "Apollo"}))
+                    Json(s.spec.context.clone())
+                }),
+            )
+            .route(
+                "/tools/preview",
+                post(|State(s): State<S>, h: HeaderMap, Json(body): Json<Value>| async move {
+                    s.calls.lock().unwrap().push(("preview".into(), body));
+                    if !authorized(&h) {
+                        return raw(401, r#"{"error":"bad secret"}"#);
+                    }
+                    raw(s.spec.preview_status, &s.spec.preview_body)
                 }),
             )
             .route(
                 "/tools/execute",
-                post(|State(s): State<S>, Json(body): Json<Value>| async move {
+                post(|State(s): State<S>, h: HeaderMap, Json(body): Json<Value>| async move {
                     s.calls.lock().unwrap().push(("execute".into(), body));
-                    let status = StatusCode::from_u16(s.status).unwrap();
-                    (status, Json(s.body.clone())).into_response()
+                    if !authorized(&h) {
+                        return raw(401, r#"{"error":"bad secret"}"#);
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(s.spec.execute_delay_ms)).await;
+                    raw(s.spec.execute_status, &s.spec.execute_body)
                 }),
             )
             .with_state(s);
@@ -272,52 +347,78 @@ impl FakeHost {
     pub fn count(&self, kind: &str) -> usize {
         self.calls.lock().unwrap().iter().filter(|(k, _)| k == kind).count()
     }
+
+    pub fn calls_of(&self, kind: &str) -> Vec<Value> {
+        self.calls.lock().unwrap().iter().filter(|(k, _)| k == kind).map(|(_, v)| v.clone()).collect()
+    }
 }
 
 /// A scripted OpenAI-compatible model: while the script has steps it
-/// replays them in order (each a tool call or a text); when it runs out it
-/// repeats the last. A text step may contain `{last_tool}`, replaced by the
-/// last tool result it was sent, so tests can see what the model saw.
+/// replays them in order; when it runs out it repeats the last. A text
+/// step may contain `{last_tool}`, replaced by the last tool result it was
+/// sent, so tests can see what the model saw. Every answer reports
+/// `tokens` of usage.
 pub struct ScriptedModel {
     pub address: SocketAddr,
     pub requests: Arc<Mutex<Vec<Value>>>,
 }
 
-type ScriptState = (Arc<Vec<Step>>, Arc<Mutex<Vec<Value>>>);
+type ScriptState = (Arc<Vec<Step>>, Arc<Mutex<Vec<Value>>>, u32);
 
 #[derive(Clone, Debug)]
 pub enum Step {
     Call(&'static str, Value),
+    /// Several calls in one step.
+    Calls(Vec<(&'static str, Value)>),
+    /// A call whose arguments are this raw text (possibly not JSON).
+    RawCall(&'static str, &'static str),
     Text(&'static str),
 }
 
 impl ScriptedModel {
     pub async fn start(script: Vec<Step>) -> Self {
+        Self::with_usage(script, 50).await
+    }
+
+    pub async fn with_usage(script: Vec<Step>, tokens: u32) -> Self {
         let requests: Arc<Mutex<Vec<Value>>> = Arc::default();
         let script = Arc::new(script);
         let router = axum::Router::new()
             .route(
                 "/v1/chat/completions",
-                post(|State((script, requests)): State<ScriptState>, Json(body): Json<Value>| async move {
+                post(|State((script, requests, tokens)): State<ScriptState>, Json(body): Json<Value>| async move {
                     let n = {
                         let mut r = requests.lock().unwrap();
                         r.push(body.clone());
                         r.len() - 1
                     };
                     let step = script.get(n).or(script.last()).cloned().unwrap();
-                    scripted_stream(step, &body)
+                    scripted_stream(step, &body, tokens)
                 }),
             )
-            .with_state((script, requests.clone()));
+            .with_state((script, requests.clone(), tokens));
         Self { address: serve(router).await, requests }
     }
 
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.address)
     }
+
+    /// The tool messages of the model's last request.
+    pub fn last_tool_messages(&self) -> Vec<String> {
+        let requests = self.requests.lock().unwrap();
+        let last = requests.last().expect("the model was called");
+        last["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
 }
 
-fn scripted_stream(step: Step, request: &Value) -> Response {
+fn scripted_stream(step: Step, request: &Value, tokens: u32) -> Response {
     let chunk = |delta: Value, finish: Option<&str>| {
         format!(
             "data: {}\n\n",
@@ -325,14 +426,24 @@ fn scripted_stream(step: Step, request: &Value) -> Response {
                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
         )
     };
+    let call = |index: usize, name: &str, arguments: String| {
+        json!({"index": index, "id": format!("call_{}", random_hex(4)), "type": "function",
+            "function": {"name": name, "arguments": arguments}})
+    };
     let mut body = String::new();
     match step {
         Step::Call(name, args) => {
-            body.push_str(&chunk(
-                json!({"tool_calls": [{"index": 0, "id": format!("call_{}", random_hex(4)), "type": "function",
-                "function": {"name": name, "arguments": args.to_string()}}]}),
-                None,
-            ));
+            body.push_str(&chunk(json!({"tool_calls": [call(0, name, args.to_string())]}), None));
+            body.push_str(&chunk(json!({}), Some("tool_calls")));
+        }
+        Step::Calls(calls) => {
+            let calls: Vec<Value> =
+                calls.into_iter().enumerate().map(|(i, (name, args))| call(i, name, args.to_string())).collect();
+            body.push_str(&chunk(json!({"tool_calls": calls}), None));
+            body.push_str(&chunk(json!({}), Some("tool_calls")));
+        }
+        Step::RawCall(name, raw) => {
+            body.push_str(&chunk(json!({"tool_calls": [call(0, name, raw.to_owned())]}), None));
             body.push_str(&chunk(json!({}), Some("tool_calls")));
         }
         Step::Text(text) => {
@@ -346,6 +457,11 @@ fn scripted_stream(step: Step, request: &Value) -> Response {
             body.push_str(&chunk(json!({}), Some("stop")));
         }
     }
+    body.push_str(&format!(
+        "data: {}\n\n",
+        json!({"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "scripted", "choices": [],
+               "usage": {"prompt_tokens": tokens / 2, "completion_tokens": tokens - tokens / 2, "total_tokens": tokens}})
+    ));
     body.push_str("data: [DONE]\n\n");
     ([("content-type", "text/event-stream")], body).into_response()
 }
@@ -390,8 +506,106 @@ pub fn token(workspace: &str, secret: &str, sub: &str) -> String {
     .unwrap()
 }
 
+/// A second server on the same database and data directory (so the same
+/// key): a restart, or another replica.
+pub async fn restart(app: &TestApp, extra: &[(&str, String)]) -> SocketAddr {
+    let mut vars: HashMap<String, String> = HashMap::from([
+        ("LEPTOS_SITE_ADDR".into(), "127.0.0.1:0".into()),
+        ("CA_DATA_DIR".into(), app.data_dir.path().display().to_string()),
+        ("DATABASE_URL".into(), app.database_url.clone()),
+        ("CA_ALLOW_PRIVATE_TOOL_HOSTS".into(), "1".into()),
+    ]);
+    for (k, v) in extra {
+        vars.insert((*k).into(), v.clone());
+    }
+    let config = Config::from_lookup(|name| vars.get(name).cloned()).unwrap();
+    let again = Application::build(config).await.unwrap();
+    let address = again.address();
+    tokio::spawn(again.run_until_stopped());
+    address
+}
+
 /// A get tool named `lookup`.
 pub fn lookup_tool() -> Value {
     json!([{ "name": "lookup", "description": "Look something up", "verb": "get",
         "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}} }])
+}
+
+/// One tool of each verb.
+pub fn task_tools() -> Value {
+    json!([
+        { "name": "lookup", "description": "Look something up", "verb": "get",
+          "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}} },
+        { "name": "create_task", "description": "Create a task", "verb": "create",
+          "inputSchema": {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]} },
+        { "name": "update_task", "description": "Rename a task", "verb": "update",
+          "inputSchema": {"type": "object", "properties": {"title": {"type": "string"}}} },
+        { "name": "delete_project", "description": "Delete the project", "verb": "delete",
+          "inputSchema": {"type": "object", "properties": {}} },
+    ])
+}
+
+/// A server with a scripted model, a connected fake host and a user token.
+pub struct Rig {
+    pub app: TestApp,
+    pub host: FakeHost,
+    pub model: ScriptedModel,
+    pub token: String,
+    pub workspace: String,
+    pub secret: String,
+}
+
+impl Rig {
+    pub async fn start(db: Db, host: HostSpec, script: Vec<Step>, env: &[(&str, &str)]) -> Rig {
+        let host = host.start().await;
+        let model = ScriptedModel::start(script).await;
+        let mut builder = spawn_app(db).env("OPENAI_BASE_URL", model.base_url());
+        for (k, v) in env {
+            builder = builder.env(k, *v);
+        }
+        let app = builder.start().await;
+        let (workspace, secret) = workspace_with_host(&app, &host).await;
+        let token = token(&workspace, &secret, "user_42");
+        Rig { app, host, model, token, workspace, secret }
+    }
+
+    pub async fn say(&self, message: &str) -> Vec<(String, Value)> {
+        self.app.turn(&self.token, None, message).await
+    }
+
+    /// POSTs to `/v1/actions/{id}/{verb}`; returns the status and either
+    /// the events (200 stream) or the JSON body.
+    pub async fn act(&self, id: &str, verb: &str, body: Option<Value>) -> (u16, Vec<(String, Value)>, Value) {
+        self.act_at(&self.app.url(""), id, verb, body).await
+    }
+
+    pub async fn act_at(
+        &self,
+        base: &str,
+        id: &str,
+        verb: &str,
+        body: Option<Value>,
+    ) -> (u16, Vec<(String, Value)>, Value) {
+        let mut request = self.app.client.post(format!("{base}/v1/actions/{id}/{verb}")).bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let is_stream = response
+            .headers()
+            .get("content-type")
+            .is_some_and(|v| v.to_str().unwrap_or("").starts_with("text/event-stream"));
+        let text = response.text().await.unwrap();
+        if is_stream {
+            (status, parse_sse(&text), Value::Null)
+        } else {
+            (status, Vec::new(), serde_json::from_str(&text).unwrap_or(Value::Null))
+        }
+    }
+}
+
+/// The `pending_action` of a stream.
+pub fn pending(events: &[(String, Value)]) -> Value {
+    of(events, "pending_action").first().map(|v| (*v).clone()).expect("a pending_action event")
 }

@@ -3,7 +3,9 @@
 
 mod helpers;
 
+mod actions;
 mod chat;
 mod config;
 mod embed;
+mod limits;
 mod setup;

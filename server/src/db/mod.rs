@@ -321,3 +321,5 @@ pub async fn finish_turn(
         .await?;
     Ok(())
 }
+
+pub mod actions;

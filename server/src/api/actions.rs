@@ -1,0 +1,131 @@
+//! Pending actions (assistant-api.md §3): `confirm` (a delete's first
+//! step), `apply` (executes exactly once, then the model replies) and
+//! `cancel` (the model hears the user declined, then replies). Every state
+//! change is a conditional UPDATE: of fifty simultaneous applies, one wins.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::ApiError;
+use super::chat::stream_turn;
+use crate::auth::Caller;
+use crate::db::actions::{self, ActionRow};
+use crate::engine::TurnStart;
+use crate::engine::actions::pending_action;
+use crate::ids::now_ms;
+use crate::state::AppState;
+
+/// Longest cancel reason kept, in characters.
+const MAX_REASON_CHARS: usize = 500;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/actions/{id}/confirm", post(confirm_action))
+        .route("/v1/actions/{id}/apply", post(apply_action))
+        .route("/v1/actions/{id}/cancel", post(cancel_action))
+}
+
+async fn owned_action(state: &AppState, caller: &Caller, id: &str) -> Result<ActionRow, ApiError> {
+    actions::owned(&state.pool, id, &caller.workspace_id, &caller.external_user_id).await?.ok_or(ApiError::NotFound)
+}
+
+/// Why an action did not move: read its current state and say so.
+async fn refusal(state: &AppState, id: &str) -> ApiError {
+    let Ok(Some(mut action)) = actions::get(&state.pool, id).await else { return ApiError::NotFound };
+    let open = matches!(action.status.as_str(), "pending" | "confirmed_once");
+    if open && action.is_expired(now_ms()) {
+        let _ = actions::expire(&state.pool, id).await;
+        action.status = "expired".into();
+    }
+    let (status, code, message) = match action.status.as_str() {
+        "expired" => (StatusCode::GONE, "expired", "this action has expired; ask again"),
+        "executing" => (StatusCode::CONFLICT, "action_in_progress", "this action is being applied"),
+        "succeeded" | "failed" => (StatusCode::CONFLICT, "already_applied", "this action was already applied"),
+        "cancelled" => (StatusCode::CONFLICT, "action_cancelled", "this action was cancelled"),
+        "pending" if action.confirmations_required == 2 => {
+            (StatusCode::CONFLICT, "confirmation_required", "a delete must be confirmed before it is applied")
+        }
+        _ => (StatusCode::CONFLICT, "action_in_progress", "this action cannot move right now"),
+    };
+    ApiError::Action { status, code, message, action: Box::new(pending_action(&action)) }
+}
+
+/// The first of a delete's two confirmations.
+async fn confirm_action(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let action = owned_action(&state, &caller, &id).await?;
+    if action.confirmations_required != 2 {
+        return Err(ApiError::Action {
+            status: StatusCode::CONFLICT,
+            code: "confirmation_not_required",
+            message: "only a delete needs a separate confirmation; apply it directly",
+            action: Box::new(pending_action(&action)),
+        });
+    }
+    let moved = actions::transition(&state.pool, &id, &["pending"], "confirmed_once").await?;
+    let current = actions::get(&state.pool, &id).await?.ok_or(ApiError::NotFound)?;
+    if moved || (current.status == "confirmed_once" && !current.is_expired(now_ms())) {
+        tracing::info!(action_id = %id, "delete confirmed once");
+        return Ok(Json(json!({ "action": pending_action(&current) })).into_response());
+    }
+    Err(refusal(&state, &id).await)
+}
+
+/// Executes the action once and streams the model's reply.
+async fn apply_action(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let action = owned_action(&state, &caller, &id).await?;
+    let from: &[&str] = if action.confirmations_required == 2 { &["confirmed_once"] } else { &["pending"] };
+    if !actions::transition(&state.pool, &id, from, "executing").await? {
+        return Err(refusal(&state, &id).await);
+    }
+    let mut action = action;
+    action.status = "executing".into();
+    tracing::info!(action_id = %id, "action applied");
+    let conversation_id = action.conversation_id.clone();
+    Ok(stream_turn(&state, caller, conversation_id, TurnStart::Applied(action)).into_response())
+}
+
+#[derive(Deserialize, Default)]
+struct CancelRequest {
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// Cancels the action and streams the model's answer to the refusal.
+async fn cancel_action(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    // The body is optional: none, `{}` or `{"reason": "…"}`.
+    let request: CancelRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        CancelRequest::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("invalid body: {e}")))?
+    };
+    let action = owned_action(&state, &caller, &id).await?;
+    if !actions::transition(&state.pool, &id, &["pending", "confirmed_once"], "cancelled").await? {
+        return Err(refusal(&state, &id).await);
+    }
+    let reason = request
+        .reason
+        .map(|r| r.chars().filter(|c| !c.is_control()).take(MAX_REASON_CHARS).collect::<String>())
+        .map(|r| r.trim().to_owned())
+        .filter(|r| !r.is_empty());
+    tracing::info!(action_id = %id, "action cancelled");
+    let conversation_id = action.conversation_id.clone();
+    Ok(stream_turn(&state, caller, conversation_id, TurnStart::Declined(action, reason)).into_response())
+}

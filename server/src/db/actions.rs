@@ -1,0 +1,180 @@
+//! Pending actions and their state machine. Every transition is one
+//! conditional UPDATE whose row count says whether this caller won it.
+
+use sqlx::FromRow;
+
+use super::Pool;
+use crate::ids::{new_id, now_ms};
+
+/// An action as stored.
+#[derive(Debug, Clone, FromRow)]
+pub struct ActionRow {
+    pub id: String,
+    pub conversation_id: String,
+    pub workspace_id: String,
+    pub external_user_id: String,
+    pub permissions: String,
+    pub call_id: String,
+    pub tool: String,
+    pub verb: String,
+    pub arguments: String,
+    pub preview: String,
+    pub status: String,
+    pub confirmations_required: i64,
+    pub created_at: i64,
+    pub expires_at: i64,
+}
+
+impl ActionRow {
+    pub fn permissions(&self) -> Vec<String> {
+        serde_json::from_str(&self.permissions).unwrap_or_default()
+    }
+
+    pub fn arguments(&self) -> serde_json::Value {
+        serde_json::from_str(&self.arguments).unwrap_or_default()
+    }
+
+    pub fn is_expired(&self, now: i64) -> bool {
+        self.expires_at <= now
+    }
+}
+
+const COLUMNS: &str = "id, conversation_id, workspace_id, external_user_id, permissions, call_id, tool, verb, \
+                       arguments, preview, status, confirmations_required, created_at, expires_at";
+
+/// What a new action freezes.
+pub struct NewAction<'a> {
+    pub conversation_id: &'a str,
+    pub workspace_id: &'a str,
+    pub external_user_id: &'a str,
+    pub permissions: &'a [String],
+    pub call_id: &'a str,
+    pub tool: &'a str,
+    pub verb: &'a str,
+    pub arguments: &'a serde_json::Value,
+    pub preview: &'a str,
+    pub confirmations_required: i64,
+    pub ttl_ms: i64,
+}
+
+pub async fn insert(pool: &Pool, a: NewAction<'_>) -> anyhow::Result<ActionRow> {
+    let id = new_id("act");
+    let now = now_ms();
+    sqlx::query(
+        "INSERT INTO actions (id, conversation_id, workspace_id, external_user_id, permissions, call_id, tool, verb,
+             arguments, preview, status, confirmations_required, created_at, expires_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14)",
+    )
+    .bind(&id)
+    .bind(a.conversation_id)
+    .bind(a.workspace_id)
+    .bind(a.external_user_id)
+    .bind(serde_json::to_string(a.permissions)?)
+    .bind(a.call_id)
+    .bind(a.tool)
+    .bind(a.verb)
+    .bind(a.arguments.to_string())
+    .bind(a.preview)
+    .bind(a.confirmations_required)
+    .bind(now)
+    .bind(now + a.ttl_ms)
+    .bind(now)
+    .execute(pool)
+    .await?;
+    get(pool, &id).await?.ok_or_else(|| anyhow::anyhow!("the action just written is missing"))
+}
+
+pub async fn get(pool: &Pool, id: &str) -> anyhow::Result<Option<ActionRow>> {
+    Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM actions WHERE id = $1")).bind(id).fetch_optional(pool).await?)
+}
+
+/// The action, only if it belongs to this workspace and user.
+pub async fn owned(pool: &Pool, id: &str, workspace_id: &str, user: &str) -> anyhow::Result<Option<ActionRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM actions WHERE id = $1 AND workspace_id = $2 AND external_user_id = $3"
+    ))
+    .bind(id)
+    .bind(workspace_id)
+    .bind(user)
+    .fetch_optional(pool)
+    .await?)
+}
+
+/// The conversation's open action (pending or confirmed once), if any.
+pub async fn open_in_conversation(pool: &Pool, conversation_id: &str) -> anyhow::Result<Option<ActionRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM actions WHERE conversation_id = $1 AND status IN ('pending', 'confirmed_once')
+         ORDER BY created_at DESC LIMIT 1"
+    ))
+    .bind(conversation_id)
+    .fetch_optional(pool)
+    .await?)
+}
+
+/// Moves `id` from one of `from` to `to` if it has not expired; true when
+/// this call made the move.
+pub async fn transition(pool: &Pool, id: &str, from: &[&str], to: &str) -> anyhow::Result<bool> {
+    let now = now_ms();
+    // `from` holds our own status names, never user input.
+    let from_list = from.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
+    let done = sqlx::query(&format!(
+        "UPDATE actions SET status = $1, updated_at = $2 WHERE id = $3 AND status IN ({from_list}) AND expires_at > $4"
+    ))
+    .bind(to)
+    .bind(now)
+    .bind(id)
+    .bind(now)
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Records how an execution ended (from `executing` only).
+pub async fn finish(pool: &Pool, id: &str, status: &str) -> anyhow::Result<()> {
+    sqlx::query("UPDATE actions SET status = $1, updated_at = $2 WHERE id = $3 AND status = 'executing'")
+        .bind(status)
+        .bind(now_ms())
+        .bind(id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// Marks open actions past their expiry as `expired`.
+pub async fn expire(pool: &Pool, id: &str) -> anyhow::Result<()> {
+    sqlx::query(
+        "UPDATE actions SET status = 'expired', updated_at = $1
+         WHERE id = $2 AND status IN ('pending', 'confirmed_once') AND expires_at <= $3",
+    )
+    .bind(now_ms())
+    .bind(id)
+    .bind(now_ms())
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Cancels every open action of a conversation (the user moved on);
+/// returns those it cancelled.
+pub async fn supersede_open(pool: &Pool, conversation_id: &str) -> anyhow::Result<Vec<ActionRow>> {
+    let open: Vec<ActionRow> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM actions WHERE conversation_id = $1 AND status IN ('pending', 'confirmed_once')"
+    ))
+    .bind(conversation_id)
+    .fetch_all(pool)
+    .await?;
+    let mut cancelled = Vec::new();
+    for action in open {
+        let moved = sqlx::query(
+            "UPDATE actions SET status = 'cancelled', updated_at = $1 WHERE id = $2 AND status IN ('pending', 'confirmed_once')",
+        )
+        .bind(now_ms())
+        .bind(&action.id)
+        .execute(pool)
+        .await?;
+        if moved.rows_affected() == 1 {
+            cancelled.push(action);
+        }
+    }
+    Ok(cancelled)
+}

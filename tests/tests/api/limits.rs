@@ -1,0 +1,167 @@
+//! The turn's limits and the model's and host's failures: each ends or
+//! answers cleanly, and nothing hostile reaches the user or the host.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::helpers::{Db, HostSpec, Rig, Step, of, task_tools};
+
+#[tokio::test]
+async fn the_models_mistakes_go_back_to_it_and_count_as_iterations() {
+    let script = vec![
+        Step::Call("no_such_tool", json!({})),
+        Step::RawCall("lookup", "{not json"),
+        Step::Call("create_task", json!({"title": 42})),
+        Step::Text("gave up: {last_tool}"),
+    ];
+    let rig = Rig::start(Db::Sqlite, HostSpec::new(task_tools()), script, &[("CA_MAX_ITERATIONS", "4")]).await;
+
+    let events = rig.say("go").await;
+
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "completed");
+    assert_eq!(rig.model.requests.lock().unwrap().len(), 4);
+    let told = rig.model.last_tool_messages();
+    assert!(told[0].contains("unknown_tool"), "{told:?}");
+    assert!(told[1].contains("invalid_arguments") && told[1].contains("not a JSON object"), "{told:?}");
+    assert!(told[2].contains("invalid_arguments") && told[2].contains("/title"), "{told:?}");
+    assert_eq!(rig.host.count("execute") + rig.host.count("preview"), 0, "nothing reached the host");
+}
+
+#[tokio::test]
+async fn the_time_limit_ends_a_slow_turn() {
+    let host = HostSpec::new(task_tools()).delay(3000);
+    let rig =
+        Rig::start(Db::Sqlite, host, vec![Step::Call("lookup", json!({}))], &[("CA_TURN_TIMEOUT_MS", "500")]).await;
+    let started = Instant::now();
+    let events = rig.say("look").await;
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "time_limit");
+    assert!(of(&events, "message")[0]["text"].as_str().unwrap().contains("took longer"));
+}
+
+#[tokio::test]
+async fn the_token_limit_ends_the_turn() {
+    let host = HostSpec::new(task_tools());
+    let rig =
+        Rig::start(Db::Sqlite, host, vec![Step::Call("lookup", json!({}))], &[("CA_MAX_TURN_TOKENS", "120")]).await;
+    let events = rig.say("look").await;
+    // 50 tokens a step: the third step crosses 120.
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "token_limit");
+    assert_eq!(rig.host.count("execute"), 3);
+}
+
+#[tokio::test]
+async fn a_slow_tool_call_times_out_as_a_tool_error() {
+    let host = HostSpec::new(task_tools()).delay(2000);
+    let script = vec![Step::Call("lookup", json!({})), Step::Text("{last_tool}")];
+    let rig = Rig::start(Db::Sqlite, host, script, &[("CA_TOOL_TIMEOUT_MS", "200")]).await;
+    let events = rig.say("look").await;
+    assert_eq!(of(&events, "tool").last().unwrap()["status"], "failed");
+    assert!(of(&events, "message")[0]["text"].as_str().unwrap().contains("host_timeout"));
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "completed");
+}
+
+#[tokio::test]
+async fn every_host_error_status_is_reported_generically() {
+    let secret_text = "stack trace: password=hunter2";
+    for (status, body, code) in [
+        (401, json!({"error": secret_text}).to_string(), "host_unauthorized"),
+        (400, json!({"error": secret_text}).to_string(), "host_bad_request"),
+        (403, json!({"error": secret_text}).to_string(), "host_forbidden"),
+        (404, json!({"error": secret_text}).to_string(), "host_not_found"),
+        (500, json!({"error": secret_text}).to_string(), "host_failed"),
+        (503, format!("<html>{secret_text}</html>"), "host_failed"),
+        (200, format!("not json {secret_text}"), "host_invalid_answer"),
+        (200, json!({"no_output": secret_text}).to_string(), "host_invalid_answer"),
+    ] {
+        let host = HostSpec::new(task_tools()).execute_raw(status, &body);
+        let script = vec![Step::Call("lookup", json!({})), Step::Text("{last_tool}")];
+        let rig = Rig::start(Db::Sqlite, host, script, &[]).await;
+        let events = rig.say("look").await;
+        let all = serde_json::to_string(&events.iter().map(|(_, d)| d).collect::<Vec<_>>()).unwrap();
+        assert!(!all.contains("hunter2"), "status {status}: the host's text reached the user");
+        assert!(
+            rig.model.last_tool_messages()[0].contains(code),
+            "status {status}: {:?}",
+            rig.model.last_tool_messages()
+        );
+        assert!(!rig.model.last_tool_messages()[0].contains("hunter2"));
+    }
+}
+
+#[tokio::test]
+async fn hostile_display_entries_are_sanitized_before_the_widget_sees_them() {
+    let mut display = vec![
+        json!({"title": "js", "url": "javascript:alert(1)"}),
+        json!({"title": "JS", "url": "JaVaScRiPt:alert(1)"}),
+        json!({"title": "ctl", "url": "java\u{0001}script:alert(1)"}),
+        json!({"title": "data", "url": "data:text/html,<script>alert(1)</script>"}),
+        json!({"title": "rel", "url": "/relative"}),
+        json!({"title": "user", "url": "https://shop.example@evil.example/"}),
+        json!({"title": "<b>bold</b>".repeat(40), "url": "https://shop.example/ok", "image": "http://shop.example/i.png",
+               "badges": ["a", "b", "c", "d", "e"]}),
+    ];
+    for i in 0..50 {
+        display.push(json!({"title": format!("n{i}"), "url": format!("https://shop.example/{i}")}));
+    }
+    let host = HostSpec::new(task_tools()).execute(200, json!({"output": {"display": display}}));
+    let rig = Rig::start(Db::Sqlite, host, vec![Step::Call("lookup", json!({})), Step::Text("ok")], &[]).await;
+
+    let events = rig.say("look").await;
+
+    let cards: Vec<Value> =
+        of(&events, "display").iter().flat_map(|d| d["cards"].as_array().unwrap().clone()).collect();
+    assert_eq!(cards.len(), 6);
+    assert_eq!(cards[0]["url"], "https://shop.example/ok");
+    assert_eq!(cards[0]["title"].as_str().unwrap().chars().count(), 120);
+    assert!(cards[0].get("image").is_none());
+    assert_eq!(cards[0]["badges"].as_array().unwrap().len(), 4);
+    assert!(cards.iter().all(|c| c["url"].as_str().unwrap().starts_with("https://shop.example/")));
+}
+
+#[tokio::test]
+async fn stop_cancels_a_running_turn() {
+    let host = HostSpec::new(task_tools()).delay(5000);
+    let rig = Rig::start(Db::Sqlite, host, vec![Step::Call("lookup", json!({}))], &[]).await;
+    let response = rig
+        .app
+        .client
+        .post(rig.app.url("/v1/chat/turns"))
+        .bearer_auth(&rig.token)
+        .json(&json!({"message": "look"}))
+        .send()
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let mut body = response.bytes_stream();
+    use futures::StreamExt;
+    let first = String::from_utf8(body.next().await.unwrap().unwrap().to_vec()).unwrap();
+    let turn_id = crate::helpers::parse_sse(&first)[0].1["turn_id"].as_str().unwrap().to_owned();
+
+    let stop = rig
+        .app
+        .client
+        .post(rig.app.url(&format!("/v1/turns/{turn_id}/stop")))
+        .bearer_auth(&rig.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stop.status(), 202);
+    let mut rest = first;
+    while let Some(chunk) = body.next().await {
+        rest.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+    }
+    let events = crate::helpers::parse_sse(&rest);
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "cancelled");
+    assert!(started.elapsed() < Duration::from_secs(4));
+    let again = rig
+        .app
+        .client
+        .post(rig.app.url(&format!("/v1/turns/{turn_id}/stop")))
+        .bearer_auth(&rig.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 404);
+}
