@@ -8,6 +8,7 @@ use anyhow::Context;
 use axum::Router;
 use axum::http::{HeaderValue, Request, header};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use leptos::config::{Env, LeptosOptions};
 use tokio::net::TcpListener;
 use tower_http::services::ServeDir;
@@ -103,7 +104,12 @@ impl Application {
 
     /// Serves until Ctrl-C or SIGTERM.
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
-        axum::serve(self.listener, self.router).with_graceful_shutdown(shutdown_signal()).await?;
+        // Streams write many small events: without TCP_NODELAY, Nagle's
+        // algorithm and delayed ACKs hold each one back for tens of ms.
+        let listener = self.listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, self.router).with_graceful_shutdown(shutdown_signal()).await?;
         Ok(())
     }
 }

@@ -17,14 +17,20 @@ pub async fn connect(url: &str) -> anyhow::Result<Pool> {
     install_default_drivers();
     let is_sqlite = url.starts_with("sqlite:");
     let pool = AnyPoolOptions::new()
-        // SQLite has one writer; a few connections are plenty and avoid lock storms.
-        .max_connections(if is_sqlite { 4 } else { 16 })
+        // SQLite has one writer: connections beyond one would only wait on
+        // its lock (in sleeps of up to 100 ms), so all work shares one.
+        .max_connections(if is_sqlite { 1 } else { 16 })
         .acquire_timeout(Duration::from_secs(10))
         .after_connect(move |conn, _meta| {
             Box::pin(async move {
                 if is_sqlite {
-                    conn.execute("PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;")
-                        .await?;
+                    // WAL with synchronous = NORMAL: a commit survives a crash of the
+                    // process without waiting for an fsync (power loss may drop the last few).
+                    conn.execute(
+                        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; \
+                         PRAGMA foreign_keys = ON;",
+                    )
+                    .await?;
                 }
                 Ok(())
             })
@@ -266,11 +272,10 @@ pub struct NewMessage<'a> {
     pub cards: Option<String>,
 }
 
-/// Appends a message at the end of the transcript; returns its id.
+/// Appends a message at the end of the transcript; returns its id. One
+/// statement (atomic on its own): the hot path of every turn.
 pub async fn append_message(pool: &Pool, conversation_id: &str, m: NewMessage<'_>) -> anyhow::Result<String> {
     let id = new_id("msg");
-    let now = now_ms();
-    let mut tx = pool.begin().await?;
     sqlx::query(
         "INSERT INTO messages (id, conversation_id, seq, role, content, tool_calls, tool_call_id, cards, created_at)
          SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3, $4, $5, $6, $7, $8 FROM messages WHERE conversation_id = $2",
@@ -282,23 +287,24 @@ pub async fn append_message(pool: &Pool, conversation_id: &str, m: NewMessage<'_
     .bind(m.tool_calls)
     .bind(m.tool_call_id)
     .bind(m.cards)
-    .bind(now)
-    .execute(&mut *tx)
+    .bind(now_ms())
+    .execute(pool)
     .await?;
-    sqlx::query("UPDATE conversations SET updated_at = $1 WHERE id = $2")
-        .bind(now)
-        .bind(conversation_id)
-        .execute(&mut *tx)
-        .await?;
-    tx.commit().await?;
     Ok(id)
 }
 
+/// Records a turn's start; the conversation counts as updated now.
 pub async fn start_turn(pool: &Pool, turn_id: &str, conversation_id: &str) -> anyhow::Result<()> {
+    let now = now_ms();
     sqlx::query("INSERT INTO turns (id, conversation_id, started_at) VALUES ($1, $2, $3)")
         .bind(turn_id)
         .bind(conversation_id)
-        .bind(now_ms())
+        .bind(now)
+        .execute(pool)
+        .await?;
+    sqlx::query("UPDATE conversations SET updated_at = $1 WHERE id = $2")
+        .bind(now)
+        .bind(conversation_id)
         .execute(pool)
         .await?;
     Ok(())

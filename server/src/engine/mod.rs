@@ -9,6 +9,7 @@
 
 pub mod actions;
 pub mod events;
+pub mod metrics;
 pub mod prompt;
 pub mod turns;
 
@@ -240,11 +241,13 @@ impl Engine {
         turn_cards.admit(lock(progress).cards.clone());
 
         for iteration in 1..=self.limits.max_iterations {
+            let iteration_started = std::time::Instant::now();
             {
                 let mut p = lock(progress);
                 p.iterations = iteration;
                 p.step_text.clear();
             }
+            let step_started = std::time::Instant::now();
             let step = self
                 .model
                 .step(&messages, &tools, |delta| {
@@ -264,12 +267,15 @@ impl Engine {
                     tracing::warn!(%error, "model step failed");
                     Stop::Failed("The assistant's model could not answer. Please try again.")
                 })?;
+            let mut waited = step_started.elapsed();
+            tracing::debug!(iteration, duration_ms = waited.as_secs_f64() * 1000.0, "model step");
             let tokens = {
                 let mut p = lock(progress);
                 p.tokens += step.tokens;
                 p.tokens
             };
             if step.tool_calls.is_empty() {
+                metrics::record(iteration_started.elapsed().saturating_sub(waited));
                 return Ok(());
             }
             let calls_json = serde_json::to_string(&step.tool_calls).expect("tool calls serialize");
@@ -305,6 +311,7 @@ impl Engine {
                 }
             }
             let (target_ref, scope_ref) = (target.as_ref(), &scope);
+            let tools_started = std::time::Instant::now();
             let results =
                 futures::future::join_all(step.tool_calls.iter().zip(&plans).map(|(call, plan)| async move {
                     match plan {
@@ -316,6 +323,7 @@ impl Engine {
                     }
                 }))
                 .await;
+            waited += tools_started.elapsed();
             for (call, result) in step.tool_calls.iter().zip(results) {
                 let Some((content, cards)) = result else { continue };
                 let admitted = turn_cards.admit(cards);
@@ -329,8 +337,10 @@ impl Engine {
                     events.send(TurnEvent::Display(DisplayCards { call_id: call.id.clone(), cards: admitted }));
                 }
             }
+            let proposed = change.is_some();
             if let Some((i, tool, args)) = change {
                 let call = &step.tool_calls[i];
+                metrics::record(iteration_started.elapsed().saturating_sub(waited));
                 match self.propose(input, call, tool, &args, target.as_ref(), &scope, events).await {
                     Ok(()) => {
                         lock(progress).held_message_id = Some(assistant_row);
@@ -344,6 +354,9 @@ impl Engine {
                         messages.push(ChatMessage::Tool { call_id: call.id.clone(), content });
                     }
                 }
+            }
+            if !proposed {
+                metrics::record(iteration_started.elapsed().saturating_sub(waited));
             }
             if tokens >= self.limits.max_turn_tokens {
                 return Err(Stop::Limit(StopReason::TokenLimit));
@@ -414,7 +427,10 @@ impl Engine {
         };
         let activity = |status: &str| tool_activity(events, &call.id, &tool.name, tool.verb, status);
         activity("started");
-        match self.host.execute(target, &tool.name, &call.id, arguments, scope).await {
+        let started = std::time::Instant::now();
+        let result = self.host.execute(target, &tool.name, &call.id, arguments, scope).await;
+        tracing::debug!(tool = %tool.name, duration_ms = started.elapsed().as_secs_f64() * 1000.0, "tool call");
+        match result {
             Ok(output) => {
                 activity("succeeded");
                 let cards = cards_from_output(&output);

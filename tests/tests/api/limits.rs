@@ -74,6 +74,14 @@ async fn every_host_error_status_is_reported_generically() {
         (503, format!("<html>{secret_text}</html>"), "host_failed"),
         (200, format!("not json {secret_text}"), "host_invalid_answer"),
         (200, json!({"no_output": secret_text}).to_string(), "host_invalid_answer"),
+        // Redirects are not followed.
+        (302, json!({"error": secret_text}).to_string(), "host_failed"),
+        // Answers over the size cap are not read.
+        (
+            200,
+            json!({"output": {"blob": "x".repeat(2 * 1024 * 1024), "note": secret_text}}).to_string(),
+            "host_invalid_answer",
+        ),
     ] {
         let host = HostSpec::new(task_tools()).execute_raw(status, &body);
         let script = vec![Step::Call("lookup", json!({})), Step::Text("{last_tool}")];

@@ -1,0 +1,27 @@
+//! The engine's own time per iteration: the loop's wall time less the time
+//! spent waiting for the model and the tool host. Collected only when a
+//! benchmark turns collection on; otherwise recording is one atomic load.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+static ENABLED: AtomicBool = AtomicBool::new(false);
+static SAMPLES: Mutex<Vec<Duration>> = Mutex::new(Vec::new());
+
+/// Starts collecting (and clears earlier samples).
+pub fn start_collecting() {
+    SAMPLES.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+    ENABLED.store(true, Ordering::Relaxed);
+}
+
+/// Takes the samples collected so far.
+pub fn take() -> Vec<Duration> {
+    std::mem::take(&mut *SAMPLES.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+}
+
+pub(crate) fn record(overhead: Duration) {
+    if ENABLED.load(Ordering::Relaxed) {
+        SAMPLES.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(overhead);
+    }
+}
