@@ -7,6 +7,7 @@ import { join } from "node:path";
 // a fresh data directory (so a fresh SQLite database) for every run.
 const port = process.env.E2E_PORT ?? "3210";
 const baseURL = `http://127.0.0.1:${port}`;
+const taskHostPort = process.env.E2E_TASK_HOST_PORT ?? "3211";
 const server = process.env.CA_SERVER_BIN;
 if (!server) throw new Error("CA_SERVER_BIN is not set: run the suite with ./dev e2e");
 
@@ -36,19 +37,31 @@ export default defineConfig({
       ],
     },
   },
-  webServer: {
-    command: server,
-    url: `${baseURL}/health`,
-    reuseExistingServer: false,
-    timeout: 60_000,
-    stdout: "pipe",
-    stderr: "pipe",
-    env: {
-      LEPTOS_SITE_ADDR: `127.0.0.1:${port}`,
-      LEPTOS_SITE_ROOT: process.env.LEPTOS_SITE_ROOT ?? "../target/site",
-      LEPTOS_OUTPUT_NAME: "context-assistant",
-      CA_DATA_DIR: mkdtempSync(join(tmpdir(), "ca-e2e-")),
-      RUST_LOG: "warn",
+  webServer: [
+    {
+      command: server,
+      url: `${baseURL}/health`,
+      reuseExistingServer: false,
+      timeout: 60_000,
+      stdout: "pipe",
+      stderr: "pipe",
+      env: {
+        LEPTOS_SITE_ADDR: `127.0.0.1:${port}`,
+        LEPTOS_SITE_ROOT: process.env.LEPTOS_SITE_ROOT ?? "../target/site",
+        LEPTOS_OUTPUT_NAME: "context-assistant",
+        CA_DATA_DIR: mkdtempSync(join(tmpdir(), "ca-e2e-")),
+        // The task host of fixtures/ lives on loopback, and the tests make its workspace.
+        CA_ALLOW_PRIVATE_TOOL_HOSTS: "1",
+        CA_ADMIN_TOKEN: "e2e-admin",
+        RUST_LOG: "warn",
+      },
     },
-  },
+    {
+      command: "node fixtures/task-host.mjs",
+      url: `http://127.0.0.1:${taskHostPort}/health`,
+      reuseExistingServer: false,
+      timeout: 30_000,
+      env: { TASK_HOST_PORT: taskHostPort },
+    },
+  ],
 });

@@ -2,7 +2,7 @@
 
 use leptos::prelude::*;
 
-use crate::wire::{DisplayCard, WidgetBoot};
+use crate::wire::{DisplayCard, PendingAction, WidgetBoot};
 
 /// The whole HTML document of the widget page (server side).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -65,6 +65,12 @@ pub struct Chat {
     pub error: RwSignal<Option<String>>,
     /// The last message sent, for Retry.
     pub last_sent: RwSignal<Option<String>>,
+    /// The change waiting for the user's answer, if any.
+    pub action: RwSignal<Option<PendingAction>>,
+    /// An answer to the action is on its way.
+    pub action_busy: RwSignal<bool>,
+    /// Why the last answer to the action did not go through.
+    pub action_error: RwSignal<Option<String>>,
     next_id: StoredValue<u64>,
 }
 
@@ -80,6 +86,9 @@ impl Chat {
             announce: RwSignal::new(String::new()),
             error: RwSignal::new(None),
             last_sent: RwSignal::new(None),
+            action: RwSignal::new(None),
+            action_busy: RwSignal::new(false),
+            action_error: RwSignal::new(None),
             next_id: StoredValue::new(0),
         }
     }
@@ -118,11 +127,23 @@ impl Chat {
         crate::client::stop(*self);
     }
 
+    /// Answers the pending action: `confirm`, `apply` or `cancel`.
+    pub fn answer(&self, verb: &'static str, reason: Option<String>) {
+        if self.action_busy.get_untracked() || self.busy.get_untracked() {
+            return;
+        }
+        #[cfg(feature = "hydrate")]
+        crate::client::answer(*self, verb, reason);
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (verb, reason);
+    }
+
     /// Starts a new, empty conversation.
     pub fn reset(&self) {
         if self.busy.get_untracked() {
             return;
         }
+        self.action.set(None);
         self.bubbles.set(Vec::new());
         self.conversation_id.set(None);
         self.error.set(None);
@@ -214,6 +235,7 @@ fn MessageList() -> impl IntoView {
             <For each=move || chat.bubbles.get() key=|b| b.id let:bubble>
                 <MessageBubble bubble/>
             </For>
+            <ActionCard/>
         </div>
     }
 }
@@ -272,6 +294,74 @@ fn CardList(cards: RwSignal<Vec<DisplayCard>>) -> impl IntoView {
                 </For>
             </ul>
         </Show>
+    }
+}
+
+/// The change the assistant proposes: the host's preview as plain text,
+/// Apply and Cancel (with an optional reason). A delete takes two steps,
+/// worded differently, before anything is deleted.
+#[component]
+fn ActionCard() -> impl IntoView {
+    let chat = expect_context::<Chat>();
+    let declining = RwSignal::new(false);
+    let reason = RwSignal::new(String::new());
+    let busy = move || chat.action_busy.get();
+    move || {
+        chat.action.get().map(|action| {
+            let is_delete = action.confirmations_required == 2;
+            let confirmed = action.status == "confirmed_once";
+            let title = match (is_delete, confirmed) {
+                (false, _) => "Apply this change?",
+                (true, false) => "Delete this?",
+                (true, true) => "This cannot be undone",
+            };
+            let buttons = if declining.get() {
+                view! {
+                    <label class="ca-sr-only" for="ca-reason">"Reason (optional)"</label>
+                    <input id="ca-reason" class="ca-reason" type="text" maxlength="500" placeholder="Reason (optional)"
+                        prop:value=move || reason.get() on:input=move |ev| reason.set(event_target_value(&ev))/>
+                    <div class="ca-action-buttons">
+                        <button type="button" class="ca-button" disabled=busy on:click=move |_| {
+                            let text = reason.get_untracked().trim().to_owned();
+                            declining.set(false);
+                            reason.set(String::new());
+                            chat.answer("cancel", (!text.is_empty()).then_some(text));
+                        }>"Cancel the change"</button>
+                        <button type="button" class="ca-button ca-secondary" disabled=busy
+                            on:click=move |_| declining.set(false)>"Back"</button>
+                    </div>
+                }
+                .into_any()
+            } else {
+                let (primary, verb) = match (is_delete, confirmed) {
+                    (false, _) => ("Apply", "apply"),
+                    (true, false) => ("Delete…", "confirm"),
+                    (true, true) => ("Yes, delete permanently", "apply"),
+                };
+                let secondary = if is_delete && confirmed { "Keep it" } else { "Cancel" };
+                view! {
+                    <div class="ca-action-buttons">
+                        <button type="button" class="ca-button" class:ca-danger=is_delete disabled=busy
+                            on:click=move |_| chat.answer(verb, None)>{primary}</button>
+                        <button type="button" class="ca-button ca-secondary" disabled=busy
+                            on:click=move |_| declining.set(true)>{secondary}</button>
+                    </div>
+                }
+                .into_any()
+            };
+            view! {
+                <section id="ca-action" class="ca-action" class:ca-action-delete=is_delete role="group"
+                    aria-labelledby="ca-action-title" tabindex="-1">
+                    <h2 id="ca-action-title" class="ca-action-title">{title}</h2>
+                    <p class="ca-action-preview">{action.preview.clone()}</p>
+                    {(is_delete && confirmed).then(|| view! {
+                        <p class="ca-action-warning">"This permanently deletes it. Are you sure?"</p>
+                    })}
+                    {move || chat.action_error.get().map(|e| view! { <p class="ca-action-error" role="alert">{e}</p> })}
+                    {buttons}
+                </section>
+            }
+        })
     }
 }
 

@@ -11,8 +11,8 @@ use web_sys::{Headers, ReadableStreamDefaultReader, RequestInit, Response};
 use crate::app::{Bubble, Chat, Role};
 use crate::sse::SseParser;
 use crate::wire::{
-    ConversationView, DisplayCards, FinishedMessage, TextDelta, ToolActivity, TurnDone, TurnError, TurnRequest,
-    TurnStarted, WidgetBoot,
+    ConversationView, DisplayCards, FinishedMessage, PendingAction, TextDelta, ToolActivity, TurnDone, TurnError,
+    TurnRequest, TurnStarted, WidgetBoot,
 };
 
 thread_local! {
@@ -108,6 +108,7 @@ async fn restore(chat: Chat) {
     let Ok(text) = text_of(&response).await else { return };
     let Ok(view) = serde_json::from_str::<ConversationView>(&text) else { return };
     chat.conversation_id.set(Some(view.id));
+    chat.action.set(view.pending_action);
     for message in view.messages {
         let role = if message.role == "user" { Role::User } else { Role::Assistant };
         let bubble = chat.push(role, &message.text);
@@ -119,6 +120,8 @@ async fn restore(chat: Chat) {
 /// Sends the user's message and streams the turn into a new bubble.
 pub fn send(chat: Chat, text: String) {
     chat.error.set(None);
+    // A new message answers an open action by moving on: the server cancels it.
+    chat.action.set(None);
     chat.last_sent.set(Some(text.clone()));
     chat.push(Role::User, &text);
     let reply = chat.push(Role::Assistant, "");
@@ -130,12 +133,14 @@ pub fn send(chat: Chat, text: String) {
         chat.activity.set(None);
         chat.turn_id.set(None);
         match outcome {
-            Ok(()) => chat.announce.set("The reply is complete.".into()),
+            Ok(()) => {
+                // A turn that only proposed a change has no text of its own.
+                drop_if_empty(chat, reply);
+                chat.announce.set("The reply is complete.".into());
+            }
             Err(message) => {
                 // An empty, failed reply is removed; a partial one stays, marked.
-                if reply.text.get_untracked().is_empty() && reply.cards.with_untracked(Vec::is_empty) {
-                    chat.bubbles.update(|b| b.retain(|x| x.id != reply.id));
-                } else {
+                if !drop_if_empty(chat, reply) {
                     reply.interrupted.set(true);
                 }
                 chat.error.set(Some(message.clone()));
@@ -166,6 +171,11 @@ async fn run_turn(chat: Chat, reply: Bubble, text: String) -> Result<(), String>
         }
         _ => return Err(error_message(&response).await),
     }
+    read_stream(chat, reply, response).await
+}
+
+/// Reads a turn's event stream into `reply`.
+async fn read_stream(chat: Chat, reply: Bubble, response: Response) -> Result<(), String> {
     let body = response.body().ok_or("The reply had no body.")?;
     let reader: ReadableStreamDefaultReader = body.get_reader().unchecked_into();
     let mut parser = SseParser::default();
@@ -208,6 +218,14 @@ async fn run_turn(chat: Chat, reply: Bubble, text: String) -> Result<(), String>
                         reply.html.set(Some(e.html));
                     }
                 }
+                "pending_action" => {
+                    if let Ok(action) = serde_json::from_str::<PendingAction>(&event.data) {
+                        chat.action_error.set(None);
+                        chat.action.set(Some(action));
+                        chat.announce.set("The assistant needs your approval before it changes anything.".into());
+                        focus_action_card();
+                    }
+                }
                 "error" => {
                     if let Ok(e) = serde_json::from_str::<TurnError>(&event.data) {
                         failure = Some(e.message);
@@ -229,6 +247,106 @@ async fn run_turn(chat: Chat, reply: Bubble, text: String) -> Result<(), String>
 
 fn lost() -> String {
     "The connection was lost before the reply finished. Retry to ask again.".into()
+}
+
+/// Answers the pending action. `confirm` returns the action in its new
+/// state; `apply` and `cancel` stream the assistant's reply into a new message.
+pub fn answer(chat: Chat, verb: &'static str, reason: Option<String>) {
+    let (Some(action), Some(token)) = (chat.action.get_untracked(), chat.token.get_untracked()) else { return };
+    chat.action_busy.set(true);
+    chat.action_error.set(None);
+    spawn_local(async move {
+        let path = format!("/v1/actions/{}/{verb}", action.action_id);
+        let body = (verb == "cancel").then(|| serde_json::json!({ "reason": reason }).to_string());
+        let response = match request("POST", &path, &token, body).await {
+            Ok(r) => r,
+            Err(_) => {
+                chat.action_busy.set(false);
+                chat.action_error.set(Some("The assistant could not be reached. Try again.".into()));
+                return;
+            }
+        };
+        let status = response.status();
+        if status == 200 && verb == "confirm" {
+            let updated = text_of(&response)
+                .await
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                .and_then(|v| serde_json::from_value::<PendingAction>(v["action"].clone()).ok());
+            chat.action.set(updated.or(Some(action)));
+            chat.action_busy.set(false);
+            focus_action_card();
+            return;
+        }
+        if status == 200 {
+            chat.action.set(None);
+            chat.action_busy.set(false);
+            let reply = chat.push(Role::Assistant, "");
+            chat.busy.set(true);
+            chat.announce.set(if verb == "apply" { "Applying the change." } else { "Cancelling the change." }.into());
+            let outcome = read_stream(chat, reply, response).await;
+            chat.busy.set(false);
+            chat.activity.set(None);
+            chat.turn_id.set(None);
+            match outcome {
+                Ok(()) => {
+                    drop_if_empty(chat, reply);
+                    chat.announce.set("The reply is complete.".into());
+                }
+                Err(message) => {
+                    if !drop_if_empty(chat, reply) {
+                        reply.interrupted.set(true);
+                    }
+                    chat.error.set(Some(message));
+                }
+            }
+            return;
+        }
+        chat.action_busy.set(false);
+        if status == 401 {
+            post_to_host("ca:token-expired");
+            chat.action_error.set(Some("Your session expired. Reconnecting — try again in a moment.".into()));
+            return;
+        }
+        let body = text_of(&response).await.ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+        let code = body.as_ref().and_then(|b| b["code"].as_str()).unwrap_or("").to_owned();
+        let current = body.and_then(|b| serde_json::from_value::<PendingAction>(b["action"].clone()).ok());
+        let message = match code.as_str() {
+            "expired" => "This change expired before it was applied. Ask the assistant again.",
+            "already_applied" => "This change was already applied.",
+            "action_in_progress" => "This change is already being applied.",
+            "action_cancelled" => "This change was cancelled.",
+            "confirmation_required" => "Please confirm the delete first.",
+            _ => "The change could not be answered. Try again.",
+        };
+        let open = current.as_ref().is_some_and(|a| a.status == "pending" || a.status == "confirmed_once");
+        chat.action.set(if open { current } else { None });
+        if open {
+            chat.action_error.set(Some(message.into()));
+        } else {
+            chat.error.set(Some(message.into()));
+        }
+    });
+}
+
+/// Removes a reply that has neither text nor cards; true if it did.
+fn drop_if_empty(chat: Chat, reply: Bubble) -> bool {
+    let empty = reply.text.with_untracked(String::is_empty) && reply.cards.with_untracked(Vec::is_empty);
+    if empty {
+        chat.bubbles.update(|b| b.retain(|x| x.id != reply.id));
+    }
+    empty
+}
+
+/// Moves keyboard focus to the action card once it is drawn.
+fn focus_action_card() {
+    request_animation_frame(|| {
+        if let Some(card) = document().get_element_by_id("ca-action")
+            && let Ok(card) = card.dyn_into::<web_sys::HtmlElement>()
+        {
+            let _ = card.focus();
+        }
+    });
 }
 
 /// Asks the server to stop the running turn.
