@@ -17,6 +17,8 @@ use crate::wire::{
 
 thread_local! {
     static BOOT: std::cell::RefCell<WidgetBoot> = Default::default();
+    /// A message to send again once the host hands over a fresh token.
+    static RETRY: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
 }
 
 /// The boot data the server rendered into `<meta name="ca-boot">`.
@@ -47,14 +49,28 @@ pub fn start(chat: Chat, boot: WidgetBoot) {
             return;
         }
         let data = e.data();
-        if field(&data, "type").as_deref() != Some("ca:token") {
-            return;
-        }
-        let Some(token) = field(&data, "token").filter(|t| !t.is_empty() && t.len() < 8192) else { return };
-        let first = chat.token.get_untracked().is_none();
-        chat.token.set(Some(token));
-        if first {
-            spawn_local(restore(chat));
+        match field(&data, "type").as_deref() {
+            Some("ca:focus") => {
+                if let Some(input) = document().get_element_by_id("ca-input")
+                    && let Ok(input) = input.dyn_into::<web_sys::HtmlElement>()
+                {
+                    let _ = input.focus();
+                }
+            }
+            Some("ca:token") => {
+                let Some(token) = field(&data, "token").filter(|t| !t.is_empty() && t.len() < 8192) else { return };
+                let first = chat.token.get_untracked().is_none();
+                chat.token.set(Some(token));
+                if first {
+                    spawn_local(restore(chat));
+                }
+                // A message refused for an expired token goes again with the new one.
+                if let Some(text) = RETRY.with(|r| r.borrow_mut().take()) {
+                    chat.activity.set(None);
+                    send(chat, text);
+                }
+            }
+            _ => {}
         }
     });
     on_cleanup(move || handle.remove());
@@ -123,13 +139,21 @@ pub fn send(chat: Chat, text: String) {
     // A new message answers an open action by moving on: the server cancels it.
     chat.action.set(None);
     chat.last_sent.set(Some(text.clone()));
-    chat.push(Role::User, &text);
+    let asked = chat.push(Role::User, &text);
     let reply = chat.push(Role::Assistant, "");
     chat.busy.set(true);
     chat.announce.set("The assistant is replying.".into());
     spawn_local(async move {
-        let outcome = run_turn(chat, reply, text).await;
+        let outcome = run_turn(chat, reply, text.clone()).await;
         chat.busy.set(false);
+        if outcome.as_ref().is_err_and(|e| e == EXPIRED) {
+            // Ask the host page for a fresh token; the message goes again when it arrives.
+            chat.bubbles.update(|b| b.retain(|x| x.id != reply.id && x.id != asked.id));
+            RETRY.with(|r| *r.borrow_mut() = Some(text));
+            chat.activity.set(Some("Reconnecting…".into()));
+            post_to_host("ca:token-expired");
+            return;
+        }
         chat.activity.set(None);
         chat.turn_id.set(None);
         match outcome {
@@ -160,10 +184,7 @@ async fn run_turn(chat: Chat, reply: Bubble, text: String) -> Result<(), String>
         .map_err(|_| "The assistant could not be reached. Check your connection and retry.".to_string())?;
     match response.status() {
         200 => {}
-        401 => {
-            post_to_host("ca:token-expired");
-            return Err("Your session expired. Reconnecting — please retry in a moment.".into());
-        }
+        401 => return Err(EXPIRED.into()),
         404 => {
             chat.conversation_id.set(None);
             forget_conversation();
@@ -244,6 +265,9 @@ async fn read_stream(chat: Chat, reply: Bubble, response: Response) -> Result<()
     }
     Ok(())
 }
+
+/// The error of a turn refused for an expired token.
+const EXPIRED: &str = "expired";
 
 fn lost() -> String {
     "The connection was lost before the reply finished. Retry to ask again.".into()

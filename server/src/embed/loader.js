@@ -1,98 +1,125 @@
 /* Context Assistant loader: <script src="…/embed.js" data-workspace="ws_…" data-token="…" async></script>
-   or window.ContextAssistant.init({ workspace, getToken: async () => token }).
-   Draws a launcher; creates the widget's iframe on first open only. The
-   token travels by postMessage to the assistant's exact origin, never in a URL. */
+   or ContextAssistant.init({ workspace, getToken: async () => token }), called again whenever the
+   token expires. Draws a launcher; creates the widget's iframe on the first open only. The token
+   travels by postMessage to the assistant's exact origin, never in a URL. */
 (function () {
   "use strict";
   var me = document.currentScript;
-  var src = me && me.src ? me.src : "";
   var origin;
-  try { origin = new URL(src).origin; } catch (e) { return; }
+  try { origin = new URL(me.src).origin; } catch (e) { return; }
   var api = window.ContextAssistant = window.ContextAssistant || {};
-  if (api.__loaded) return;
-  api.__loaded = true;
+  if (api.init) return;
+  var instances = api.instances = [];
 
   function make(opts) {
-    var ws = opts.workspace, listeners = {}, frame = null, button = null, isOpen = false;
+    var index = instances.length, listeners = {}, frame = null, ready = false, isOpen = false, watchdog = 0;
     var getToken = opts.getToken || function () { return opts.token; };
     function emit(type, detail) { (listeners[type] || []).forEach(function (f) { try { f(detail); } catch (e) {} }); }
-    function style(el, css) { el.setAttribute("style", css); return el; }
-    button = style(document.createElement("button"),
-      "position:fixed;right:20px;bottom:20px;z-index:2147483000;width:56px;height:56px;border-radius:28px;" +
-      "border:0;background:" + (opts.accent || "#1f6f5c") + ";color:#fff;cursor:pointer;display:grid;place-items:center;" +
-      "box-shadow:0 4px 16px rgba(0,0,0,.25)");
+    function css(el, text) { el.setAttribute("style", text); return el; }
+    var button = css(document.createElement("button"),
+      "position:fixed;right:20px;bottom:" + (20 + 72 * index) + "px;z-index:2147483000;width:56px;height:56px;" +
+      "border-radius:28px;border:0;background:" + (opts.accent || "#1f6f5c") + ";color:#fff;cursor:pointer;" +
+      "display:grid;place-items:center;box-shadow:0 4px 16px rgba(0,0,0,.25)");
     button.type = "button";
+    button.className = "ca-launcher";
     button.innerHTML = '<svg width="26" height="26" viewBox="0 0 24 24" aria-hidden="true" fill="currentColor">' +
       '<path d="M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H9l-5 4v-4a2 2 0 0 1-2-2V6a2 2 0 0 1 2-2z"/></svg>';
-    button.setAttribute("aria-label", "Open chat");
-    button.setAttribute("aria-expanded", "false");
-    button.className = "ca-launcher";
+    function label() {
+      button.setAttribute("aria-label", (isOpen ? "Close " : "Open ") + (opts.label || "chat"));
+      button.setAttribute("aria-expanded", String(isOpen));
+    }
+    label();
     button.onclick = function () { isOpen ? close() : open(); };
     document.body.appendChild(button);
 
+    function post(message) { if (frame) frame.contentWindow.postMessage(message, origin); }
     function sendToken() {
       Promise.resolve(getToken()).then(function (token) {
-        if (frame && token) frame.contentWindow.postMessage({ type: "ca:token", token: String(token) }, origin);
-      }, function () { emit("error", { message: "getToken failed" }); });
+        if (token) post({ type: "ca:token", token: String(token) });
+      }, function (e) { emit("error", { message: "getToken failed", cause: e }); });
     }
     function onMessage(e) {
       if (!frame || e.origin !== origin || e.source !== frame.contentWindow) return;
       var d = e.data || {};
-      if (d.type === "ca:ready" || d.type === "ca:token-expired") sendToken();
+      if (d.type === "ca:ready") { ready = true; clearTimeout(watchdog); sendToken(); if (isOpen) focus(); }
+      else if (d.type === "ca:token-expired") sendToken();
       else if (d.type === "ca:close") close();
       else if (d.type === "ca:message") emit("message", d.detail);
     }
     window.addEventListener("message", onMessage);
 
     function layout() {
-      var small = window.innerWidth < 480;
-      style(frame, "position:fixed;z-index:2147483001;border:0;background:transparent;color-scheme:normal;" +
-        (small ? "inset:0;width:100%;height:100%;" :
-          "right:20px;bottom:88px;width:400px;height:min(640px,calc(100vh - 108px));border-radius:16px;" +
-          "box-shadow:0 12px 40px rgba(0,0,0,.3);") + (isOpen ? "" : "display:none;"));
+      var small = window.innerWidth < 480, vv = window.visualViewport;
+      // On phones the frame fills the visible viewport, which shrinks above the on-screen keyboard.
+      var box = small ? "left:0;top:" + (vv ? vv.offsetTop : 0) + "px;width:100%;height:" +
+          (vv ? vv.height + "px" : "100%") + ";" :
+        "right:20px;bottom:" + (88 + 72 * index) + "px;width:400px;height:min(640px,calc(100vh - " +
+          (108 + 72 * index) + "px));border-radius:16px;box-shadow:0 12px 40px rgba(0,0,0,.3);";
+      css(frame, "position:fixed;z-index:2147483001;border:0;background:transparent;color-scheme:normal;" +
+        box + (isOpen ? "" : "display:none;"));
     }
+    function focus() { frame.focus(); post({ type: "ca:focus" }); }
     function open() {
       if (!frame) {
         frame = document.createElement("iframe");
-        frame.title = "Chat assistant";
+        frame.title = opts.label ? opts.label : "Chat assistant";
         frame.className = "ca-frame";
-        frame.src = origin + "/widget?ws=" + encodeURIComponent(ws);
+        frame.src = origin + "/widget?ws=" + encodeURIComponent(opts.workspace);
+        frame.addEventListener("load", function () {
+          watchdog = setTimeout(function () {
+            if (!ready) console.error("Context Assistant: the widget did not start. Is " + location.origin +
+              " in the allowed_origins of workspace " + opts.workspace + "?");
+          }, 4000);
+        });
         document.body.appendChild(frame);
-        window.addEventListener("resize", function () { if (frame) layout(); });
+        window.addEventListener("resize", relayout);
+        if (window.visualViewport) {
+          visualViewport.addEventListener("resize", relayout);
+          visualViewport.addEventListener("scroll", relayout);
+        }
       }
       isOpen = true;
       layout();
-      button.setAttribute("aria-expanded", "true");
-      button.setAttribute("aria-label", "Close chat");
+      label();
+      if (ready) focus();
       emit("open");
     }
+    function relayout() { if (frame) layout(); }
     function close() {
       if (!isOpen) return;
       isOpen = false;
       layout();
-      button.setAttribute("aria-expanded", "false");
-      button.setAttribute("aria-label", "Open chat");
+      label();
       button.focus();
       emit("close");
     }
     function destroy() {
       window.removeEventListener("message", onMessage);
+      window.removeEventListener("resize", relayout);
       if (frame) frame.remove();
       button.remove();
       frame = null;
     }
-    return {
+    var instance = {
       open: open, close: close, destroy: destroy,
       on: function (type, f) { (listeners[type] = listeners[type] || []).push(f); }
     };
+    instances.push(instance);
+    return instance;
   }
 
   api.init = function (opts) {
     if (!opts || !opts.workspace) throw new Error("ContextAssistant.init needs { workspace, getToken }");
-    var start = function () { var w = make(opts); api.instances.push(w); api.open = w.open; api.close = w.close; api.destroy = w.destroy; api.on = w.on; return w; };
-    return document.body ? start() : (document.addEventListener("DOMContentLoaded", start), null);
+    function start() {
+      var w = make(opts);
+      // The newest instance answers ContextAssistant.open() and friends.
+      api.open = w.open; api.close = w.close; api.destroy = w.destroy; api.on = w.on;
+      return w;
+    }
+    if (document.body) return start();
+    document.addEventListener("DOMContentLoaded", start);
+    return null;
   };
-  api.instances = api.instances || [];
   var ws = me.getAttribute("data-workspace");
   if (ws) api.init({ workspace: ws, token: me.getAttribute("data-token") });
 })();

@@ -1,0 +1,101 @@
+import AxeBuilder from "@axe-core/playwright";
+import { expect, test } from "@playwright/test";
+import { TaskHostPage, type Workspace, taskHost, taskWorkspace } from "./hosts";
+
+function initPage(baseURL: string, widgets: { ws: Workspace; label: string; sub: string; expiredFirst?: boolean }[]) {
+  const list = widgets.map((w) => ({ ws: w.ws.id, secret: w.ws.embed_secret, label: w.label, sub: w.sub, expiredFirst: !!w.expiredFirst }));
+  return `${taskHost}/page-init?${new URLSearchParams({ assistant: baseURL, widgets: JSON.stringify(list) })}`;
+}
+
+test("an expired token is refreshed through getToken and the message still goes", async ({ page, request, baseURL }) => {
+  const ws = await taskWorkspace(request);
+  await page.goto(initPage(baseURL!, [{ ws, label: "Chat", sub: "refresh_user", expiredFirst: true }]));
+  await page.getByRole("button", { name: "Open Chat" }).click();
+  const widget = page.frameLocator("iframe[title='Chat']");
+  const input = widget.getByRole("textbox", { name: "Message" });
+  await expect(input).toHaveAttribute("placeholder", "Type a message…");
+
+  await input.fill("hello");
+  await input.press("Enter");
+
+  await expect(widget.locator(".ca-assistant").last()).toContainText("offline demo model");
+  await expect(widget.locator(".ca-user")).toHaveCount(1);
+  await expect(widget.locator(".ca-error")).toHaveCount(0);
+});
+
+test("two widgets on one page work side by side", async ({ page, request, baseURL }) => {
+  const [a, b] = [await taskWorkspace(request), await taskWorkspace(request)];
+  await page.goto(initPage(baseURL!, [{ ws: a, label: "Support", sub: "u1" }, { ws: b, label: "Sales", sub: "u2" }]));
+
+  for (const name of ["Support", "Sales"]) {
+    await page.getByRole("button", { name: `Open ${name}` }).click();
+    const widget = page.frameLocator(`iframe[title='${name}']`);
+    const input = widget.getByRole("textbox", { name: "Message" });
+    await expect(input).toHaveAttribute("placeholder", "Type a message…");
+    await input.fill(`hello ${name}`);
+    await input.press("Enter");
+    await expect(widget.locator(".ca-assistant").last()).toContainText("offline demo model");
+    await page.getByRole("button", { name: `Close ${name}` }).click();
+  }
+  await expect(page.locator("button.ca-launcher")).toHaveCount(2);
+});
+
+test("a page outside allowed_origins gets no widget and a console message", async ({ page, request, baseURL }) => {
+  const ws = await taskWorkspace(request, ["https://elsewhere.example"]);
+  const errors: string[] = [];
+  page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+  await new TaskHostPage(page, baseURL!).load(ws, "outsider");
+  await page.locator("button.ca-launcher").click();
+
+  await expect.poll(() => errors.some((e) => e.includes("allowed_origins")), { timeout: 10_000 }).toBe(true);
+  await expect(page.frameLocator("iframe.ca-frame").getByRole("textbox", { name: "Message" })).toHaveCount(0);
+});
+
+test("at 375×667 the widget fills the screen", async ({ page, request, baseURL }) => {
+  await page.setViewportSize({ width: 375, height: 667 });
+  const ws = await taskWorkspace(request);
+  const host = new TaskHostPage(page, baseURL!);
+  await host.goto(ws, "phone_user");
+  await host.ask("create task");
+  await expect(host.card).toBeVisible();
+
+  const box = await page.locator("iframe.ca-frame").boundingBox();
+  expect(box).toEqual({ x: 0, y: 0, width: 375, height: 667 });
+  await expect(host.input).toBeInViewport();
+  await page.screenshot({ path: "test-results/phone-375.png" });
+});
+
+test("the whole flow works with the keyboard alone", async ({ page, request, baseURL }) => {
+  const ws = await taskWorkspace(request);
+  const host = new TaskHostPage(page, baseURL!);
+  await host.load(ws, "keyboard_user");
+
+  await page.keyboard.press("Tab");
+  await expect(page.locator("button.ca-launcher")).toBeFocused();
+  await page.keyboard.press("Enter");
+  await expect(host.input).toHaveAttribute("placeholder", "Type a message…");
+  await expect(host.input).toBeFocused();
+  await page.keyboard.type("create task");
+  await page.keyboard.press("Enter");
+
+  await expect(host.card).toBeFocused();
+  await page.keyboard.press("Tab");
+  await expect(host.card.getByRole("button", { name: "Apply" })).toBeFocused();
+  await page.keyboard.press("Enter");
+  await expect(host.lastReply).toContainText("Created the task Untitled.");
+});
+
+test("axe finds no serious or critical problem in the widget", async ({ page, request, baseURL }) => {
+  const ws = await taskWorkspace(request);
+  const host = new TaskHostPage(page, baseURL!);
+  await host.goto(ws, "axe_user");
+  await host.ask("create task");
+  await expect(host.card).toBeVisible();
+
+  // Scan the widget's own page, with a conversation and an action card on it.
+  const frame = page.frames().find((f) => f.url().includes("/widget?ws="))!;
+  const results = await new AxeBuilder({ page }).include("iframe.ca-frame").analyze();
+  const serious = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  expect(serious.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`)).toEqual([]);
+  expect(frame).toBeTruthy();
+});

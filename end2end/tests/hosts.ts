@@ -1,0 +1,68 @@
+import { expect, type APIRequestContext, type Page } from "@playwright/test";
+
+// A host on another origin (fixtures/task-host.mjs) with a create and a
+// delete tool; each test gets its own workspace and user.
+export const taskHost = `http://127.0.0.1:${process.env.E2E_TASK_HOST_PORT ?? "3211"}`;
+
+export interface Workspace { id: string; api_key: string; embed_secret: string }
+
+export async function taskWorkspace(request: APIRequestContext, origins: string[] = [taskHost]): Promise<Workspace> {
+  const created = await request.post("/v1/workspaces", {
+    headers: { authorization: "Bearer e2e-admin" },
+    data: { name: "Task host", allowed_origins: origins },
+  });
+  expect(created.status()).toBe(201);
+  const ws = (await created.json()) as Workspace;
+  const connected = await request.post("/v1/integrations/generic-rest/connect", {
+    headers: { authorization: `Bearer ${ws.api_key}` },
+    data: { base_url: taskHost, secret: "e2e-host-secret" },
+  });
+  expect(connected.status()).toBe(200);
+  return ws;
+}
+
+export async function executes(request: APIRequestContext, tool: string): Promise<number> {
+  const calls = (await (await request.get(`${taskHost}/_calls`)).json()) as { kind: string; tool: string }[];
+  return calls.filter((c) => c.kind === "execute" && c.tool === tool).length;
+}
+
+/** The task host's page with the assistant embedded. */
+export class TaskHostPage {
+  constructor(readonly page: Page, readonly baseURL: string) {}
+
+  // The fixture's server mints the token from the secret it is handed here;
+  // the page it renders carries only the token.
+  async goto(ws: Workspace, user: string) {
+    await this.load(ws, user);
+    await this.page.locator("button.ca-launcher").click();
+    await expect(this.input).toHaveAttribute("placeholder", "Type a message…");
+  }
+
+  /** Loads the page without opening the chat. */
+  async load(ws: Workspace, user: string) {
+    const q = new URLSearchParams({ ws: ws.id, secret: ws.embed_secret, sub: user, assistant: this.baseURL });
+    await this.page.goto(`${taskHost}/page?${q}`);
+  }
+
+  get widget() {
+    return this.page.frameLocator("iframe[title='Chat assistant']");
+  }
+
+  get input() {
+    return this.widget.getByRole("textbox", { name: "Message" });
+  }
+
+  get card() {
+    return this.widget.locator("#ca-action");
+  }
+
+  get lastReply() {
+    return this.widget.locator(".ca-assistant").last();
+  }
+
+  async ask(text: string) {
+    await this.input.fill(text);
+    await this.input.press("Enter");
+  }
+}
+
