@@ -2,8 +2,11 @@ import AxeBuilder from "@axe-core/playwright";
 import { expect, test } from "@playwright/test";
 import { TaskHostPage, type Workspace, taskHost, taskWorkspace } from "./hosts";
 
-function initPage(baseURL: string, widgets: { ws: Workspace; label: string; sub: string; expiredFirst?: boolean }[]) {
-  const list = widgets.map((w) => ({ ws: w.ws.id, secret: w.ws.embed_secret, label: w.label, sub: w.sub, expiredFirst: !!w.expiredFirst }));
+interface Embed { ws: Workspace; label: string; sub: string; expiredFirst?: boolean; theme?: string; accent?: string }
+
+function initPage(baseURL: string, widgets: Embed[]) {
+  const list = widgets.map((w) => ({ ws: w.ws.id, secret: w.ws.embed_secret, label: w.label, sub: w.sub,
+    expiredFirst: !!w.expiredFirst, theme: w.theme, accent: w.accent }));
   return `${taskHost}/page-init?${new URLSearchParams({ assistant: baseURL, widgets: JSON.stringify(list) })}`;
 }
 
@@ -98,4 +101,21 @@ test("axe finds no serious or critical problem in the widget", async ({ page, re
   const serious = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
   expect(serious.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`)).toEqual([]);
   expect(frame).toBeTruthy();
+});
+
+test("the host sets dark mode and an accent colour, and hostile values are ignored", async ({ page, request, baseURL }) => {
+  const ws = await taskWorkspace(request);
+  await page.goto(initPage(baseURL!, [
+    { ws, label: "Dark", sub: "theme_user", theme: "dark", accent: "#aa3300" },
+  ]));
+  await page.getByRole("button", { name: "Open Dark" }).click();
+  const widget = page.frameLocator("iframe[title='Dark']");
+  await expect(widget.getByRole("textbox", { name: "Message" })).toHaveAttribute("placeholder", "Type a message…");
+  await expect(widget.locator("html")).toHaveAttribute("data-theme", "dark");
+  await expect(widget.locator(".ca-header")).toHaveCSS("background-color", "rgb(170, 51, 0)");
+
+  const hostile = await request.get(`/widget?ws=${ws.id}&accent=${encodeURIComponent("red;}body{display:none")}&theme=x`);
+  const html = await hostile.text();
+  expect(html).not.toContain("display:none");
+  expect(html).not.toContain('data-theme="x"');
 });

@@ -10,7 +10,7 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use leptos::prelude::provide_context;
 use serde::Deserialize;
-use widget::wire::WidgetBoot;
+use widget::wire::{Theme, WidgetBoot};
 
 use crate::db;
 use crate::state::AppState;
@@ -32,6 +32,10 @@ async fn loader() -> Response {
 #[derive(Deserialize)]
 struct WidgetQuery {
     ws: Option<String>,
+    theme: Option<String>,
+    accent: Option<String>,
+    radius: Option<String>,
+    font: Option<String>,
 }
 
 /// The widget, server-rendered and hydrated. Carries no token: the loader
@@ -62,6 +66,12 @@ async fn widget_page(State(state): State<AppState>, Query(query): Query<WidgetQu
         allowed_origins: allowed_origins.clone(),
         demo_model: state.engine.model.is_demo,
         title: workspace.name.clone(),
+        theme: Theme::parse(
+            query.theme.as_deref(),
+            query.accent.as_deref(),
+            query.radius.as_deref(),
+            query.font.as_deref(),
+        ),
     };
     let nonce = leptos::nonce::Nonce::new();
     let csp = content_security_policy(&nonce.to_string(), &allowed_origins);
@@ -97,7 +107,7 @@ pub fn content_security_policy(nonce: &str, allowed_origins: &[String]) -> Strin
         .filter(|o| o.bytes().all(|b| b.is_ascii_graphic() && b != b';' && b != b','))
         .collect();
     format!(
-        "default-src 'none'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self'; \
+        "default-src 'none'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self' 'nonce-{nonce}'; \
          img-src 'self' https:; connect-src 'self'; base-uri 'none'; form-action 'none'; \
          frame-ancestors 'self' {}",
         ancestors.join(" ")

@@ -10,15 +10,19 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     let boot_json = serde_json::to_string(&boot).unwrap_or_default();
     let css = format!("/pkg/{}.css", options.output_name);
     let title = format!("{} assistant", boot.title);
+    // `:root:root` outranks the stylesheet's dark-mode rule, so a host's accent holds in both modes.
+    let theme_css = boot.theme.css();
+    let nonce = use_nonce();
     view! {
         <!DOCTYPE html>
-        <html lang="en">
+        <html lang="en" data-theme=boot.theme.mode.clone()>
             <head>
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1, interactive-widget=resizes-content"/>
                 <meta name="ca-boot" content=boot_json/>
                 <title>{title}</title>
                 <link rel="stylesheet" href=css/>
+                {(!theme_css.is_empty()).then(|| view! { <style nonce=nonce>{format!(":root:root{{{theme_css}}}")}</style> })}
                 <HydrationScripts options/>
             </head>
             <body>

@@ -64,7 +64,9 @@
         frame = document.createElement("iframe");
         frame.title = opts.label ? opts.label : "Chat assistant";
         frame.className = "ca-frame";
-        frame.src = origin + "/widget?ws=" + encodeURIComponent(opts.workspace);
+        var q = { ws: opts.workspace, theme: opts.theme, accent: opts.accent, radius: opts.radius, font: opts.font };
+        frame.src = origin + "/widget?" + Object.keys(q).filter(function (k) { return q[k] != null; })
+          .map(function (k) { return k + "=" + encodeURIComponent(q[k]); }).join("&");
         frame.addEventListener("load", function () {
           watchdog = setTimeout(function () {
             if (!ready) console.error("Context Assistant: the widget did not start. Is " + location.origin +
@@ -121,5 +123,6 @@
     return null;
   };
   var ws = me.getAttribute("data-workspace");
-  if (ws) api.init({ workspace: ws, token: me.getAttribute("data-token") });
+  if (ws) api.init({ workspace: ws, token: me.getAttribute("data-token"), theme: me.getAttribute("data-theme") || null,
+    accent: me.getAttribute("data-accent") || null });
 })();
