@@ -38,7 +38,12 @@ async fn main() {
     let model = serve(axum::Router::new().route("/v1/chat/completions", post(fake_model))).await;
 
     let data = tempfile::tempdir().unwrap();
+    // BENCH_DATABASE_URL (an empty PostgreSQL database) instead of a fresh SQLite file.
+    let database = std::env::var("BENCH_DATABASE_URL")
+        .unwrap_or_else(|_| format!("sqlite://{}?mode=rwc", data.path().join("bench.db").display()));
+    println!("database: {}", database.split(':').next().unwrap_or_default());
     let vars = [
+        ("DATABASE_URL", database),
         ("LEPTOS_SITE_ADDR", "127.0.0.1:0".to_string()),
         ("CA_DATA_DIR", data.path().display().to_string()),
         ("CA_ADMIN_TOKEN", "bench".into()),

@@ -154,24 +154,30 @@ pub fn send(chat: Chat, text: String) {
             post_to_host("ca:token-expired");
             return;
         }
-        chat.activity.set(None);
-        chat.turn_id.set(None);
-        match outcome {
-            Ok(()) => {
-                // A turn that only proposed a change has no text of its own.
-                drop_if_empty(chat, reply);
-                chat.announce.set("The reply is complete.".into());
-            }
-            Err(message) => {
-                // An empty, failed reply is removed; a partial one stays, marked.
-                if !drop_if_empty(chat, reply) {
-                    reply.interrupted.set(true);
-                }
-                chat.error.set(Some(message.clone()));
-                chat.announce.set(message);
-            }
-        }
+        finish_reply(chat, reply, outcome);
     });
+}
+
+/// Settles a streamed reply: done, or failed with a message and Retry.
+fn finish_reply(chat: Chat, reply: Bubble, outcome: Result<(), String>) {
+    chat.busy.set(false);
+    chat.activity.set(None);
+    chat.turn_id.set(None);
+    match outcome {
+        Ok(()) => {
+            // A turn that only proposed a change has no text of its own.
+            drop_if_empty(chat, reply);
+            chat.announce.set("The reply is complete.".into());
+        }
+        Err(message) => {
+            // An empty, failed reply is removed; a partial one stays, marked.
+            if !drop_if_empty(chat, reply) {
+                reply.interrupted.set(true);
+            }
+            chat.error.set(Some(message.clone()));
+            chat.announce.set(message);
+        }
+    }
 }
 
 async fn run_turn(chat: Chat, reply: Bubble, text: String) -> Result<(), String> {
@@ -309,21 +315,7 @@ pub fn answer(chat: Chat, verb: &'static str, reason: Option<String>) {
             chat.busy.set(true);
             chat.announce.set(if verb == "apply" { "Applying the change." } else { "Cancelling the change." }.into());
             let outcome = read_stream(chat, reply, response).await;
-            chat.busy.set(false);
-            chat.activity.set(None);
-            chat.turn_id.set(None);
-            match outcome {
-                Ok(()) => {
-                    drop_if_empty(chat, reply);
-                    chat.announce.set("The reply is complete.".into());
-                }
-                Err(message) => {
-                    if !drop_if_empty(chat, reply) {
-                        reply.interrupted.set(true);
-                    }
-                    chat.error.set(Some(message));
-                }
-            }
+            finish_reply(chat, reply, outcome);
             return;
         }
         chat.action_busy.set(false);
