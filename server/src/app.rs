@@ -74,7 +74,11 @@ impl Application {
             model,
             limits: config.limits.clone(),
         };
-        let bistro = Bistro { secret: vault.derive("acme-bistro host secret"), public_url: public_origin.to_string() };
+        let bistro = Bistro {
+            secret: vault.derive("acme-bistro host secret"),
+            checkout_key: vault.derive("acme-bistro checkout links"),
+            public_url: public_origin.to_string(),
+        };
         let state = AppState {
             pool,
             vault,

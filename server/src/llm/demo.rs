@@ -11,7 +11,11 @@
 //! 2. On a user message, it calls the first offered tool whose name, read
 //!    with spaces for underscores, appears in the message ("show menu"), or
 //!    a tool with "menu" in its name when the message mentions the menu.
-//! 3. A greeting gets a greeting; anything else gets a short note saying
+//! 3. With the Acme Bistro's tools offered, it understands "add two
+//!    margheritas (no basil)", "remove a margherita", "what's in my cart",
+//!    "check out" and "clear my cart" (dishes by a keyword of their name,
+//!    quantities in digits or words, notes in parentheses).
+//! 4. A greeting gets a greeting; anything else gets a short note saying
 //!    what it can do, naming the tools it was offered.
 
 use std::convert::Infallible;
@@ -69,10 +73,19 @@ pub fn decide(messages: &[Value], tools: &[String]) -> Reply {
     if last.get("role").and_then(Value::as_str) == Some("tool") {
         let results: Vec<&Value> =
             messages.iter().rev().take_while(|m| m.get("role").and_then(Value::as_str) == Some("tool")).collect();
-        let parts: Vec<String> = results.iter().rev().map(|m| describe_result(&content_text(m))).collect();
+        let asked = messages
+            .iter()
+            .rev()
+            .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+            .map(|m| content_text(m).to_lowercase())
+            .unwrap_or_default();
+        let parts: Vec<String> = results.iter().rev().map(|m| describe_result(&content_text(m), &asked)).collect();
         return Reply::Text(parts.join("\n\n"));
     }
     let said = content_text(last).to_lowercase();
+    if let Some(reply) = bistro_phrase(&said, tools) {
+        return reply;
+    }
     for tool in tools {
         let phrase = tool.replace(['_', '-'], " ").to_lowercase();
         if said.contains(&phrase) || (tool.contains("menu") && said.contains("menu")) {
@@ -85,6 +98,68 @@ pub fn decide(messages: &[Value], tools: &[String]) -> Reply {
         return Reply::Text(format!("Hello! {}", help(tools)));
     }
     Reply::Text(help(tools))
+}
+
+/// The Acme Bistro's phrases, when its tools are offered: "add two
+/// margheritas (no basil)", "remove a margherita", "what's in my cart",
+/// "check out", "clear my cart".
+fn bistro_phrase(said: &str, tools: &[String]) -> Option<Reply> {
+    let offered = |name: &str| tools.iter().any(|t| t == name);
+    let call = |name: &str, arguments: Value| Some(Reply::Call { name: name.into(), arguments });
+    if offered("clear_cart") && (said.contains("clear") || said.contains("empty")) && said.contains("cart") {
+        return call("clear_cart", json!({}));
+    }
+    if offered("create_checkout") && (said.contains("check out") || said.contains("checkout") || said.contains("pay")) {
+        return call("create_checkout", json!({}));
+    }
+    if offered("show_menu") && said.contains("cart") && !said.contains("add") && !said.contains("remove") {
+        return call("show_menu", json!({}));
+    }
+    let (item, position) = dish_in(said)?;
+    if offered("remove_from_cart") && (said.contains("remove") || said.contains("drop") || said.contains("take off")) {
+        return call("remove_from_cart", json!({ "item": item }));
+    }
+    if offered("add_to_cart") && (said.contains("add") || said.contains("order") || said.contains("i'd like")) {
+        let mut arguments = json!({ "item": item, "quantity": quantity_before(&said[..position]) });
+        if let (Some(open), Some(close)) = (said.find('('), said.rfind(')'))
+            && open < close
+        {
+            let notes = said[open + 1..close].trim();
+            if !notes.is_empty() {
+                arguments["notes"] = notes.into();
+            }
+        }
+        return Some(Reply::Call { name: "add_to_cart".into(), arguments });
+    }
+    None
+}
+
+/// The first dish mentioned and where.
+fn dish_in(said: &str) -> Option<(&'static str, usize)> {
+    const WORDS: [(&str, &str); 9] = [
+        ("margherita", "stone_pizza"),
+        ("pizza", "stone_pizza"),
+        ("roast", "roast_bowl"),
+        ("bowl", "roast_bowl"),
+        ("salad", "house_salad"),
+        ("tart", "lemon_tart"),
+        ("lemon", "lemon_tart"),
+        ("water", "sparkling"),
+        ("sparkling", "sparkling"),
+    ];
+    WORDS.iter().filter_map(|(word, id)| said.find(word).map(|at| (*id, at))).min_by_key(|(_, at)| *at)
+}
+
+/// The number said just before the dish: digits or a word; one otherwise.
+fn quantity_before(text: &str) -> u32 {
+    const NUMBERS: [&str; 10] = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"];
+    text.split(|c: char| !c.is_alphanumeric())
+        .rev()
+        .filter(|w| !w.is_empty())
+        .take(3)
+        .find_map(|w| w.parse::<u32>().ok().or_else(|| NUMBERS.iter().position(|n| *n == w).map(|i| i as u32 + 1)))
+        .filter(|n| (1..=20).contains(n))
+        .unwrap_or(1)
 }
 
 fn help(tools: &[String]) -> String {
@@ -108,12 +183,33 @@ fn content_text(message: &Value) -> String {
     }
 }
 
-fn describe_result(content: &str) -> String {
+fn describe_result(content: &str, asked: &str) -> String {
     let Ok(value) = serde_json::from_str::<Value>(content) else {
         return "The tool answered, but not in a form I can read.".into();
     };
     if let Some(error) = value.get("error").and_then(Value::as_str) {
         return format!("I couldn't do that: {error}");
+    }
+    if asked.contains("cart")
+        && let Some(lines) = value.pointer("/cart/lines").and_then(Value::as_array)
+    {
+        if lines.is_empty() {
+            return "Your cart is empty.".into();
+        }
+        let mut text = String::from("In your cart:\n");
+        for line in lines {
+            let name = line.get("name").and_then(Value::as_str).unwrap_or("(dish)");
+            let quantity = line.get("quantity").and_then(Value::as_i64).unwrap_or(0);
+            let total = line.get("line_total").and_then(Value::as_i64).unwrap_or(0);
+            let notes = line.get("notes").and_then(Value::as_str).filter(|n| !n.is_empty());
+            text.push_str(&format!(
+                "\n- {quantity} × **{name}**{} — ${total}",
+                notes.map(|n| format!(" ({n})")).unwrap_or_default()
+            ));
+        }
+        let subtotal = value.pointer("/cart/subtotal").and_then(Value::as_i64).unwrap_or(0);
+        text.push_str(&format!("\n\nSubtotal: **${subtotal}**."));
+        return text;
     }
     if let Some(items) = value.get("items").and_then(Value::as_array) {
         // The cards show the dishes; the reply sums them up instead of retyping them.
@@ -288,6 +384,45 @@ mod tests {
         let Reply::Text(text) = decide(&messages, &["show_menu".into()]) else { panic!() };
         assert!(text.starts_with("Here is the menu: **2 dishes** across Desserts, Drinks, from $4 to $8."), "{text}");
         assert!(text.ends_with("Menu ready."));
+    }
+
+    fn bistro_tools() -> Vec<String> {
+        ["show_menu", "add_to_cart", "remove_from_cart", "create_checkout", "clear_cart"].map(String::from).to_vec()
+    }
+
+    #[test]
+    fn the_bistro_phrases_become_the_right_calls() {
+        let tools = bistro_tools();
+        let cases = [
+            (
+                "add two margheritas (no basil)",
+                "add_to_cart",
+                json!({"item": "stone_pizza", "quantity": 2, "notes": "no basil"}),
+            ),
+            ("Add a lemon tart please", "add_to_cart", json!({"item": "lemon_tart", "quantity": 1})),
+            ("add 3 sparkling water", "add_to_cart", json!({"item": "sparkling", "quantity": 3})),
+            ("remove a margherita", "remove_from_cart", json!({"item": "stone_pizza"})),
+            ("what's in my cart?", "show_menu", json!({})),
+            ("check out", "create_checkout", json!({})),
+            ("clear my cart", "clear_cart", json!({})),
+        ];
+        for (said, name, arguments) in cases {
+            assert_eq!(decide(&[user(said)], &tools), Reply::Call { name: name.into(), arguments }, "{said}");
+        }
+    }
+
+    #[test]
+    fn a_cart_question_is_answered_from_the_cart() {
+        let result = json!({"status": "ready", "items": [], "cart": {"subtotal": 28,
+            "lines": [{"name": "Stone-baked Margherita", "quantity": 2, "notes": "no basil", "line_total": 28}]}});
+        let messages = [
+            user("what's in my cart"),
+            json!({"role": "assistant", "tool_calls": []}),
+            json!({"role": "tool", "tool_call_id": "c", "content": result.to_string()}),
+        ];
+        let Reply::Text(text) = decide(&messages, &bistro_tools()) else { panic!() };
+        assert!(text.contains("2 × **Stone-baked Margherita** (no basil) — $28"), "{text}");
+        assert!(text.contains("Subtotal: **$28**"), "{text}");
     }
 
     #[test]

@@ -26,7 +26,8 @@ async fn the_loader_is_small_javascript() {
     let response = app.client.get(app.url("/embed.js")).send().await.unwrap();
     assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/javascript"));
     let js = response.text().await.unwrap();
-    assert!(js.contains("postMessage") && js.contains("/widget?ws="));
+    assert!(js.contains("postMessage") && js.contains("/widget?"));
+    assert!(!js.contains("?token=") && !js.contains("&token="), "the token never travels in a URL");
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 mod helpers;
 
 mod actions;
+mod bistro;
 mod chat;
 mod config;
 mod embed;

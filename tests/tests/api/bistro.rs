@@ -1,0 +1,158 @@
+//! The Acme Bistro demo host: its tools over the Remote Tools contract, the
+//! signed checkout link and the pay page, and the demo model's phrases.
+
+use serde_json::{Value, json};
+
+use crate::helpers::{Db, TestApp, of, pending, spawn_app};
+
+/// Calls the bistro's own API as the assistant does.
+async fn call(app: &TestApp, path: &str, tool: &str, arguments: Value, user: &str) -> (u16, Value) {
+    let response = app
+        .client
+        .post(app.url(&format!("/bistro/api/tools/{path}")))
+        .bearer_auth(app.state.bistro.secret.expose())
+        .json(&json!({"tool": tool, "callId": "c1", "arguments": arguments,
+            "execution": {"workspaceId": "ws_demo", "externalUserId": user, "permissions": [], "requestId": "r"}}))
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+async fn execute(app: &TestApp, tool: &str, arguments: Value, user: &str) -> (u16, Value) {
+    call(app, "execute", tool, arguments, user).await
+}
+
+#[tokio::test]
+async fn the_menu_has_the_five_stable_dishes_and_the_users_cart() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let (status, body) = execute(&app, "show_menu", json!({}), "u1").await;
+    assert_eq!(status, 200);
+    let ids: Vec<&str> =
+        body["output"]["items"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["stone_pizza", "roast_bowl", "house_salad", "lemon_tart", "sparkling"]);
+    assert_eq!(body["output"]["items"][0]["price"], 14);
+    assert_eq!(body["output"]["cart"]["lines"], json!([]));
+    assert_eq!(body["output"]["display"].as_array().unwrap().len(), 5);
+}
+
+#[tokio::test]
+async fn the_cart_is_kept_per_user_with_line_totals_and_subtotals() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let (status, added) =
+        execute(&app, "add_to_cart", json!({"item": "stone_pizza", "quantity": 2, "notes": "no basil"}), "u1").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (added["output"]["line_total"].as_i64(), added["output"]["cart_subtotal"].as_i64()),
+        (Some(28), Some(28))
+    );
+    let (_, added) = execute(&app, "add_to_cart", json!({"item": "lemon_tart"}), "u1").await;
+    assert_eq!(added["output"]["quantity"], 1, "quantity defaults to 1");
+    assert_eq!(added["output"]["cart_subtotal"], 36);
+
+    let (_, other) = execute(&app, "show_menu", json!({}), "u2").await;
+    assert_eq!(other["output"]["cart"]["lines"], json!([]), "another user's cart is empty");
+
+    let (_, removed) = execute(&app, "remove_from_cart", json!({"item": "stone_pizza"}), "u1").await;
+    assert_eq!(
+        (removed["output"]["line_total"].as_i64(), removed["output"]["cart_subtotal"].as_i64()),
+        (Some(14), Some(22))
+    );
+    let (status, _) = execute(&app, "remove_from_cart", json!({"item": "sparkling"}), "u1").await;
+    assert_eq!(status, 200, "removing what is not there is not an error");
+    let (_, menu) = execute(&app, "show_menu", json!({}), "u1").await;
+    assert_eq!(menu["output"]["cart"]["lines"][0]["notes"], "no basil", "notes are kept per line");
+
+    let (status, _) = execute(&app, "clear_cart", json!({}), "u1").await;
+    assert_eq!(status, 200);
+    let (_, menu) = execute(&app, "show_menu", json!({}), "u1").await;
+    assert_eq!(menu["output"]["cart"]["subtotal"], 0);
+}
+
+#[tokio::test]
+async fn bad_arguments_and_bad_secrets_are_refused() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    for args in [
+        json!({"item": "caviar"}),
+        json!({"item": "stone_pizza", "quantity": 0}),
+        json!({"item": "stone_pizza", "quantity": 1.5}),
+        json!({}),
+    ] {
+        let (status, body) = execute(&app, "add_to_cart", args.clone(), "u1").await;
+        assert_eq!(status, 400, "{args}");
+        assert!(body["error"].is_string());
+    }
+    let (status, _) = execute(&app, "create_checkout", json!({}), "u1").await;
+    assert_eq!(status, 400, "an empty cart cannot check out");
+    let (status, _) = execute(&app, "order_champagne", json!({}), "u1").await;
+    assert_eq!(status, 404);
+    let response = app.client.get(app.url("/bistro/api/tools")).bearer_auth("wrong").send().await.unwrap();
+    assert_eq!(response.status(), 401);
+}
+
+#[tokio::test]
+async fn checkout_links_are_signed_expire_and_refuse_tampering() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    execute(&app, "add_to_cart", json!({"item": "stone_pizza", "quantity": 2}), "u1").await;
+    execute(&app, "add_to_cart", json!({"item": "sparkling"}), "u1").await;
+    let (_, preview) = call(&app, "preview", "create_checkout", json!({}), "u1").await;
+    assert!(preview["preview"].as_str().unwrap().contains("total $32"), "{preview}");
+    let (status, body) = execute(&app, "create_checkout", json!({}), "u1").await;
+    assert_eq!(status, 200);
+    let url = body["output"]["checkoutUrl"].as_str().unwrap().to_owned();
+    assert!(url.contains("cart=stone_pizzax2-sparklingx1&total=32&src=context-assistant"), "{url}");
+    assert!(body["output"]["expires_at"].as_str().unwrap().ends_with('Z'));
+
+    let page = |url: String| {
+        let client = app.client.clone();
+        async move { client.get(url).send().await.unwrap().text().await.unwrap() }
+    };
+    let good = page(url.clone()).await;
+    assert!(good.contains(r#"data-total="32""#) && good.contains("nothing is charged"), "{good}");
+    for tampered in [
+        url.replace("total=32", "total=1"),
+        url.replace("stone_pizzax2", "stone_pizzax9"),
+        url.replace("sig=", "sig=00"),
+        url.split("&sig=").next().unwrap().to_owned(),
+    ] {
+        assert!(page(tampered.clone()).await.contains("Cart expired — start again"), "{tampered}");
+    }
+    // A correctly signed link past its expiry.
+    let stale = server::bistro::checkout::sign(
+        &app.state.bistro.checkout_key,
+        "stone_pizzax2",
+        28,
+        server::ids::now_secs() - 1,
+    );
+    assert!(page(app.url(&format!("/bistro/pay?{stale}"))).await.contains("Cart expired — start again"));
+}
+
+#[tokio::test]
+async fn an_order_by_language_goes_through_apply() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let token = app.demo_token("diner_1").await;
+
+    let events = app.turn(&token, None, "add two margheritas (no basil)").await;
+    let action = pending(&events);
+    assert_eq!(action["preview"], "Add 2 × Stone-baked Margherita (no basil) to your order — $28");
+    let conversation = of(&events, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+    let applied = app
+        .client
+        .post(app.url(&format!("/v1/actions/{}/apply", action["action_id"].as_str().unwrap())))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let applied = crate::helpers::parse_sse(&applied);
+    assert!(of(&applied, "message")[0]["text"].as_str().unwrap().contains("Cart subtotal: $28"));
+
+    let cart = app.turn(&token, Some(&conversation), "what's in my cart?").await;
+    let text = of(&cart, "message")[0]["text"].as_str().unwrap().to_owned();
+    assert!(text.contains("2 × **Stone-baked Margherita** (no basil) — $28"), "{text}");
+
+    let clear = app.turn(&token, Some(&conversation), "clear my cart").await;
+    assert_eq!(pending(&clear)["confirmations_required"], 2);
+}
