@@ -119,3 +119,19 @@ test("the host sets dark mode and an accent colour, and hostile values are ignor
   expect(html).not.toContain("display:none");
   expect(html).not.toContain('data-theme="x"');
 });
+
+test("an expired token with no way to refresh it says so instead of looping", async ({ page, request, baseURL }) => {
+  const ws = await taskWorkspace(request);
+  const q = new URLSearchParams({ ws: ws.id, secret: ws.embed_secret, sub: "stale_user", assistant: baseURL!, expired: "1" });
+  await page.goto(`${taskHost}/page?${q}`);
+  await page.locator("button.ca-launcher").click();
+  const widget = page.frameLocator("iframe[title='Chat assistant']");
+  const input = widget.getByRole("textbox", { name: "Message" });
+  await expect(input).toHaveAttribute("placeholder", "Type a message…");
+
+  await input.fill("hello");
+  await input.press("Enter");
+
+  await expect(widget.getByRole("alert")).toContainText("Reload the page");
+  await expect(widget.getByRole("button", { name: "Send" })).toBeEnabled();
+});

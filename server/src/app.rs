@@ -78,6 +78,7 @@ impl Application {
             secret: vault.derive("acme-bistro host secret"),
             checkout_key: vault.derive("acme-bistro checkout links"),
             public_url: public_origin.to_string(),
+            sold_out: config.bistro_sold_out.clone(),
         };
         let state = AppState {
             pool,

@@ -26,6 +26,8 @@ pub struct Config {
     pub secret_key: Option<Secret>,
     /// `CA_DEMO`: seed the Acme Bistro demo workspace (default on).
     pub demo: bool,
+    /// `CA_BISTRO_SOLD_OUT`: menu ids the demo bistro marks unavailable (comma-separated).
+    pub bistro_sold_out: Vec<String>,
     /// `LEPTOS_SITE_ROOT`: where the built widget (pkg/, CSS) lives.
     pub site_root: PathBuf,
     /// `LEPTOS_OUTPUT_NAME`: the file stem of the widget's JS/WASM/CSS.
@@ -177,6 +179,9 @@ impl Config {
             allow_private_tool_hosts: flag("CA_ALLOW_PRIVATE_TOOL_HOSTS", false)?,
             secret_key,
             demo: flag("CA_DEMO", true)?,
+            bistro_sold_out: get("CA_BISTRO_SOLD_OUT")
+                .map(|v| v.split(',').map(|id| id.trim().to_owned()).filter(|id| !id.is_empty()).collect())
+                .unwrap_or_default(),
             site_root: PathBuf::from(get("LEPTOS_SITE_ROOT").unwrap_or_else(|| "target/site".into())),
             output_name: get("LEPTOS_OUTPUT_NAME").unwrap_or_else(|| "context-assistant".into()),
         })

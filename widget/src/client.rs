@@ -59,15 +59,22 @@ pub fn start(chat: Chat, boot: WidgetBoot) {
             }
             Some("ca:token") => {
                 let Some(token) = field(&data, "token").filter(|t| !t.is_empty() && t.len() < 8192) else { return };
-                let first = chat.token.get_untracked().is_none();
+                let previous = chat.token.get_untracked();
+                let renewed = previous.as_deref() != Some(token.as_str());
                 chat.token.set(Some(token));
-                if first {
+                if previous.is_none() {
                     spawn_local(restore(chat));
                 }
-                // A message refused for an expired token goes again with the new one.
+                // A message refused for an expired token goes again with the new
+                // one; the same token again means the page has no fresher one.
                 if let Some(text) = RETRY.with(|r| r.borrow_mut().take()) {
                     chat.activity.set(None);
-                    send(chat, text);
+                    if renewed {
+                        send(chat, text);
+                    } else {
+                        chat.last_sent.set(Some(text));
+                        chat.error.set(Some("Your session has expired. Reload the page to continue.".into()));
+                    }
                 }
             }
             _ => {}

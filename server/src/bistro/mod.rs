@@ -43,6 +43,14 @@ pub struct Bistro {
     pub secret: Secret,
     pub checkout_key: Secret,
     pub public_url: String,
+    /// Dishes shown as unavailable: they cannot be added or checked out.
+    pub sold_out: Vec<String>,
+}
+
+impl Bistro {
+    pub fn is_available(&self, id: &str) -> bool {
+        !self.sold_out.iter().any(|s| s == id)
+    }
 }
 
 pub fn router() -> Router<AppState> {
@@ -168,7 +176,7 @@ fn customer(arguments: &Value) -> String {
 pub fn show_menu(bistro: &Bistro, customer: &str, cart: Value) -> Value {
     let items: Vec<Value> = MENU
         .iter()
-        .map(|i| json!({ "id": i.id, "name": i.name, "price": i.price, "kind": i.kind, "available": true }))
+        .map(|i| json!({ "id": i.id, "name": i.name, "price": i.price, "kind": i.kind, "available": bistro.is_available(i.id) }))
         .collect();
     let display: Vec<Value> = MENU
         .iter()
@@ -176,7 +184,11 @@ pub fn show_menu(bistro: &Bistro, customer: &str, cart: Value) -> Value {
             json!({
                 "title": i.name,
                 "url": format!("{}/bistro/menu#{}", bistro.public_url, i.id),
-                "subtitle": format!("${} · {}", i.price, i.kind),
+                "subtitle": if bistro.is_available(i.id) {
+                    format!("${} · {}", i.price, i.kind)
+                } else {
+                    format!("${} · {} · sold out", i.price, i.kind)
+                },
                 "badges": [i.kind],
             })
         })

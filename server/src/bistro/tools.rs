@@ -35,6 +35,22 @@ fn dish(arguments: &Value) -> Result<&'static MenuItem, ToolError> {
     MENU.iter().find(|m| m.id == id).ok_or_else(|| bad(format!("unknown item `{id}`")))
 }
 
+/// The dish, unless it is sold out.
+fn available(state: &AppState, item: &'static MenuItem) -> Result<&'static MenuItem, ToolError> {
+    if state.bistro.is_available(item.id) { Ok(item) } else { Err(bad(format!("{} is sold out", item.name))) }
+}
+
+/// Refuses a cart holding a sold-out dish: it must not reach a paid order.
+fn all_available(state: &AppState, lines: &[CartLine]) -> Result<(), ToolError> {
+    match lines.iter().find(|l| !state.bistro.is_available(&l.item)) {
+        Some(line) => Err(bad(format!(
+            "{} is sold out: remove it before checking out",
+            line.menu_item().map_or(line.item.as_str(), |m| m.name)
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// `quantity`: an integer ≥ 1 (default 1), at most 20 at a time.
 fn quantity(arguments: &Value) -> Result<i64, ToolError> {
     match arguments.get("quantity") {
@@ -89,7 +105,7 @@ pub async fn preview(
     match tool {
         "show_menu" => Ok("Show the menu".into()),
         "add_to_cart" => {
-            let (item, n) = (dish(arguments)?, quantity(arguments)?);
+            let (item, n) = (available(state, dish(arguments)?)?, quantity(arguments)?);
             let notes = notes(arguments).filter(|n| !n.is_empty()).map(|n| format!(" ({n})")).unwrap_or_default();
             Ok(format!("Add {n} × {}{notes} to your order — ${}", item.name, i64::from(item.price) * n))
         }
@@ -123,7 +139,7 @@ pub async fn execute(state: &AppState, tool: &str, arguments: &Value, key: Optio
         }
         "add_to_cart" => {
             let key = who(key)?;
-            let (item, n, notes) = (dish(arguments)?, quantity(arguments)?, notes(arguments));
+            let (item, n, notes) = (available(state, dish(arguments)?)?, quantity(arguments)?, notes(arguments));
             cart::add(&state.pool, &key, item.id, n, notes.as_deref()).await.map_err(failed)?;
             let lines = cart::lines(&state.pool, &key).await.map_err(failed)?;
             let line = lines.iter().find(|l| l.item == item.id);
@@ -152,6 +168,7 @@ pub async fn execute(state: &AppState, tool: &str, arguments: &Value, key: Optio
             if lines.is_empty() {
                 return Err(bad("the cart is empty"));
             }
+            all_available(state, &lines)?;
             let total = u32::try_from(cart::subtotal(&lines)).map_err(|_| bad("the total is out of range"))?;
             let exp = crate::ids::now_secs() + checkout::LINK_TTL_SECS;
             let token = checkout::cart_token(&lines);

@@ -156,3 +156,22 @@ async fn an_order_by_language_goes_through_apply() {
     let clear = app.turn(&token, Some(&conversation), "clear my cart").await;
     assert_eq!(pending(&clear)["confirmations_required"], 2);
 }
+
+#[tokio::test]
+async fn a_sold_out_dish_is_shown_but_cannot_be_added_or_checked_out() {
+    let app = spawn_app(Db::Sqlite).env("CA_BISTRO_SOLD_OUT", "lemon_tart").start().await;
+    let (_, menu) = execute(&app, "show_menu", json!({}), "u1").await;
+    let tart = menu["output"]["items"].as_array().unwrap().iter().find(|i| i["id"] == "lemon_tart").unwrap().clone();
+    assert_eq!(tart["available"], false);
+    assert_eq!(menu["output"]["items"][0]["available"], true);
+
+    let (status, body) = execute(&app, "add_to_cart", json!({"item": "lemon_tart"}), "u1").await;
+    assert_eq!(status, 400);
+    assert!(body["error"].as_str().unwrap().contains("sold out"));
+
+    // A cart that already holds it (sold out after it was added) cannot check out.
+    server::bistro::cart::add(&app.state.pool, "ws_demo:u1", "lemon_tart", 1, None).await.unwrap();
+    let (status, body) = execute(&app, "create_checkout", json!({}), "u1").await;
+    assert_eq!(status, 400);
+    assert!(body["error"].as_str().unwrap().contains("sold out"));
+}
