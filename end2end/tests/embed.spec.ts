@@ -135,3 +135,59 @@ test("an expired token with no way to refresh it says so instead of looping", as
   await expect(widget.getByRole("alert")).toContainText("Reload the page");
   await expect(widget.getByRole("button", { name: "Send" })).toBeEnabled();
 });
+
+test("in a single-page app the widget survives navigation, and destroy then init brings the chat back", async ({ page, request, baseURL }) => {
+  const ws = await taskWorkspace(request);
+  const q = new URLSearchParams({ ws: ws.id, secret: ws.embed_secret, sub: "spa_user", assistant: baseURL! });
+  await page.goto(`${taskHost}/page-spa?${q}`);
+  await page.getByRole("button", { name: "Open SPA chat" }).click();
+  const widget = page.frameLocator("iframe[title='SPA chat']");
+  const input = widget.getByRole("textbox", { name: "Message" });
+  await expect(input).toHaveAttribute("placeholder", "Type a message…");
+  await input.fill("project status");
+  await input.press("Enter");
+  await expect(widget.locator(".ca-card")).toContainText("Apollo roadmap");
+
+  await page.getByRole("link", { name: "One" }).click();
+  await page.getByRole("link", { name: "Two" }).click();
+  await expect(page).toHaveURL(/\/spa\/two$/);
+  await expect(page.getByRole("heading", { name: "two" })).toBeVisible();
+  await expect(page.locator("button.ca-launcher")).toHaveCount(1);
+  await input.fill("project status");
+  await input.press("Enter");
+  await expect(widget.locator(".ca-user")).toHaveCount(2);
+  await expect(widget.locator(".ca-assistant .ca-md")).toHaveCount(2);
+
+  await page.getByRole("link", { name: "No assistant" }).click();
+  await expect(page.locator("button.ca-launcher")).toHaveCount(0);
+  await expect(page.locator("iframe.ca-frame")).toHaveCount(0);
+  await page.goBack();
+  await expect(page).toHaveURL(/\/spa\/two$/);
+  await page.getByRole("button", { name: "Open SPA chat" }).click();
+  await expect(widget.locator(".ca-user")).toHaveCount(2);
+
+  const events = await page.evaluate(() => (window as unknown as { events: { type: string; detail: { role?: string; text?: string } | null }[] }).events);
+  expect(events.filter((e) => e.type === "open").length).toBeGreaterThanOrEqual(1);
+  expect(events.filter((e) => e.type === "message" && e.detail?.role === "assistant").length).toBeGreaterThanOrEqual(2);
+  expect(events.every((e) => !e.detail || e.detail.text === undefined)).toBe(true);
+});
+
+test("a component of a kind the widget does not know shows nothing and breaks nothing", async ({ page, request, baseURL }) => {
+  const ws = await taskWorkspace(request);
+  const host = new TaskHostPage(page, baseURL!);
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  page.on("dialog", (d) => { errors.push(`dialog: ${d.message()}`); void d.dismiss(); });
+  page.on("console", (m) => {
+    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) errors.push(m.text());
+  });
+  await host.goto(ws, "component_user");
+
+  await host.ask("project status");
+
+  await expect(host.widget.locator(".ca-card")).toContainText("Apollo roadmap");
+  await expect(host.lastReply.locator(".ca-md")).toBeVisible();
+  await expect(host.lastReply.locator("img")).toHaveCount(0);
+  await expect(host.lastReply).not.toContainText("onerror");
+  expect(errors).toEqual([]);
+});

@@ -37,4 +37,34 @@ export class BistroPage {
     await this.input.fill(text);
     await this.input.press("Enter");
   }
+
+  /** The pending action's card. */
+  get actionCard(): Locator {
+    return this.widget.locator("#ca-action");
+  }
+
+  /** The newest menu-and-cart component. */
+  get menu(): Locator {
+    return this.widget.locator(".ca-menu-cart").last();
+  }
+
+  menuRow(dish: string): Locator {
+    return this.menu.locator(".ca-mc-item", { hasText: dish });
+  }
+
+  count(dish: string): Locator {
+    return this.menuRow(dish).locator(".ca-mc-count");
+  }
+
+  async add(dish: string, times = 1) {
+    for (let i = 0; i < times; i++) {
+      const before = Number(await this.count(dish).textContent());
+      await this.menu.getByRole("button", { name: `Add one ${dish}` }).click();
+      await expect(this.count(dish)).toHaveText(String(before + 1));
+    }
+  }
+
+  get total(): Locator {
+    return this.menu.locator(".ca-mc-sum");
+  }
 }

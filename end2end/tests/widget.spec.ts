@@ -48,3 +48,26 @@ test("a reload brings the conversation back", async ({ page }) => {
   await expect(bistro.widget.locator(".ca-user")).toHaveText(/show me the menu/);
   await expect(bistro.cards).toHaveCount(5);
 });
+
+test("“New conversation” starts an empty chat that a reload does not undo", async ({ page }) => {
+  const bistro = new BistroPage(page);
+  await bistro.goto();
+  await bistro.openChat();
+  await bistro.ask("show me the menu");
+  await expect(bistro.lastReply.locator(".ca-md")).toContainText("Here is the menu");
+
+  await bistro.widget.getByRole("button", { name: "New conversation" }).click();
+
+  await expect(bistro.widget.locator(".ca-msg")).toHaveCount(0);
+  await expect(bistro.widget.locator(".ca-empty")).toBeVisible();
+  await bistro.ask("hello");
+  await expect(bistro.widget.locator(".ca-user")).toHaveCount(1);
+  await expect(bistro.widget.locator(".ca-user")).toHaveText(/hello/);
+  await expect(bistro.lastReply.locator(".ca-md")).toBeVisible();
+
+  await page.reload();
+  await bistro.openChat();
+  await expect(bistro.widget.locator(".ca-user")).toHaveCount(1);
+  await expect(bistro.widget.locator(".ca-user")).toHaveText(/hello/);
+  await expect(bistro.widget.locator(".ca-menu-cart")).toHaveCount(0);
+});

@@ -125,6 +125,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(api::actions::router())
         .merge(api::chat::router())
+        .merge(api::components::router())
         .merge(api::conversations::router())
         .merge(api::setup::router())
         .merge(bistro::router())

@@ -2,7 +2,7 @@
 
 use leptos::prelude::*;
 
-use crate::wire::{DisplayCard, PendingAction, WidgetBoot};
+use crate::wire::{DisplayCard, MenuCartData, MenuCartItem, PendingAction, WidgetBoot};
 
 /// The whole HTML document of the widget page (server side).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -49,8 +49,19 @@ pub struct Bubble {
     /// Sanitized HTML from the server, once the message is finished.
     pub html: RwSignal<Option<String>>,
     pub cards: RwSignal<Vec<DisplayCard>>,
+    /// Rich results shown with the message, rendered by kind.
+    pub components: RwSignal<Vec<Component>>,
     /// The stream broke before the message was finished.
     pub interrupted: RwSignal<bool>,
+}
+
+/// A rich result on screen. `data` changes in place when a later result
+/// (or the component's own buttons) refreshes its kind.
+#[derive(Clone)]
+pub struct Component {
+    pub id: String,
+    pub kind: String,
+    pub data: RwSignal<serde_json::Value>,
 }
 
 /// The chat's state, shared by the components (`Copy`: all signals).
@@ -108,10 +119,37 @@ impl Chat {
             text: RwSignal::new(text.to_owned()),
             html: RwSignal::new(None),
             cards: RwSignal::new(Vec::new()),
+            components: RwSignal::new(Vec::new()),
             interrupted: RwSignal::new(false),
         };
         self.bubbles.update(|b| b.push(bubble));
         bubble
+    }
+
+    /// Shows a component with `reply`, or — for an update — refreshes the
+    /// ones of its kind already on screen. Every component of a kind shows
+    /// the newest data: they are views of one thing, such as a cart.
+    #[cfg_attr(not(feature = "hydrate"), expect(dead_code, reason = "used by the browser-only client"))]
+    pub fn show_component(&self, reply: Bubble, id: String, kind: String, data: serde_json::Value, update: bool) {
+        let shown = self.refresh_kind(&kind, &data);
+        if update && shown {
+            return;
+        }
+        reply.components.update(|c| c.push(Component { id, kind, data: RwSignal::new(data) }));
+    }
+
+    /// Gives every component of `kind` new data; false if none is shown.
+    pub fn refresh_kind(&self, kind: &str, data: &serde_json::Value) -> bool {
+        let mut shown = false;
+        for bubble in self.bubbles.get_untracked() {
+            bubble.components.with_untracked(|components| {
+                for c in components.iter().filter(|c| c.kind == kind) {
+                    c.data.set(data.clone());
+                    shown = true;
+                }
+            });
+        }
+        shown
     }
 
     /// Sends `text` as the user's next message.
@@ -262,6 +300,9 @@ fn MessageBubble(bubble: Bubble) -> impl IntoView {
                 None => view! { <p class="ca-text">{move || bubble.text.get()}</p> }.into_any(),
             }}
             <CardList cards=bubble.cards/>
+            <For each=move || bubble.components.get() key=|c| c.id.clone() let:component>
+                <ComponentSlot component/>
+            </For>
             <Show when=move || bubble.interrupted.get()>
                 <p class="ca-interrupted">"This reply was cut off before it finished."</p>
             </Show>
@@ -298,6 +339,105 @@ fn CardList(cards: RwSignal<Vec<DisplayCard>>) -> impl IntoView {
                 </For>
             </ul>
         </Show>
+    }
+}
+
+/// Renders a component by its kind; a kind this widget does not know shows
+/// nothing.
+#[component]
+fn ComponentSlot(component: Component) -> impl IntoView {
+    match component.kind.as_str() {
+        "menu_cart" => view! { <MenuCart id=component.id data=component.data/> }.into_any(),
+        _ => ().into_any(),
+    }
+}
+
+/// The bistro's menu and cart: dishes grouped by kind, `+`/`−` and a note
+/// per line (the user's own clicks, sent straight to the cart tools), a
+/// running total for display only, and Checkout — which goes through the
+/// assistant, so the user sees the preview and applies it.
+#[component]
+fn MenuCart(id: String, data: RwSignal<serde_json::Value>) -> impl IntoView {
+    let chat = expect_context::<Chat>();
+    let menu = Memo::new(move |_| data.with(|d| serde_json::from_value::<MenuCartData>(d.clone()).ok()));
+    // The rows are drawn once per menu, so focus stays on a button across cart updates.
+    let groups = Memo::new(move |_| menu.with(|m| m.as_ref().map(MenuCartData::groups)));
+    let busy = RwSignal::new(false);
+    let error = RwSignal::new(None::<String>);
+    let id = StoredValue::new(id);
+    let call = move |tool: &'static str, arguments: serde_json::Value| {
+        if busy.get_untracked() {
+            return;
+        }
+        #[cfg(feature = "hydrate")]
+        crate::client::call_component(chat, id.get_value(), tool, arguments, busy, error);
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (tool, arguments, id);
+    };
+    let total = move || menu.with(|m| m.as_ref().map_or(0, MenuCartData::display_total));
+    let empty = move || menu.with(|m| m.as_ref().is_none_or(|m| m.cart.lines.is_empty()));
+    move || {
+        groups.get().map(|groups| {
+            let row = move |item: MenuCartItem| {
+                let (item_id, name) = (StoredValue::new(item.id.clone()), item.name.clone());
+                let quantity = Memo::new(move |_| menu.with(|m| m.as_ref().map_or(0, |m| m.quantity(&item_id.read_value()))));
+                let notes = Memo::new(move |_| menu.with(|m| m.as_ref().map(|m| m.notes(&item_id.read_value())).unwrap_or_default()));
+                let available = item.available;
+                view! {
+                    <li class="ca-mc-item" class:ca-mc-unavailable=!available data-item=item.id.clone()>
+                        <div class="ca-mc-line">
+                            <span class="ca-mc-name">{name.clone()}</span>
+                            <span class="ca-mc-price">{format!("${}", item.price)}</span>
+                            {(!available).then(|| view! { <span class="ca-mc-soldout">"Sold out"</span> })}
+                            <span class="ca-mc-qty" role="group" aria-label=format!("{name}, quantity")>
+                                <button type="button" class="ca-mc-step ca-mc-minus" aria-label=format!("Remove one {name}")
+                                    disabled=move || busy.get() || quantity.get() == 0
+                                    on:click=move |_| call("remove_from_cart", serde_json::json!({ "item": item_id.get_value() }))>
+                                    "−"
+                                </button>
+                                <span class="ca-mc-count" aria-label=move || format!("{} in the order", quantity.get())>
+                                    {move || quantity.get()}
+                                </span>
+                                <button type="button" class="ca-mc-step ca-mc-plus" aria-label=format!("Add one {name}")
+                                    disabled=move || busy.get() || !available
+                                    on:click=move |_| call("add_to_cart", serde_json::json!({ "item": item_id.get_value(), "quantity": 1 }))>
+                                    "+"
+                                </button>
+                            </span>
+                        </div>
+                        <Show when=move || { quantity.get() > 0 }>
+                            <input type="text" class="ca-mc-notes" maxlength="200" placeholder="Note for the kitchen"
+                                aria-label=format!("Note for the {name}") prop:value=move || notes.get()
+                                disabled=move || busy.get()
+                                on:change=move |ev| {
+                                    let text = event_target_value(&ev).trim().to_owned();
+                                    if text != notes.get_untracked() {
+                                        call("set_notes", serde_json::json!({ "item": item_id.get_value(), "notes": text }));
+                                    }
+                                }/>
+                        </Show>
+                    </li>
+                }
+                .into_any()
+            };
+            view! {
+                <section class="ca-menu-cart" aria-label="Menu and cart">
+                    {groups.into_iter().map(|(kind, items)| view! {
+                        <h3 class="ca-mc-kind">{kind}</h3>
+                        <ul class="ca-mc-items">{items.into_iter().map(row).collect_view()}</ul>
+                    }).collect_view()}
+                    <p class="ca-mc-total">
+                        <span>"Total "</span><strong class="ca-mc-sum">{move || format!("${}", total())}</strong>
+                        <span class="ca-mc-hint">" — shown for your information; the bistro confirms the amount at checkout."</span>
+                    </p>
+                    {move || error.get().map(|e| view! { <p class="ca-mc-error" role="alert">{e}</p> })}
+                    <button type="button" class="ca-button ca-mc-checkout"
+                        disabled=move || empty() || chat.busy.get() || busy.get()
+                        on:click=move |_| chat.send("Check out my order".into())>"Checkout"</button>
+                </section>
+            }
+            .into_any()
+        })
     }
 }
 

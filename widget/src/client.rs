@@ -11,8 +11,8 @@ use web_sys::{Headers, ReadableStreamDefaultReader, RequestInit, Response};
 use crate::app::{Bubble, Chat, Role};
 use crate::sse::SseParser;
 use crate::wire::{
-    ConversationView, DisplayCards, FinishedMessage, PendingAction, TextDelta, ToolActivity, TurnDone, TurnError,
-    TurnRequest, TurnStarted, WidgetBoot,
+    ComponentCall, ComponentCallResult, ComponentEvent, ConversationView, DisplayCards, FinishedMessage, PendingAction,
+    TextDelta, ToolActivity, TurnDone, TurnError, TurnRequest, TurnStarted, WidgetBoot,
 };
 
 thread_local! {
@@ -91,9 +91,27 @@ fn field(data: &JsValue, name: &str) -> Option<String> {
 /// Sends `{type}` to the host page. It carries nothing secret, so any
 /// origin may receive it; the host's loader checks that it came from us.
 pub fn post_to_host(kind: &str) {
+    post_with_detail(kind, None);
+}
+
+/// Tells the host page's `message` hook that a message was sent or
+/// finished: its role and id only, never its text (any origin may hear it).
+fn post_message_event(role: &str, message_id: Option<&str>) {
+    let detail = Object::new();
+    let _ = Reflect::set(&detail, &"role".into(), &role.into());
+    if let Some(id) = message_id {
+        let _ = Reflect::set(&detail, &"message_id".into(), &id.into());
+    }
+    post_with_detail("ca:message", Some(detail));
+}
+
+fn post_with_detail(kind: &str, detail: Option<Object>) {
     let Ok(Some(parent)) = window().parent() else { return };
     let message = Object::new();
     let _ = Reflect::set(&message, &"type".into(), &kind.into());
+    if let Some(detail) = detail {
+        let _ = Reflect::set(&message, &"detail".into(), &detail);
+    }
     let _ = parent.post_message(&message, "*");
 }
 
@@ -137,6 +155,9 @@ async fn restore(chat: Chat) {
         let bubble = chat.push(role, &message.text);
         bubble.html.set(message.html);
         bubble.cards.set(message.cards);
+        for c in message.components {
+            chat.show_component(bubble, c.component_id, c.kind, c.data, false);
+        }
     }
 }
 
@@ -148,6 +169,7 @@ pub fn send(chat: Chat, text: String) {
     chat.last_sent.set(Some(text.clone()));
     let asked = chat.push(Role::User, &text);
     let reply = chat.push(Role::Assistant, "");
+    post_message_event("user", None);
     chat.busy.set(true);
     chat.announce.set("The assistant is replying.".into());
     spawn_local(async move {
@@ -246,8 +268,14 @@ async fn read_stream(chat: Chat, reply: Bubble, response: Response) -> Result<()
                         reply.cards.update(|c| c.extend(e.cards));
                     }
                 }
+                "component" => {
+                    if let Ok(e) = serde_json::from_str::<ComponentEvent>(&event.data) {
+                        chat.show_component(reply, e.component_id, e.kind, e.data, e.update);
+                    }
+                }
                 "message" => {
                     if let Ok(e) = serde_json::from_str::<FinishedMessage>(&event.data) {
+                        post_message_event("assistant", Some(&e.message_id));
                         reply.text.set(e.text);
                         reply.html.set(Some(e.html));
                     }
@@ -352,9 +380,11 @@ pub fn answer(chat: Chat, verb: &'static str, reason: Option<String>) {
     });
 }
 
-/// Removes a reply that has neither text nor cards; true if it did.
+/// Removes a reply that has neither text, cards nor components; true if it did.
 fn drop_if_empty(chat: Chat, reply: Bubble) -> bool {
-    let empty = reply.text.with_untracked(String::is_empty) && reply.cards.with_untracked(Vec::is_empty);
+    let empty = reply.text.with_untracked(String::is_empty)
+        && reply.cards.with_untracked(Vec::is_empty)
+        && reply.components.with_untracked(Vec::is_empty);
     if empty {
         chat.bubbles.update(|b| b.retain(|x| x.id != reply.id));
     }
@@ -368,6 +398,45 @@ fn focus_action_card() {
             && let Ok(card) = card.dyn_into::<web_sys::HtmlElement>()
         {
             let _ = card.focus();
+        }
+    });
+}
+
+/// A component's own button: runs one of its declared tools and refreshes
+/// the components of its kind with the result.
+pub fn call_component(
+    chat: Chat,
+    component_id: String,
+    tool: &'static str,
+    arguments: serde_json::Value,
+    busy: RwSignal<bool>,
+    error: RwSignal<Option<String>>,
+) {
+    let Some(token) = chat.token.get_untracked() else { return };
+    busy.set(true);
+    error.set(None);
+    spawn_local(async move {
+        let body = serde_json::to_string(&ComponentCall { tool: tool.into(), arguments }).unwrap_or_default();
+        let path = format!("/v1/components/{component_id}/call");
+        let outcome = match request("POST", &path, &token, Some(body)).await {
+            Err(_) => Err("The assistant could not be reached. Try again.".to_string()),
+            Ok(r) if r.status() == 200 => {
+                let result = text_of(&r).await.ok().and_then(|t| serde_json::from_str::<ComponentCallResult>(&t).ok());
+                if let Some(c) = result.and_then(|r| r.component) {
+                    chat.refresh_kind(&c.kind, &c.data);
+                    chat.announce.set("Your order was updated.".into());
+                }
+                Ok(())
+            }
+            Ok(r) if r.status() == 401 => {
+                post_to_host("ca:token-expired");
+                Err("Your session expired. Reconnecting — try again in a moment.".to_string())
+            }
+            Ok(r) => Err(error_message(&r).await),
+        };
+        busy.set(false);
+        if let Err(message) = outcome {
+            error.set(Some(message));
         }
     });
 }

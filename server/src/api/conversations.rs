@@ -5,11 +5,11 @@ use axum::extract::{Path, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
-use widget::wire::{ConversationMessage, ConversationView, DisplayCard};
+use widget::wire::{ComponentView, ConversationMessage, ConversationView, DisplayCard};
 
 use super::ApiError;
 use crate::auth::Caller;
-use crate::db::{self, actions};
+use crate::db::{self, actions, components};
 use crate::engine::actions::pending_action;
 use crate::ids::now_ms;
 use crate::state::AppState;
@@ -44,7 +44,7 @@ async fn list_conversations(
 
 /// The user-visible transcript: each user message, then the turn's
 /// answer as one assistant message (its text from every model step, its
-/// cards from every tool result), and the open action, if any.
+/// cards and components from every tool result), and the open action, if any.
 async fn get_conversation(
     State(state): State<AppState>,
     caller: Caller,
@@ -54,6 +54,7 @@ async fn get_conversation(
         .await?
         .ok_or(ApiError::NotFound)?;
     let rows = db::messages(&state.pool, &conversation.id).await?;
+    let mut shown = components::in_conversation(&state.pool, &conversation.id).await?;
     let mut messages: Vec<ConversationMessage> = Vec::new();
     for row in rows {
         if row.role == "user" {
@@ -63,6 +64,7 @@ async fn get_conversation(
                 text: row.content,
                 html: None,
                 cards: Vec::new(),
+                components: Vec::new(),
                 created_at: row.created_at,
             });
             continue;
@@ -74,6 +76,7 @@ async fn get_conversation(
                 text: String::new(),
                 html: None,
                 cards: Vec::new(),
+                components: Vec::new(),
                 created_at: row.created_at,
             });
         }
@@ -89,11 +92,19 @@ async fn get_conversation(
                 let cards: Vec<DisplayCard> =
                     row.cards.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or_default();
                 answer.cards.extend(cards);
+                for c in shown.extract_if(.., |c| c.message_id == row.id) {
+                    answer.components.push(ComponentView {
+                        data: c.data(),
+                        component_id: c.id,
+                        call_id: c.call_id,
+                        kind: c.kind,
+                    });
+                }
             }
             _ => {}
         }
     }
-    messages.retain(|m| m.role == "user" || !m.text.is_empty() || !m.cards.is_empty());
+    messages.retain(|m| m.role == "user" || !m.text.is_empty() || !m.cards.is_empty() || !m.components.is_empty());
     for m in messages.iter_mut().filter(|m| m.role == "assistant") {
         m.html = Some(crate::markdown::render(&m.text));
     }

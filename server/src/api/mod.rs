@@ -3,6 +3,7 @@
 
 pub mod actions;
 pub mod chat;
+pub mod components;
 pub mod conversations;
 pub mod setup;
 

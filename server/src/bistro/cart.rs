@@ -90,6 +90,18 @@ pub async fn remove_one(pool: &Pool, customer: &str, item: &str) -> anyhow::Resu
     Ok(())
 }
 
+/// Replaces the notes of `item`'s line; false when it is not in the cart.
+pub async fn set_notes(pool: &Pool, customer: &str, item: &str, notes: &str) -> anyhow::Result<bool> {
+    let updated = sqlx::query("UPDATE bistro_cart_lines SET notes = $1 WHERE customer_key = $2 AND item = $3")
+        .bind(notes)
+        .bind(customer)
+        .bind(item)
+        .execute(pool)
+        .await?
+        .rows_affected();
+    Ok(updated > 0)
+}
+
 pub async fn clear(pool: &Pool, customer: &str) -> anyhow::Result<()> {
     sqlx::query("DELETE FROM bistro_cart_lines WHERE customer_key = $1").bind(customer).execute(pool).await?;
     Ok(())

@@ -120,6 +120,11 @@ async fn list_tools(State(state): State<AppState>, headers: HeaderMap) -> Respon
               "quantity": { "type": "integer", "minimum": 1, "maximum": 20, "default": 1 },
               "notes": { "type": "string", "maxLength": 200, "description": "e.g. no basil" },
               "customer": { "type": "string" } } } },
+        { "name": "set_notes", "verb": "update",
+          "description": "Change the kitchen note of a dish already in the diner's cart (an empty note removes it).",
+          "inputSchema": { "type": "object", "required": ["item", "notes"], "properties": {
+              "item": { "type": "string", "enum": ids },
+              "notes": { "type": "string", "maxLength": 200 }, "customer": { "type": "string" } } } },
         { "name": "remove_from_cart", "verb": "update",
           "description": "Remove one of a dish from the diner's cart.",
           "inputSchema": { "type": "object", "required": ["item"], "properties": {
@@ -134,11 +139,34 @@ async fn list_tools(State(state): State<AppState>, headers: HeaderMap) -> Respon
     .into_response()
 }
 
-async fn get_context(State(state): State<AppState>, headers: HeaderMap) -> Response {
+/// The scope of a GET call, as query parameters.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ScopeQuery {
+    #[serde(default)]
+    workspace_id: String,
+    #[serde(default)]
+    external_user_id: String,
+}
+
+/// The page the diner is on and their cart as it is now: the menu's own
+/// buttons change the cart between turns, and the assistant sees it here.
+async fn get_context(State(state): State<AppState>, headers: HeaderMap, Query(q): Query<ScopeQuery>) -> Response {
     if !authorized(&state, &headers) {
         return error(StatusCode::UNAUTHORIZED, "bad secret");
     }
-    Json(json!({ "restaurant": "Acme Bistro", "currency": "USD", "page": "menu" })).into_response()
+    let execution = Execution { workspace_id: q.workspace_id, external_user_id: q.external_user_id };
+    let cart = match execution.customer_key() {
+        Some(key) => match cart::lines(&state.pool, &key).await {
+            Ok(lines) => tools::cart_json(&lines),
+            Err(e) => {
+                tracing::error!(error = format!("{e:#}"), "bistro: cannot read the cart");
+                return error(StatusCode::INTERNAL_SERVER_ERROR, "the kitchen's system failed");
+            }
+        },
+        None => json!({ "lines": [], "subtotal": 0 }),
+    };
+    Json(json!({ "restaurant": "Acme Bistro", "currency": "USD", "page": "menu", "cart": cart })).into_response()
 }
 
 async fn preview_tool(State(state): State<AppState>, headers: HeaderMap, body: Option<Json<ToolCall>>) -> Response {
@@ -172,12 +200,30 @@ fn customer(arguments: &Value) -> String {
         .unwrap_or_else(|| "Guest".into())
 }
 
-/// `show_menu`'s output: the contract's fields plus `display` cards.
-pub fn show_menu(bistro: &Bistro, customer: &str, cart: Value) -> Value {
-    let items: Vec<Value> = MENU
-        .iter()
+/// The tools the menu's own buttons may call (never `clear_cart`, a delete).
+pub const MENU_CART_TOOLS: [&str; 3] = ["add_to_cart", "remove_from_cart", "set_notes"];
+
+/// The `menu_cart` component: the menu and the diner's cart, for the
+/// widget's MenuCart. `update` refreshes the one already shown.
+pub fn menu_cart(bistro: &Bistro, cart: Value, update: bool) -> Value {
+    json!({
+        "kind": "menu_cart",
+        "data": { "items": menu_items(bistro), "cart": cart },
+        "tools": MENU_CART_TOOLS,
+        "update": update,
+    })
+}
+
+fn menu_items(bistro: &Bistro) -> Vec<Value> {
+    MENU.iter()
         .map(|i| json!({ "id": i.id, "name": i.name, "price": i.price, "kind": i.kind, "available": bistro.is_available(i.id) }))
-        .collect();
+        .collect()
+}
+
+/// `show_menu`'s output: the contract's fields, `display` cards and the
+/// `menu_cart` component.
+pub fn show_menu(bistro: &Bistro, customer: &str, cart: Value) -> Value {
+    let items = menu_items(bistro);
     let display: Vec<Value> = MENU
         .iter()
         .map(|i| {
@@ -197,6 +243,7 @@ pub fn show_menu(bistro: &Bistro, customer: &str, cart: Value) -> Value {
         "status": format!("Acme Bistro menu is ready for {customer}. Build the order here; pay at checkout."),
         "customer": customer,
         "items": items,
+        "component": menu_cart(bistro, cart.clone(), false),
         "cart": cart,
         "display": display,
     })

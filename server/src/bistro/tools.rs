@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::cart::{self, CartLine};
 use super::checkout;
-use super::{MENU, MenuItem, customer, error, show_menu};
+use super::{MENU, MenuItem, customer, error, menu_cart, show_menu};
 use crate::state::AppState;
 
 /// A refusal with its status (contract, "Error format").
@@ -73,7 +73,7 @@ fn who(customer_key: Option<String>) -> Result<String, ToolError> {
     customer_key.ok_or_else(|| bad("execution.externalUserId is required"))
 }
 
-fn cart_json(lines: &[CartLine]) -> Value {
+pub(super) fn cart_json(lines: &[CartLine]) -> Value {
     json!({
         "lines": lines.iter().map(|l| json!({
             "item": l.item, "name": l.menu_item().map(|m| m.name), "quantity": l.quantity,
@@ -110,6 +110,13 @@ pub async fn preview(
             Ok(format!("Add {n} × {}{notes} to your order — ${}", item.name, i64::from(item.price) * n))
         }
         "remove_from_cart" => Ok(format!("Remove one {} from your order", dish(arguments)?.name)),
+        "set_notes" => {
+            let item = dish(arguments)?;
+            Ok(match notes(arguments).filter(|n| !n.is_empty()) {
+                Some(n) => format!("Note for the {}: {n}", item.name),
+                None => format!("Remove the note on the {}", item.name),
+            })
+        }
         "create_checkout" => {
             let lines = cart::lines(&state.pool, &who(key)?).await.map_err(failed)?;
             if lines.is_empty() {
@@ -148,6 +155,22 @@ pub async fn execute(state: &AppState, tool: &str, arguments: &Value, key: Optio
                 "item": item.id, "quantity": n, "notes": notes.unwrap_or_default(),
                 "line_total": line.map_or(0, CartLine::total), "cart_subtotal": cart::subtotal(&lines),
                 "cart": cart_json(&lines),
+                "component": menu_cart(&state.bistro, cart_json(&lines), true),
+            }))
+        }
+        "set_notes" => {
+            let key = who(key)?;
+            let item = dish(arguments)?;
+            let notes = notes(arguments).ok_or_else(|| bad("notes is required"))?;
+            if !cart::set_notes(&state.pool, &key, item.id, &notes).await.map_err(failed)? {
+                return Err(bad(format!("{} is not in the cart", item.name)));
+            }
+            let lines = cart::lines(&state.pool, &key).await.map_err(failed)?;
+            Ok(json!({
+                "status": format!("Noted for the {}: {}.", item.name, if notes.is_empty() { "no note" } else { &notes }),
+                "item": item.id, "notes": notes,
+                "cart": cart_json(&lines),
+                "component": menu_cart(&state.bistro, cart_json(&lines), true),
             }))
         }
         "remove_from_cart" => {
@@ -161,6 +184,7 @@ pub async fn execute(state: &AppState, tool: &str, arguments: &Value, key: Optio
                 "item": item.id,
                 "line_total": line.map_or(0, CartLine::total), "cart_subtotal": cart::subtotal(&lines),
                 "cart": cart_json(&lines),
+                "component": menu_cart(&state.bistro, cart_json(&lines), true),
             }))
         }
         "create_checkout" => {
@@ -192,7 +216,8 @@ pub async fn execute(state: &AppState, tool: &str, arguments: &Value, key: Optio
         }
         "clear_cart" => {
             cart::clear(&state.pool, &who(key)?).await.map_err(failed)?;
-            Ok(json!({ "status": format!("Emptied {name}'s cart."), "cart_subtotal": 0 }))
+            Ok(json!({ "status": format!("Emptied {name}'s cart."), "cart_subtotal": 0,
+                       "component": menu_cart(&state.bistro, cart_json(&[]), true) }))
         }
         _ => Err(ToolError(StatusCode::NOT_FOUND, "unknown tool".into())),
     }

@@ -26,9 +26,10 @@ pub async fn connect(url: &str) -> anyhow::Result<Pool> {
                 if is_sqlite {
                     // WAL with synchronous = NORMAL: a commit survives a crash of the
                     // process without waiting for an fsync (power loss may drop the last few).
+                    // No checkpoint inside a commit: `checkpoint_in_background` does them.
                     conn.execute(
                         "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; \
-                         PRAGMA foreign_keys = ON;",
+                         PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;",
                     )
                     .await?;
                 }
@@ -39,7 +40,34 @@ pub async fn connect(url: &str) -> anyhow::Result<Pool> {
         .await
         .context("cannot open the database named by DATABASE_URL")?;
     sqlx::migrate!("../migrations").run(&pool).await.context("cannot apply the database migrations")?;
+    if is_sqlite {
+        checkpoint_in_background(url).await?;
+    }
     Ok(pool)
+}
+
+/// How often SQLite's write-ahead log is copied back into the database.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+
+/// SQLite would otherwise checkpoint inside whichever commit crosses 1000
+/// pages of log — a multi-millisecond stall in the middle of a turn. A
+/// connection of its own checkpoints instead, `PASSIVE` (never blocking the
+/// writer), twice a second, until the process ends.
+async fn checkpoint_in_background(url: &str) -> anyhow::Result<()> {
+    use sqlx::Connection;
+    let mut conn = sqlx::AnyConnection::connect(url).await.context("cannot open the checkpoint connection")?;
+    conn.execute("PRAGMA busy_timeout = 5000; PRAGMA wal_autocheckpoint = 0;").await?;
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if let Err(error) = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").await {
+                tracing::warn!(%error, "SQLite checkpoint failed; retrying");
+            }
+        }
+    });
+    Ok(())
 }
 
 #[derive(Debug, Clone, FromRow)]
@@ -329,3 +357,4 @@ pub async fn finish_turn(
 }
 
 pub mod actions;
+pub mod components;

@@ -5,12 +5,10 @@ use serde_json::Value;
 use widget::wire::PendingAction;
 
 use super::events::{EventSink, TurnEvent};
-use super::{Engine, TurnInput, for_model, tool_activity, tool_error};
+use super::{Engine, ToolOutcome, TurnInput, tool_activity, tool_error};
 use crate::db::actions::{ActionRow, NewAction};
-use crate::display::cards_from_output;
 use crate::host::{ExecutionScope, HostTarget, ToolSpec, Verb};
 use crate::llm::ToolCall;
-use widget::wire::DisplayCard;
 
 impl Engine {
     /// Previews a change with the host and freezes it as a pending action;
@@ -67,7 +65,7 @@ impl Engine {
         input: &TurnInput,
         action: &ActionRow,
         events: &EventSink,
-    ) -> (String, Vec<DisplayCard>) {
+    ) -> ToolOutcome {
         let verb = match action.verb.as_str() {
             "create" => Verb::Create,
             "update" => Verb::Update,
@@ -83,7 +81,7 @@ impl Engine {
             _ => {
                 finish("failed").await;
                 tool_activity(events, &action.call_id, &action.tool, verb, "failed");
-                return (tool_error("no tool host is connected", "no_host"), Vec::new());
+                return ToolOutcome::error("no tool host is connected", "no_host");
             }
         };
         let scope = ExecutionScope {
@@ -98,14 +96,13 @@ impl Engine {
                 finish("succeeded").await;
                 tool_activity(events, &action.call_id, &action.tool, verb, "succeeded");
                 tracing::info!(action_id = %action.id, "action executed");
-                let cards = cards_from_output(&output);
-                (for_model(output), cards)
+                ToolOutcome::output(output)
             }
             Err(error) => {
                 finish("failed").await;
                 tracing::warn!(action_id = %action.id, code = error.code(), %error, "action failed at the host");
                 tool_activity(events, &action.call_id, &action.tool, verb, "failed");
-                (tool_error(error.user_message(), error.code()), Vec::new())
+                ToolOutcome::error(error.user_message(), error.code())
             }
         }
     }

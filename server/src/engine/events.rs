@@ -3,7 +3,8 @@
 use serde::Serialize;
 use tokio::sync::mpsc::UnboundedSender;
 use widget::wire::{
-    DisplayCards, FinishedMessage, PendingAction, TextDelta, ToolActivity, TurnDone, TurnError, TurnStarted,
+    ComponentEvent, DisplayCards, FinishedMessage, PendingAction, TextDelta, ToolActivity, TurnDone, TurnError,
+    TurnStarted,
 };
 
 /// One event of a turn's stream, named as the API spec names it.
@@ -13,6 +14,7 @@ pub enum TurnEvent {
     Text(TextDelta),
     Tool(ToolActivity),
     Display(DisplayCards),
+    Component(ComponentEvent),
     PendingAction(PendingAction),
     Message(FinishedMessage),
     Done(TurnDone),
@@ -27,6 +29,7 @@ impl TurnEvent {
             TurnEvent::Text(_) => "text",
             TurnEvent::Tool(_) => "tool",
             TurnEvent::Display(_) => "display",
+            TurnEvent::Component(_) => "component",
             TurnEvent::PendingAction(_) => "pending_action",
             TurnEvent::Message(_) => "message",
             TurnEvent::Done(_) => "done",
@@ -44,6 +47,7 @@ impl TurnEvent {
             TurnEvent::Text(e) => json(e),
             TurnEvent::Tool(e) => json(e),
             TurnEvent::Display(e) => json(e),
+            TurnEvent::Component(e) => json(e),
             TurnEvent::PendingAction(e) => json(e),
             TurnEvent::Message(e) => json(e),
             TurnEvent::Done(e) => json(e),

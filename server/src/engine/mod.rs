@@ -18,10 +18,12 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use widget::wire::{
-    DisplayCard, DisplayCards, FinishedMessage, TextDelta, ToolActivity, TurnDone, TurnError, TurnStarted,
+    ComponentEvent, DisplayCard, DisplayCards, FinishedMessage, TextDelta, ToolActivity, TurnDone, TurnError,
+    TurnStarted,
 };
 
 use crate::auth::Caller;
+use crate::component::HostComponent;
 use crate::config::TurnLimits;
 use crate::crypto::Vault;
 use crate::db::actions::ActionRow;
@@ -62,6 +64,27 @@ pub struct TurnInput {
     pub conversation_id: String,
     pub turn_id: String,
     pub start: TurnStart,
+}
+
+/// What a tool call comes to: what the model is told, and what the user sees.
+#[derive(Debug, Default)]
+pub(crate) struct ToolOutcome {
+    pub content: String,
+    pub cards: Vec<DisplayCard>,
+    pub component: Option<HostComponent>,
+}
+
+impl ToolOutcome {
+    fn error(message: &str, code: &str) -> Self {
+        Self { content: tool_error(message, code), ..Self::default() }
+    }
+
+    /// A host's output: the model sees it without what is only shown.
+    fn output(output: Value) -> Self {
+        let cards = cards_from_output(&output);
+        let component = crate::component::from_output(&output);
+        Self { content: for_model(output), cards, component }
+    }
 }
 
 /// How the loop ended early.
@@ -154,12 +177,15 @@ impl Engine {
             TurnStart::Applied(action) => {
                 // Outside the turn's time limit and stop button: once the host
                 // is called, its answer is recorded.
-                let (content, cards) = self.execute_action(input, action, events).await;
-                let admitted = TurnCards::default().admit(cards);
-                self.save_tool_result(input, &action.call_id, &content, &admitted).await?;
+                let outcome = self.execute_action(input, action, events).await;
+                let admitted = TurnCards::default().admit(outcome.cards);
+                let message_id = self.save_tool_result(input, &action.call_id, &outcome.content, &admitted).await?;
                 if !admitted.is_empty() {
                     lock(progress).cards.extend(admitted.iter().cloned());
                     events.send(TurnEvent::Display(DisplayCards { call_id: action.call_id.clone(), cards: admitted }));
+                }
+                if let Some(component) = outcome.component {
+                    self.show_component(input, &action.call_id, &message_id, component, events).await;
                 }
             }
             TurnStart::Declined(action, reason) => {
@@ -318,23 +344,29 @@ impl Engine {
                         Plan::Get(tool, args) => {
                             Some(self.run_get(call, tool, args, target_ref, scope_ref, events).await)
                         }
-                        Plan::Answer(content) => Some((content.clone(), Vec::new())),
+                        Plan::Answer(content) => {
+                            Some(ToolOutcome { content: content.clone(), ..ToolOutcome::default() })
+                        }
                         Plan::Deferred | Plan::Change(..) => None,
                     }
                 }))
                 .await;
             waited += tools_started.elapsed();
             for (call, result) in step.tool_calls.iter().zip(results) {
-                let Some((content, cards)) = result else { continue };
+                let Some(ToolOutcome { content, cards, component }) = result else { continue };
                 let admitted = turn_cards.admit(cards);
-                self.save_tool_result(input, &call.id, &content, &admitted).await.map_err(|error| {
-                    tracing::error!(error = format!("{error:#}"), "cannot save a tool result");
-                    Stop::Failed("The conversation could not be saved.")
-                })?;
+                let message_id =
+                    self.save_tool_result(input, &call.id, &content, &admitted).await.map_err(|error| {
+                        tracing::error!(error = format!("{error:#}"), "cannot save a tool result");
+                        Stop::Failed("The conversation could not be saved.")
+                    })?;
                 messages.push(ChatMessage::Tool { call_id: call.id.clone(), content });
                 if !admitted.is_empty() {
                     lock(progress).cards.extend(admitted.iter().cloned());
                     events.send(TurnEvent::Display(DisplayCards { call_id: call.id.clone(), cards: admitted }));
+                }
+                if let Some(component) = component {
+                    self.show_component(input, &call.id, &message_id, component, events).await;
                 }
             }
             let proposed = change.is_some();
@@ -366,7 +398,7 @@ impl Engine {
     }
 
     /// The execution scope sent to the host for this caller.
-    fn scope(&self, caller: &Caller, request_id: &str) -> ExecutionScope {
+    pub(crate) fn scope(&self, caller: &Caller, request_id: &str) -> ExecutionScope {
         ExecutionScope {
             workspace_id: caller.workspace_id.clone(),
             external_user_id: caller.external_user_id.clone(),
@@ -398,17 +430,60 @@ impl Engine {
         .await
     }
 
+    /// Saves a tool result's component and shows it: a new one, or fresh
+    /// data for the ones of its kind already shown. A component that cannot
+    /// be saved is not shown (the reply goes on without it).
+    async fn show_component(
+        &self,
+        input: &TurnInput,
+        call_id: &str,
+        message_id: &str,
+        component: HostComponent,
+        events: &EventSink,
+    ) {
+        let shown = db::components::show(
+            &self.pool,
+            &input.conversation_id,
+            message_id,
+            call_id,
+            &component.kind,
+            &component.data,
+            &component.tools,
+            component.update,
+        )
+        .await;
+        let (component_id, update) = match shown {
+            Ok(db::components::Shown::New(id)) => (id, false),
+            Ok(db::components::Shown::Updated(id)) => (id, true),
+            Err(error) => {
+                tracing::error!(error = format!("{error:#}"), "cannot save a component");
+                return;
+            }
+        };
+        events.send(TurnEvent::Component(ComponentEvent {
+            call_id: call_id.to_owned(),
+            kind: component.kind,
+            data: component.data,
+            component_id,
+            update,
+        }));
+    }
+
     /// The workspace's tool host, with its secret opened, if one is connected.
     async fn host_target(&self, workspace_id: &str) -> Result<Option<(HostTarget, Vec<String>)>, Stop> {
-        let failed = |error: anyhow::Error| {
+        self.workspace_host(workspace_id).await.map_err(|error| {
             tracing::error!(error = format!("{error:#}"), "cannot load the workspace's integration");
             Stop::Failed("The assistant is not set up correctly.")
-        };
-        let Some(row) = db::integration(&self.pool, workspace_id).await.map_err(failed)? else {
+        })
+    }
+
+    /// The workspace's tool host and allowlist, if one is connected.
+    pub(crate) async fn workspace_host(&self, workspace_id: &str) -> anyhow::Result<Option<(HostTarget, Vec<String>)>> {
+        let Some(row) = db::integration(&self.pool, workspace_id).await? else {
             return Ok(None);
         };
-        let secret = self.vault.open(&row.secret_enc).map_err(failed)?;
-        let base_url = url::Url::parse(&row.base_url).map_err(|e| failed(e.into()))?;
+        let secret = self.vault.open(&row.secret_enc)?;
+        let base_url = url::Url::parse(&row.base_url)?;
         Ok(Some((HostTarget { base_url, secret, trusted: row.builtin != 0 }, row.allowed_tools())))
     }
 
@@ -421,9 +496,9 @@ impl Engine {
         target: Option<&HostTarget>,
         scope: &ExecutionScope,
         events: &EventSink,
-    ) -> (String, Vec<DisplayCard>) {
+    ) -> ToolOutcome {
         let Some(target) = target else {
-            return (tool_error("no tool host is connected", "no_host"), Vec::new());
+            return ToolOutcome::error("no tool host is connected", "no_host");
         };
         let activity = |status: &str| tool_activity(events, &call.id, &tool.name, tool.verb, status);
         activity("started");
@@ -433,13 +508,12 @@ impl Engine {
         match result {
             Ok(output) => {
                 activity("succeeded");
-                let cards = cards_from_output(&output);
-                (for_model(output), cards)
+                ToolOutcome::output(output)
             }
             Err(error) => {
                 tracing::warn!(tool = %tool.name, code = error.code(), %error, "tool call failed");
                 activity("failed");
-                (tool_error(error.user_message(), error.code()), Vec::new())
+                ToolOutcome::error(error.user_message(), error.code())
             }
         }
     }
@@ -496,11 +570,12 @@ fn tool_error(message: &str, code: &str) -> String {
     json!({ "error": message, "code": code }).to_string()
 }
 
-/// The output as the model sees it: without `display` (the user sees the
-/// cards) and bounded in size.
+/// The output as the model sees it: without `display` and `component`
+/// (the user sees those) and bounded in size.
 fn for_model(mut output: Value) -> String {
     if let Some(map) = output.as_object_mut() {
         map.remove("display");
+        map.remove("component");
     }
     let text = output.to_string();
     if text.chars().count() <= MAX_TOOL_RESULT_CHARS {
@@ -526,7 +601,7 @@ mod tests {
 
     #[test]
     fn the_model_does_not_see_display_and_long_output_is_bounded() {
-        let text = for_model(json!({"status": "ok", "display": [{"title": "x"}]}));
+        let text = for_model(json!({"status": "ok", "display": [{"title": "x"}], "component": {"kind": "k"}}));
         assert_eq!(text, r#"{"status":"ok"}"#);
         let long = for_model(json!({"blob": "x".repeat(MAX_TOOL_RESULT_CHARS * 2)}));
         let parsed: Value = serde_json::from_str(&long).unwrap();

@@ -175,3 +175,113 @@ async fn a_sold_out_dish_is_shown_but_cannot_be_added_or_checked_out() {
     assert_eq!(status, 400);
     assert!(body["error"].as_str().unwrap().contains("sold out"));
 }
+
+#[tokio::test]
+async fn the_menu_cart_component_carries_the_menu_the_cart_and_only_safe_tools() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let (_, menu) = execute(&app, "show_menu", json!({}), "u1").await;
+    let component = &menu["output"]["component"];
+    assert_eq!(component["kind"], "menu_cart");
+    assert_eq!(component["tools"], json!(["add_to_cart", "remove_from_cart", "set_notes"]), "never clear_cart");
+    assert_eq!(component["update"], false);
+    assert_eq!(component["data"]["items"].as_array().unwrap().len(), 5);
+    assert_eq!(component["data"]["cart"]["lines"], json!([]));
+
+    let (_, added) = execute(&app, "add_to_cart", json!({"item": "sparkling", "quantity": 3}), "u1").await;
+    let component = &added["output"]["component"];
+    assert_eq!(component["update"], true, "a cart change refreshes the menu on screen");
+    assert_eq!(component["data"]["cart"]["lines"][0]["quantity"], 3);
+    assert_eq!(component["data"]["cart"]["subtotal"], 12);
+}
+
+#[tokio::test]
+async fn notes_can_be_changed_on_a_line_in_the_cart() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    execute(&app, "add_to_cart", json!({"item": "stone_pizza"}), "u1").await;
+
+    let (status, body) =
+        execute(&app, "set_notes", json!({"item": "stone_pizza", "notes": "extra crispy"}), "u1").await;
+    assert_eq!(status, 200);
+    assert_eq!(body["output"]["cart"]["lines"][0]["notes"], "extra crispy");
+    assert_eq!(body["output"]["cart"]["lines"][0]["quantity"], 1, "a note adds nothing");
+    let (_, body) = execute(&app, "set_notes", json!({"item": "stone_pizza", "notes": ""}), "u1").await;
+    assert_eq!(body["output"]["cart"]["lines"][0]["notes"], "");
+
+    for (arguments, why) in [
+        (json!({"item": "lemon_tart", "notes": "x"}), "not in the cart"),
+        (json!({"item": "stone_pizza"}), "notes is required"),
+        (json!({"item": "caviar", "notes": "x"}), "unknown item"),
+    ] {
+        let (status, body) = execute(&app, "set_notes", arguments, "u1").await;
+        assert_eq!(status, 400, "{why}");
+        assert!(body["error"].as_str().unwrap().contains(why), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn the_context_carries_the_users_cart() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    execute(&app, "add_to_cart", json!({"item": "lemon_tart", "quantity": 2}), "u1").await;
+    let context = |user: &'static str| {
+        let app = &app;
+        async move {
+            let response = app
+                .client
+                .get(app.url(&format!("/bistro/api/context?workspaceId=ws_demo&externalUserId={user}")))
+                .bearer_auth(app.state.bistro.secret.expose())
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+            response.json::<Value>().await.unwrap()
+        }
+    };
+    let mine = context("u1").await;
+    assert_eq!(mine["cart"]["lines"][0]["item"], "lemon_tart");
+    assert_eq!(mine["cart"]["subtotal"], 16);
+    assert_eq!(context("u2").await["cart"]["lines"], json!([]));
+}
+
+/// The user's own clicks on the menu: `+`, `−` and a note go straight to
+/// the cart tools, `clear_cart` never does, and the next turn sees the cart.
+#[tokio::test]
+async fn the_menus_buttons_change_the_cart_and_the_assistant_sees_it() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let token = app.demo_token("diner_2").await;
+    let events = app.turn(&token, None, "show me the menu").await;
+    let shown = of(&events, "component");
+    assert_eq!(shown.len(), 1);
+    let component_id = shown[0]["component_id"].as_str().unwrap().to_owned();
+    let conversation = of(&events, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+    let click = |tool: &'static str, arguments: Value| {
+        let (app, token, component_id) = (&app, &token, &component_id);
+        async move {
+            let response = app
+                .client
+                .post(app.url(&format!("/v1/components/{component_id}/call")))
+                .bearer_auth(token)
+                .json(&json!({"tool": tool, "arguments": arguments}))
+                .send()
+                .await
+                .unwrap();
+            (response.status().as_u16(), response.json::<Value>().await.unwrap())
+        }
+    };
+
+    click("add_to_cart", json!({"item": "stone_pizza", "quantity": 1})).await;
+    let (status, body) = click("add_to_cart", json!({"item": "stone_pizza", "quantity": 1})).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["component"]["data"]["cart"]["lines"][0]["quantity"], 2);
+    click("add_to_cart", json!({"item": "lemon_tart"})).await;
+    let (_, body) = click("remove_from_cart", json!({"item": "stone_pizza"})).await;
+    assert_eq!(body["component"]["data"]["cart"]["subtotal"], 22);
+    let (status, _) = click("set_notes", json!({"item": "lemon_tart", "notes": "no cream"})).await;
+    assert_eq!(status, 200);
+    let (status, body) = click("clear_cart", json!({})).await;
+    assert_eq!((status, body["code"].as_str()), (403, Some("tool_not_declared")));
+
+    let cart = app.turn(&token, Some(&conversation), "what's in my cart?").await;
+    let text = of(&cart, "message")[0]["text"].as_str().unwrap().to_owned();
+    assert!(text.contains("1 × **Stone-baked Margherita**"), "{text}");
+    assert!(text.contains("1 × **Lemon Tart** (no cream)"), "{text}");
+}

@@ -235,6 +235,8 @@ pub struct HostSpec {
     pub preview_body: String,
     /// Delay before each execute answer.
     pub execute_delay_ms: u64,
+    /// Answers to `POST /tools/execute` for particular tools: (tool, status, body).
+    pub execute_by_tool: Vec<(String, u16, String)>,
 }
 
 impl HostSpec {
@@ -247,7 +249,16 @@ impl HostSpec {
             preview_status: 200,
             preview_body: json!({"preview": "Create the task “Ship it”"}).to_string(),
             execute_delay_ms: 0,
+            execute_by_tool: Vec::new(),
         }
+    }
+
+    /// How `POST /tools/execute` answers for `tool` (others get the default);
+    /// replaces an earlier answer for the same tool.
+    pub fn execute_for(mut self, tool: &str, status: u16, body: Value) -> Self {
+        self.execute_by_tool.retain(|(t, _, _)| t != tool);
+        self.execute_by_tool.push((tool.to_owned(), status, body.to_string()));
+        self
     }
 
     pub fn execute(mut self, status: u16, body: Value) -> Self {
@@ -328,12 +339,16 @@ impl FakeHost {
             .route(
                 "/tools/execute",
                 post(|State(s): State<S>, h: HeaderMap, Json(body): Json<Value>| async move {
+                    let tool = body["tool"].as_str().unwrap_or_default().to_owned();
                     s.calls.lock().unwrap().push(("execute".into(), body));
                     if !authorized(&h) {
                         return raw(401, r#"{"error":"bad secret"}"#);
                     }
                     tokio::time::sleep(std::time::Duration::from_millis(s.spec.execute_delay_ms)).await;
-                    raw(s.spec.execute_status, &s.spec.execute_body)
+                    match s.spec.execute_by_tool.iter().find(|(t, _, _)| *t == tool) {
+                        Some((_, status, body)) => raw(*status, body),
+                        None => raw(s.spec.execute_status, &s.spec.execute_body),
+                    }
                 }),
             )
             .with_state(s);

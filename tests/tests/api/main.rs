@@ -6,6 +6,7 @@ mod helpers;
 mod actions;
 mod bistro;
 mod chat;
+mod components;
 mod config;
 mod embed;
 mod limits;

@@ -1,0 +1,76 @@
+//! A component's own buttons (our extension of assistant-api.md §3):
+//! `POST /v1/components/{id}/call` runs one of the tools the component
+//! declared, for the caller, at once. The click is the user's own decision,
+//! so there is no preview; in exchange only a tool the component declared,
+//! the host still lists and the workspace allows may run this way — and
+//! never a `delete`, which always takes the assistant's two confirmations.
+
+use axum::extract::{Path, State};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{Value, json};
+use widget::wire::{ComponentCall, ComponentCallResult, ComponentView};
+
+use super::{ApiError, ApiJson};
+use crate::auth::Caller;
+use crate::db::components;
+use crate::host::{HostError, Verb};
+use crate::ids::new_id;
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/v1/components/{id}/call", post(call_tool))
+}
+
+fn host_error(error: HostError) -> ApiError {
+    tracing::warn!(code = error.code(), %error, "component tool call failed at the host");
+    ApiError::BadGateway(error.code(), error.user_message().into())
+}
+
+async fn call_tool(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    ApiJson(call): ApiJson<ComponentCall>,
+) -> Result<Json<ComponentCallResult>, ApiError> {
+    let row = components::owned(&state.pool, &id, &caller.workspace_id, &caller.external_user_id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    if !row.tools().contains(&call.tool) {
+        return Err(ApiError::Forbidden("tool_not_declared", "this component cannot call that tool".into()));
+    }
+    let arguments = match call.arguments {
+        Value::Null => json!({}),
+        value @ Value::Object(_) => value,
+        _ => return Err(ApiError::BadRequest("arguments must be a JSON object".into())),
+    };
+    let engine = &state.engine;
+    let Some((target, allowed)) = engine.workspace_host(&caller.workspace_id).await? else {
+        return Err(ApiError::BadGateway("no_host", "No app is connected to the assistant.".into()));
+    };
+    let request_id = new_id("call");
+    let scope = engine.scope(&caller, &request_id);
+    let tools = engine.host.list_tools(&target, &scope, &allowed).await.map_err(host_error)?;
+    let Some(tool) = tools.iter().find(|t| t.name == call.tool) else {
+        return Err(ApiError::Forbidden("tool_not_allowed", "that tool is not available".into()));
+    };
+    if tool.verb == Verb::Delete {
+        return Err(ApiError::Forbidden(
+            "delete_not_allowed",
+            "a delete needs the assistant's two confirmations; ask in the chat".into(),
+        ));
+    }
+    if let Err(problems) = crate::schema::check(&tool.input_schema, &arguments) {
+        return Err(ApiError::BadRequest(format!("the arguments do not fit the tool's inputSchema: {problems}")));
+    }
+    tracing::info!(component_id = %row.id, tool = %tool.name, request_id, "component tool call");
+    let output = engine.host.execute(&target, &tool.name, &request_id, &arguments, &scope).await.map_err(host_error)?;
+    let component = match crate::component::from_output(&output).filter(|c| c.kind == row.kind) {
+        Some(c) => {
+            components::refresh_kind(&state.pool, &row.conversation_id, &row.kind, &c.data.to_string()).await?;
+            Some(ComponentView { component_id: row.id, call_id: row.call_id, kind: row.kind, data: c.data })
+        }
+        None => None,
+    };
+    Ok(Json(ComponentCallResult { component }))
+}
