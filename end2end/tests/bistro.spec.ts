@@ -77,7 +77,15 @@ test("an order by buttons updates in place, keeps notes, and the assistant sees 
 test("Checkout goes through Apply and the link opens the pay page with the right total", async ({ page }) => {
   const bistro = await openMenu(page);
   await bistro.add(PIZZA, 2);
-  await bistro.add(WATER);
+  // By keyboard: focus stays on the + across the redraw, so Enter can add again.
+  const plus = bistro.menu.getByRole("button", { name: `Add one ${WATER}` });
+  await plus.focus();
+  await page.keyboard.press("Enter");
+  await expect(bistro.count(WATER)).toHaveText("1");
+  await expect(plus).toBeFocused();
+  await page.keyboard.press("Enter");
+  await expect(bistro.count(WATER)).toHaveText("2");
+  await bistro.menu.getByRole("button", { name: `Remove one ${WATER}` }).click();
   await expect(bistro.total).toHaveText("$32");
 
   await bistro.menu.getByRole("button", { name: "Checkout" }).click();

@@ -32,6 +32,34 @@ pub struct Config {
     pub site_root: PathBuf,
     /// `LEPTOS_OUTPUT_NAME`: the file stem of the widget's JS/WASM/CSS.
     pub output_name: String,
+    /// `CA_PUBLIC_URL`: the origin browsers reach this server at (the OIDC
+    /// redirect URI and secure cookies follow it); by default the listen address.
+    pub public_url: Option<url::Url>,
+    /// The Caddie tool settings (assistant-api.md §5); none without
+    /// `CADDIE_TOOL_SECRET`, and then every Caddie route answers 404.
+    pub caddie: Option<CaddieConfig>,
+}
+
+/// Launched from the Caddie hub (caddie-tool-contract-ct1.md).
+#[derive(Clone, Debug)]
+pub struct CaddieConfig {
+    /// `CADDIE_TOOL_SLUG`: the launch token's `aud`, the `X-Caddie-Tool` header.
+    pub slug: String,
+    /// `CADDIE_TOOL_SECRET`: its bytes exactly as written are the key material.
+    pub secret: Secret,
+    /// `CADDIE_TOOL_SECRET_PREV`: the previous secret during a rotation.
+    pub secret_prev: Option<Secret>,
+    /// `CADDIE_HUB_ORIGIN`: scheme, host and port only; https unless loopback.
+    pub hub_origin: url::Url,
+    pub oidc: OidcConfig,
+}
+
+/// The identity provider users sign in with (`OIDC_*`).
+#[derive(Clone, Debug)]
+pub struct OidcConfig {
+    pub issuer: url::Url,
+    pub client_id: String,
+    pub client_secret: Secret,
 }
 
 /// Which model answers: the built-in offline demo model, or a real endpoint.
@@ -169,7 +197,54 @@ impl Config {
             }
         }
 
+        let public_url =
+            match get("CA_PUBLIC_URL") {
+                None => None,
+                Some(raw) => Some(origin_of(&raw).ok_or_else(|| {
+                    bad("CA_PUBLIC_URL", "expected an origin like https://assistant.example.com".into())
+                })?),
+            };
+        // The secret's bytes exactly as written: never trimmed.
+        let raw_secret = |name: &str| lookup(name).filter(|v| !v.is_empty()).map(Secret::new);
+        let caddie = match raw_secret("CADDIE_TOOL_SECRET") {
+            None => None,
+            Some(secret) => {
+                let required = |variable: &'static str| {
+                    get(variable).ok_or_else(|| bad(variable, "required with CADDIE_TOOL_SECRET".into()))
+                };
+                let slug = required("CADDIE_TOOL_SLUG")?;
+                if !slug.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') || slug.len() > 64 {
+                    return Err(bad("CADDIE_TOOL_SLUG", "letters, digits, - and _ only".into()));
+                }
+                let hub = required("CADDIE_HUB_ORIGIN")?;
+                let hub_origin =
+                    origin_of(&hub).filter(|u| u.scheme() == "https" || is_loopback_host(u)).ok_or_else(|| {
+                        bad("CADDIE_HUB_ORIGIN", "expected an https origin (http only for a loopback address)".into())
+                    })?;
+                let issuer = required("OIDC_ISSUER")?;
+                let issuer = url::Url::parse(&issuer)
+                    .ok()
+                    .filter(|u| u.scheme() == "https" || (u.scheme() == "http" && is_loopback_host(u)))
+                    .ok_or_else(|| {
+                        bad("OIDC_ISSUER", "expected an https URL (http only for a loopback address)".into())
+                    })?;
+                Some(CaddieConfig {
+                    slug,
+                    secret,
+                    secret_prev: raw_secret("CADDIE_TOOL_SECRET_PREV"),
+                    hub_origin,
+                    oidc: OidcConfig {
+                        issuer,
+                        client_id: required("OIDC_CLIENT_ID")?,
+                        client_secret: Secret::new(required("OIDC_CLIENT_SECRET")?),
+                    },
+                })
+            }
+        };
+
         Ok(Self {
+            public_url,
+            caddie,
             listen,
             data_dir,
             database_url,
@@ -188,9 +263,66 @@ impl Config {
     }
 }
 
+/// `scheme://host[:port]` of an absolute http(s) URL with nothing else.
+fn origin_of(raw: &str) -> Option<url::Url> {
+    let url = url::Url::parse(raw).ok()?;
+    let bare = matches!(url.scheme(), "http" | "https")
+        && url.host().is_some()
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.path() == "/"
+        && url.query().is_none()
+        && url.fragment().is_none();
+    bare.then_some(url)
+}
+
+fn is_loopback_host(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => d == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn caddie_needs_all_its_settings_and_keeps_the_secret_as_written() {
+        assert!(config(&[]).unwrap().caddie.is_none());
+        let full = [
+            ("CADDIE_TOOL_SECRET", " s3cret "),
+            ("CADDIE_TOOL_SLUG", "assistant"),
+            ("CADDIE_HUB_ORIGIN", "https://caddie.example.com"),
+            ("OIDC_ISSUER", "https://auth.example.com/realms/bw"),
+            ("OIDC_CLIENT_ID", "assistant"),
+            ("OIDC_CLIENT_SECRET", "oidc-secret"),
+        ];
+        let c = config(&full).unwrap().caddie.unwrap();
+        assert_eq!(c.secret.expose(), " s3cret ");
+        assert_eq!(c.hub_origin.as_str(), "https://caddie.example.com/");
+        for missing in ["CADDIE_TOOL_SLUG", "CADDIE_HUB_ORIGIN", "OIDC_ISSUER", "OIDC_CLIENT_ID", "OIDC_CLIENT_SECRET"]
+        {
+            let vars: Vec<(&str, &str)> = full.iter().copied().filter(|(k, _)| *k != missing).collect();
+            assert_eq!(config(&vars).unwrap_err().variable, missing);
+        }
+        for hub in [
+            "http://caddie.example.com",
+            "https://caddie.example.com/projects",
+            "https://u@caddie.example.com",
+            "caddie",
+        ] {
+            let mut vars = full.to_vec();
+            vars[2] = ("CADDIE_HUB_ORIGIN", hub);
+            assert_eq!(config(&vars).unwrap_err().variable, "CADDIE_HUB_ORIGIN", "{hub}");
+        }
+        let mut vars = full.to_vec();
+        vars[2] = ("CADDIE_HUB_ORIGIN", "http://127.0.0.1:4000");
+        assert!(config(&vars).is_ok(), "plain http is allowed on loopback");
+        assert!(!format!("{c:?}").contains("s3cret") && !format!("{c:?}").contains("oidc-secret"));
+    }
 
     fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
         let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();

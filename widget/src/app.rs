@@ -2,7 +2,7 @@
 
 use leptos::prelude::*;
 
-use crate::wire::{DisplayCard, MenuCartData, MenuCartItem, PendingAction, WidgetBoot};
+use crate::wire::{DisplayCard, MenuCartData, PendingAction, WidgetBoot};
 
 /// The whole HTML document of the widget page (server side).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -356,15 +356,29 @@ fn ComponentSlot(component: Component) -> impl IntoView {
 /// per line (the user's own clicks, sent straight to the cart tools), a
 /// running total for display only, and Checkout — which goes through the
 /// assistant, so the user sees the preview and applies it.
+///
+/// Drawn as one escaped HTML string with two delegated listeners rather
+/// than as dozens of small reactive views: the same markup costs a fraction
+/// of the WASM (the widget's size is a budget). Every value from the host is
+/// escaped (`menu_cart_html`), and focus survives each redraw.
 #[component]
 fn MenuCart(id: String, data: RwSignal<serde_json::Value>) -> impl IntoView {
     let chat = expect_context::<Chat>();
-    let menu = Memo::new(move |_| data.with(|d| serde_json::from_value::<MenuCartData>(d.clone()).ok()));
-    // The rows are drawn once per menu, so focus stays on a button across cart updates.
-    let groups = Memo::new(move |_| menu.with(|m| m.as_ref().map(MenuCartData::groups)));
+    let menu = Memo::new(move |_| data.with(MenuCartData::from_json));
     let busy = RwSignal::new(false);
     let error = RwSignal::new(None::<String>);
     let id = StoredValue::new(id);
+    let root = NodeRef::<leptos::html::Section>::new();
+    let html = Memo::new(move |_| {
+        menu.with(|m| m.as_ref().map(|m| crate::wire::menu_cart_html(m, chat.busy.get())).unwrap_or_default())
+    });
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        let html = html.get();
+        if let Some(section) = root.get() {
+            redraw_keeping_focus(&section, &html);
+        }
+    });
     let call = move |tool: &'static str, arguments: serde_json::Value| {
         if busy.get_untracked() {
             return;
@@ -374,70 +388,65 @@ fn MenuCart(id: String, data: RwSignal<serde_json::Value>) -> impl IntoView {
         #[cfg(not(feature = "hydrate"))]
         let _ = (tool, arguments, id);
     };
-    let total = move || menu.with(|m| m.as_ref().map_or(0, MenuCartData::display_total));
-    let empty = move || menu.with(|m| m.as_ref().is_none_or(|m| m.cart.lines.is_empty()));
-    move || {
-        groups.get().map(|groups| {
-            let row = move |item: MenuCartItem| {
-                let (item_id, name) = (StoredValue::new(item.id.clone()), item.name.clone());
-                let quantity = Memo::new(move |_| menu.with(|m| m.as_ref().map_or(0, |m| m.quantity(&item_id.read_value()))));
-                let notes = Memo::new(move |_| menu.with(|m| m.as_ref().map(|m| m.notes(&item_id.read_value())).unwrap_or_default()));
-                let available = item.available;
-                view! {
-                    <li class="ca-mc-item" class:ca-mc-unavailable=!available data-item=item.id.clone()>
-                        <div class="ca-mc-line">
-                            <span class="ca-mc-name">{name.clone()}</span>
-                            <span class="ca-mc-price">{format!("${}", item.price)}</span>
-                            {(!available).then(|| view! { <span class="ca-mc-soldout">"Sold out"</span> })}
-                            <span class="ca-mc-qty" role="group" aria-label=format!("{name}, quantity")>
-                                <button type="button" class="ca-mc-step ca-mc-minus" aria-label=format!("Remove one {name}")
-                                    disabled=move || busy.get() || quantity.get() == 0
-                                    on:click=move |_| call("remove_from_cart", serde_json::json!({ "item": item_id.get_value() }))>
-                                    "−"
-                                </button>
-                                <span class="ca-mc-count" aria-label=move || format!("{} in the order", quantity.get())>
-                                    {move || quantity.get()}
-                                </span>
-                                <button type="button" class="ca-mc-step ca-mc-plus" aria-label=format!("Add one {name}")
-                                    disabled=move || busy.get() || !available
-                                    on:click=move |_| call("add_to_cart", serde_json::json!({ "item": item_id.get_value(), "quantity": 1 }))>
-                                    "+"
-                                </button>
-                            </span>
-                        </div>
-                        <Show when=move || { quantity.get() > 0 }>
-                            <input type="text" class="ca-mc-notes" maxlength="200" placeholder="Note for the kitchen"
-                                aria-label=format!("Note for the {name}") prop:value=move || notes.get()
-                                disabled=move || busy.get()
-                                on:change=move |ev| {
-                                    let text = event_target_value(&ev).trim().to_owned();
-                                    if text != notes.get_untracked() {
-                                        call("set_notes", serde_json::json!({ "item": item_id.get_value(), "notes": text }));
-                                    }
-                                }/>
-                        </Show>
-                    </li>
-                }
-                .into_any()
-            };
-            view! {
-                <section class="ca-menu-cart" aria-label="Menu and cart">
-                    {groups.into_iter().map(|(kind, items)| view! {
-                        <h3 class="ca-mc-kind">{kind}</h3>
-                        <ul class="ca-mc-items">{items.into_iter().map(row).collect_view()}</ul>
-                    }).collect_view()}
-                    <p class="ca-mc-total">
-                        <span>"Total "</span><strong class="ca-mc-sum">{move || format!("${}", total())}</strong>
-                        <span class="ca-mc-hint">" — shown for your information; the bistro confirms the amount at checkout."</span>
-                    </p>
-                    {move || error.get().map(|e| view! { <p class="ca-mc-error" role="alert">{e}</p> })}
-                    <button type="button" class="ca-button ca-mc-checkout"
-                        disabled=move || empty() || chat.busy.get() || busy.get()
-                        on:click=move |_| chat.send("Check out my order".into())>"Checkout"</button>
-                </section>
-            }
-            .into_any()
-        })
+    // The dish a control stands for, by its index in the current menu.
+    let dish = move |index: Option<String>| {
+        let index: usize = index?.parse().ok()?;
+        menu.with_untracked(|m| m.as_ref().and_then(|m| m.items.get(index)).map(|i| i.id.clone()))
+    };
+    let on_click = move |ev: leptos::ev::MouseEvent| {
+        use leptos::wasm_bindgen::JsCast;
+        let Some(button) = ev
+            .target()
+            .and_then(|t| t.dyn_into::<leptos::web_sys::Element>().ok())
+            .and_then(|t| t.closest("button[data-action]").ok().flatten())
+        else {
+            return;
+        };
+        let item = dish(button.get_attribute("data-index"));
+        match (button.get_attribute("data-action").as_deref(), item) {
+            (Some("add"), Some(item)) => call("add_to_cart", serde_json::json!({ "item": item, "quantity": 1 })),
+            (Some("remove"), Some(item)) => call("remove_from_cart", serde_json::json!({ "item": item })),
+            (Some("checkout"), _) => chat.send("Check out my order".into()),
+            _ => {}
+        }
+    };
+    let on_change = move |ev: leptos::ev::Event| {
+        use leptos::wasm_bindgen::JsCast;
+        let Some(input) = ev.target().and_then(|t| t.dyn_into::<leptos::web_sys::HtmlInputElement>().ok()) else {
+            return;
+        };
+        let Some(item) = dish(input.get_attribute("data-index")) else { return };
+        let text = input.value().trim().to_owned();
+        let unchanged = menu.with_untracked(|m| m.as_ref().is_some_and(|m| m.notes(&item) == text));
+        if !unchanged {
+            call("set_notes", serde_json::json!({ "item": item, "notes": text }));
+        }
+    };
+    view! {
+        <section class="ca-menu-cart" aria-label="Menu and cart" aria-busy=move || busy.get().to_string()
+            node_ref=root on:click=on_click on:change=on_change></section>
+        {move || error.get().map(|e| view! { <p class="ca-mc-error" role="alert">{e}</p> })}
+    }
+}
+
+/// Replaces the section's markup and puts focus back on the same control
+/// (or, when a `−` became disabled, on its row's `+`).
+#[cfg(feature = "hydrate")]
+fn redraw_keeping_focus(section: &leptos::web_sys::HtmlElement, html: &str) {
+    use leptos::wasm_bindgen::JsCast;
+    let focused =
+        document().active_element().filter(|a| section.contains(Some(a))).and_then(|a| a.get_attribute("data-focus"));
+    section.set_inner_html(html);
+    let Some(key) = focused else { return };
+    let fallback = key.strip_prefix("remove-").map(|i| format!("add-{i}"));
+    for key in std::iter::once(key).chain(fallback) {
+        let found = section.query_selector(&format!("[data-focus=\"{key}\"]")).ok().flatten();
+        if let Some(el) = found.and_then(|e| e.dyn_into::<leptos::web_sys::HtmlElement>().ok())
+            && !el.has_attribute("disabled")
+        {
+            let _ = el.focus();
+            return;
+        }
     }
 }
 

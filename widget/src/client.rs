@@ -336,8 +336,8 @@ pub fn answer(chat: Chat, verb: &'static str, reason: Option<String>) {
             let updated = text_of(&response)
                 .await
                 .ok()
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                .and_then(|v| serde_json::from_value::<PendingAction>(v["action"].clone()).ok());
+                .and_then(|t| serde_json::from_str::<ActionAnswer>(&t).ok())
+                .and_then(|a| a.action);
             chat.action.set(updated.or(Some(action)));
             chat.action_busy.set(false);
             focus_action_card();
@@ -359,9 +359,8 @@ pub fn answer(chat: Chat, verb: &'static str, reason: Option<String>) {
             chat.action_error.set(Some("Your session expired. Reconnecting — try again in a moment.".into()));
             return;
         }
-        let body = text_of(&response).await.ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-        let code = body.as_ref().and_then(|b| b["code"].as_str()).unwrap_or("").to_owned();
-        let current = body.and_then(|b| serde_json::from_value::<PendingAction>(b["action"].clone()).ok());
+        let body = text_of(&response).await.ok().and_then(|t| serde_json::from_str::<ActionAnswer>(&t).ok());
+        let (code, current) = body.map(|b| (b.code, b.action)).unwrap_or_default();
         let message = match code.as_str() {
             "expired" => "This change expired before it was applied. Ask the assistant again.",
             "already_applied" => "This change was already applied.",
@@ -472,8 +471,17 @@ async fn text_of(response: &Response) -> Result<String, JsValue> {
 async fn error_message(response: &Response) -> String {
     let generic = "Something went wrong. Please retry.".to_string();
     let Ok(text) = text_of(response).await else { return generic };
-    serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_owned))
-        .unwrap_or(generic)
+    serde_json::from_str::<ActionAnswer>(&text).ok().and_then(|a| a.error).unwrap_or(generic)
+}
+
+/// An error answer (`{"error", "code"}`), or a confirm's, with the action
+/// when there is one. Typed, so the WASM carries one deserializer per type.
+#[derive(serde::Deserialize)]
+struct ActionAnswer {
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    code: String,
+    #[serde(default)]
+    action: Option<PendingAction>,
 }

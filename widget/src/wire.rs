@@ -128,6 +128,44 @@ pub struct MenuCartLine {
 }
 
 impl MenuCartData {
+    /// Reads the component's data; `None` unless it has the shape above.
+    /// By hand rather than through serde: this is the widget's WASM, where
+    /// each deserializer instantiation costs kilobytes.
+    pub fn from_json(data: &serde_json::Value) -> Option<Self> {
+        use serde_json::Value;
+        let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
+        let number = |v: &Value, key: &str| v.get(key).and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
+        let items = data
+            .get("items")?
+            .as_array()?
+            .iter()
+            .map(|i| {
+                Some(MenuCartItem {
+                    id: text(i, "id")?,
+                    name: text(i, "name")?,
+                    price: number(i, "price")?,
+                    kind: text(i, "kind")?,
+                    available: i.get("available").and_then(Value::as_bool).unwrap_or(true),
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let lines = match data.pointer("/cart/lines") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(lines) => lines
+                .as_array()?
+                .iter()
+                .map(|l| {
+                    Some(MenuCartLine {
+                        item: text(l, "item")?,
+                        quantity: number(l, "quantity")?,
+                        notes: text(l, "notes").unwrap_or_default(),
+                    })
+                })
+                .collect::<Option<Vec<_>>>()?,
+        };
+        Some(Self { items, cart: MenuCartCart { lines } })
+    }
+
     /// How many of `item` the cart holds.
     pub fn quantity(&self, item: &str) -> u32 {
         self.cart.lines.iter().filter(|l| l.item == item).map(|l| l.quantity).sum()
@@ -161,6 +199,72 @@ impl MenuCartData {
         }
         groups
     }
+}
+
+/// Text for HTML, in element content and in quoted attribute values.
+pub fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The MenuCart's markup. Every text from the host goes through
+/// [`escape_html`]; controls name their dish by its index in `items`, and
+/// carry a `data-focus` key so focus survives a redraw.
+pub fn menu_cart_html(menu: &MenuCartData, chat_busy: bool) -> String {
+    use std::fmt::Write;
+    let mut html = String::new();
+    for (kind, items) in menu.groups() {
+        let _ = write!(html, "<h3 class=\"ca-mc-kind\">{}</h3><ul class=\"ca-mc-items\">", escape_html(&kind));
+        for item in items {
+            let index = menu.items.iter().position(|i| i.id == item.id).unwrap_or_default();
+            let (name, quantity) = (escape_html(&item.name), menu.quantity(&item.id));
+            let unavailable = if item.available { "" } else { " ca-mc-unavailable" };
+            let _ = write!(
+                html,
+                "<li class=\"ca-mc-item{unavailable}\"><div class=\"ca-mc-line\"><span class=\"ca-mc-name\">{name}</span>\
+                 <span class=\"ca-mc-price\">${}</span>{}\
+                 <span class=\"ca-mc-qty\" role=\"group\" aria-label=\"{name}, quantity\">\
+                 <button type=\"button\" class=\"ca-mc-step\" data-action=\"remove\" data-index=\"{index}\" \
+                 data-focus=\"remove-{index}\" aria-label=\"Remove one {name}\"{}>−</button>\
+                 <span class=\"ca-mc-count\">{quantity}</span>\
+                 <button type=\"button\" class=\"ca-mc-step\" data-action=\"add\" data-index=\"{index}\" \
+                 data-focus=\"add-{index}\" aria-label=\"Add one {name}\"{}>+</button></span></div>",
+                item.price,
+                if item.available { "" } else { "<span class=\"ca-mc-soldout\">Sold out</span>" },
+                if quantity == 0 { " disabled" } else { "" },
+                if item.available { "" } else { " disabled" },
+            );
+            if quantity > 0 {
+                let _ = write!(
+                    html,
+                    "<input type=\"text\" class=\"ca-mc-notes\" maxlength=\"200\" placeholder=\"Note for the kitchen\" \
+                     aria-label=\"Note for the {name}\" value=\"{}\" data-index=\"{index}\" data-focus=\"notes-{index}\">",
+                    escape_html(&menu.notes(&item.id))
+                );
+            }
+            html.push_str("</li>");
+        }
+        html.push_str("</ul>");
+    }
+    let _ = write!(
+        html,
+        "<p class=\"ca-mc-total\"><span>Total </span><strong class=\"ca-mc-sum\">${}</strong>\
+         <span class=\"ca-mc-hint\"> — shown for your information; the bistro confirms the amount at checkout.</span></p>\
+         <button type=\"button\" class=\"ca-button ca-mc-checkout\" data-action=\"checkout\" data-focus=\"checkout\"{}>Checkout</button>",
+        menu.display_total(),
+        if menu.cart.lines.is_empty() || chat_busy { " disabled" } else { "" },
+    );
+    html
 }
 
 /// `message`: the finished assistant message; `html` is sanitized.
@@ -300,11 +404,41 @@ impl Theme {
 
 #[cfg(test)]
 mod tests {
-    use super::{MenuCartData, Theme};
+    use super::{MenuCartData, Theme, escape_html, menu_cart_html};
+
+    #[test]
+    fn the_menu_cart_escapes_everything_the_host_sends() {
+        let hostile = r#"<img src=x onerror=alert(1)>"' & </span>"#;
+        let menu = MenuCartData::from_json(&serde_json::json!({
+            "items": [{"id": hostile, "name": hostile, "price": 3, "kind": hostile}],
+            "cart": {"lines": [{"item": hostile, "quantity": 1, "notes": hostile}]},
+        }))
+        .unwrap();
+        let html = menu_cart_html(&menu, false);
+        assert!(!html.contains("<img") && !html.contains("</span>\"' &"), "{html}");
+        assert_eq!(html.matches(&escape_html(hostile)).count(), 7, "kind, name ×5 (text and labels), notes");
+        assert!(html.contains(r#"value="&lt;img src=x onerror=alert(1)&gt;&quot;&#39; &amp; &lt;/span&gt;""#));
+        assert!(html.contains(r#"data-index="0""#) && !html.contains("data-item"));
+    }
+
+    #[test]
+    fn the_menu_cart_disables_what_cannot_be_done() {
+        let menu = MenuCartData::from_json(&serde_json::json!({
+            "items": [{"id": "a", "name": "A", "price": 3, "kind": "K"},
+                      {"id": "b", "name": "B", "price": 5, "kind": "K", "available": false}],
+        }))
+        .unwrap();
+        let html = menu_cart_html(&menu, false);
+        assert!(html.contains(r#"data-focus="remove-0" aria-label="Remove one A" disabled"#), "− at zero");
+        assert!(html.contains(r#"data-focus="add-0" aria-label="Add one A">"#), "+ while available");
+        assert!(html.contains(r#"data-focus="add-1" aria-label="Add one B" disabled"#), "+ when sold out");
+        assert!(html.contains(r#"data-focus="checkout" disabled"#), "nothing to check out");
+        assert!(!html.contains("ca-mc-notes"), "a note only for a dish in the cart");
+    }
 
     #[test]
     fn the_menu_cart_groups_by_kind_and_totals_for_display() {
-        let data: MenuCartData = serde_json::from_value(serde_json::json!({
+        let data = MenuCartData::from_json(&serde_json::json!({
             "items": [
                 {"id": "a", "name": "A", "price": 14, "kind": "Mains"},
                 {"id": "s", "name": "S", "price": 11, "kind": "Starters", "available": false},
@@ -314,6 +448,13 @@ mod tests {
                                {"item": "gone", "quantity": 5}], "subtotal": 999},
         }))
         .unwrap();
+        assert_eq!(MenuCartData::from_json(&serde_json::json!({"items": [{"id": "a"}]})), None);
+        assert_eq!(
+            MenuCartData::from_json(
+                &serde_json::json!({"items": [], "cart": {"lines": [{"item": "a", "quantity": -1}]}})
+            ),
+            None
+        );
         let groups = data.groups();
         assert_eq!(
             groups.iter().map(|(k, i)| (k.as_str(), i.len())).collect::<Vec<_>>(),
