@@ -372,6 +372,8 @@ fn MenuCart(id: String, data: RwSignal<serde_json::Value>) -> impl IntoView {
     let html = Memo::new(move |_| {
         menu.with(|m| m.as_ref().map(|m| crate::wire::menu_cart_html(m, chat.busy.get())).unwrap_or_default())
     });
+    #[cfg(not(feature = "hydrate"))]
+    let _ = html;
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         let html = html.get();
