@@ -80,7 +80,13 @@ impl Application {
             public_url: public_origin.to_string(),
             sold_out: config.bistro_sold_out.clone(),
         };
+        let public_base = config
+            .public_url
+            .as_ref()
+            .map_or_else(|| public_origin.to_string(), |u| u.as_str().trim_end_matches('/').to_owned());
+        let caddie = config.caddie.clone().map(|c| Arc::new(crate::caddie::Caddie::new(c, &public_base)));
         let state = AppState {
+            caddie,
             pool,
             vault,
             config: Arc::new(config),
@@ -122,7 +128,10 @@ impl Application {
 /// Every route of the server.
 pub fn router(state: AppState) -> Router {
     let site_root = state.config.site_root.clone();
+    // Without CADDIE_TOOL_SECRET the Caddie routes do not exist (404).
+    let caddie = if state.caddie.is_some() { crate::caddie::router() } else { Router::new() };
     Router::new()
+        .merge(caddie)
         .merge(api::actions::router())
         .merge(api::chat::router())
         .merge(api::components::router())

@@ -72,9 +72,17 @@ async fn widget_page(State(state): State<AppState>, Query(query): Query<WidgetQu
             query.radius.as_deref(),
             query.font.as_deref(),
         ),
+        token: None,
+        caddie: None,
     };
+    render_widget(&state, boot, &allowed_origins, request).await
+}
+
+/// Renders the widget app with `boot`, under a nonce CSP that lets only
+/// `ancestors` (and this origin) frame it.
+pub async fn render_widget(state: &AppState, boot: WidgetBoot, ancestors: &[String], request: Request) -> Response {
     let nonce = leptos::nonce::Nonce::new();
-    let csp = content_security_policy(&nonce.to_string(), &allowed_origins);
+    let csp = content_security_policy(&nonce.to_string(), ancestors);
     let options = state.leptos_options.clone();
     let handler = leptos_axum::render_app_to_stream_with_context(
         {

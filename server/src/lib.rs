@@ -6,6 +6,7 @@ pub mod api;
 pub mod app;
 pub mod auth;
 pub mod bistro;
+pub mod caddie;
 pub mod component;
 pub mod config;
 pub mod crypto;

@@ -23,4 +23,6 @@ pub struct AppState {
     pub leptos_options: LeptosOptions,
     /// The assistant's own origin, e.g. `http://127.0.0.1:3000`.
     pub public_origin: Arc<str>,
+    /// The Caddie tool side, when configured.
+    pub caddie: Option<Arc<crate::caddie::Caddie>>,
 }

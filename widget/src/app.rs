@@ -2,7 +2,7 @@
 
 use leptos::prelude::*;
 
-use crate::wire::{DisplayCard, MenuCartData, PendingAction, WidgetBoot};
+use crate::wire::{CaddieBar, DisplayCard, MenuCartData, PendingAction, WidgetBoot};
 
 /// The whole HTML document of the widget page (server side).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -209,8 +209,17 @@ pub fn App() -> impl IntoView {
     #[cfg(feature = "hydrate")]
     crate::client::start(chat, boot.clone());
     let demo = boot.demo_model;
+    let caddie = boot.caddie.clone();
+    let full_page = caddie.is_some();
+    let bar = RwSignal::new(caddie.clone().unwrap_or_default());
+    #[cfg(feature = "hydrate")]
+    if full_page {
+        crate::client::caddie_context(bar);
+    }
+    let touring = RwSignal::new(caddie.as_ref().is_some_and(|c| c.tour));
     view! {
-        <div class="ca-widget">
+        <div class="ca-widget" class:ca-full-page=full_page>
+            {full_page.then(|| view! { <HostBar bar/> })}
             <header class="ca-header">
                 <h1 class="ca-title">{boot.title.clone()}</h1>
                 {demo.then(|| view! {
@@ -223,11 +232,32 @@ pub fn App() -> impl IntoView {
                     <span aria-hidden="true">"+"</span>
                     <span class="ca-sr-only">"New conversation"</span>
                 </button>
-                <button type="button" class="ca-icon-button ca-close" on:click=move |_| close_widget()>
-                    <span aria-hidden="true">"×"</span>
-                    <span class="ca-sr-only">"Close chat"</span>
-                </button>
+                {if full_page {
+                    view! {
+                        <button type="button" class="ca-done" on:click=move |_| return_to_project(bar, false)>"Done"</button>
+                    }.into_any()
+                } else {
+                    view! {
+                        <button type="button" class="ca-icon-button ca-close" on:click=move |_| close_widget()>
+                            <span aria-hidden="true">"×"</span>
+                            <span class="ca-sr-only">"Close chat"</span>
+                        </button>
+                    }.into_any()
+                }}
             </header>
+            <Show when=move || touring.get()>
+                <section class="ca-tour" role="region" aria-labelledby="ca-tour-title">
+                    <h2 id="ca-tour-title">"Your assistant for this stage"</h2>
+                    <p>"Ask anything in the box below. When the assistant wants to change something, it shows you \
+                        the change first and does nothing until you press Apply."</p>
+                    <div class="ca-action-buttons">
+                        <button type="button" class="ca-button" on:click=move |_| return_to_project(bar, true)>
+                            "Finish the tour"
+                        </button>
+                        <button type="button" class="ca-button ca-secondary" on:click=move |_| touring.set(false)>"Skip"</button>
+                    </div>
+                </section>
+            </Show>
             <MessageList/>
             <p class="ca-activity" aria-hidden="true">{move || chat.activity.get()}</p>
             {move || chat.error.get().map(|message| view! {
@@ -245,6 +275,39 @@ pub fn App() -> impl IntoView {
             <p class="ca-sr-only" aria-live="polite" aria-atomic="true">{move || chat.announce.get()}</p>
         </div>
     }
+}
+
+/// The Caddie host bar (caddie-tool-contract-ct1.md §6): 40 px, “Part of
+/// {project} on Caddie · ← Back to project”.
+#[component]
+fn HostBar(bar: RwSignal<CaddieBar>) -> impl IntoView {
+    view! {
+        <nav class="ca-hostbar" aria-label="Caddie">
+            <span class="ca-hostbar-text">
+                "Part of "<strong>{move || bar.with(|b| b.project_name.clone())}</strong>" on Caddie · "
+            </span>
+            <a class="ca-hostbar-back" href=move || bar.with(|b| b.return_url.clone())>"← Back to project"</a>
+        </nav>
+    }
+}
+
+/// `returnToProject()`: back to the hub's project page; at the end of the
+/// guided introduction with `?tour=done`.
+fn return_to_project(bar: RwSignal<CaddieBar>, tour_done: bool) {
+    let url = bar.with_untracked(|b| b.return_url.clone());
+    if url.is_empty() {
+        return;
+    }
+    let url = if tour_done {
+        let separator = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{separator}tour=done")
+    } else {
+        url
+    };
+    #[cfg(feature = "hydrate")]
+    let _ = window().location().assign(&url);
+    #[cfg(not(feature = "hydrate"))]
+    let _ = url;
 }
 
 fn close_widget() {

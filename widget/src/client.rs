@@ -59,29 +59,71 @@ pub fn start(chat: Chat, boot: WidgetBoot) {
             }
             Some("ca:token") => {
                 let Some(token) = field(&data, "token").filter(|t| !t.is_empty() && t.len() < 8192) else { return };
-                let previous = chat.token.get_untracked();
-                let renewed = previous.as_deref() != Some(token.as_str());
-                chat.token.set(Some(token));
-                if previous.is_none() {
-                    spawn_local(restore(chat));
-                }
-                // A message refused for an expired token goes again with the new
-                // one; the same token again means the page has no fresher one.
-                if let Some(text) = RETRY.with(|r| r.borrow_mut().take()) {
-                    chat.activity.set(None);
-                    if renewed {
-                        send(chat, text);
-                    } else {
-                        chat.last_sent.set(Some(text));
-                        chat.error.set(Some("Your session has expired. Reload the page to continue.".into()));
-                    }
-                }
+                receive_token(chat, token);
             }
             _ => {}
         }
     });
     on_cleanup(move || handle.remove());
-    post_to_host("ca:ready");
+    // The full-page app (launched from Caddie) has its token from the server.
+    match boot.token {
+        Some(token) => receive_token(chat, token),
+        None => post_to_host("ca:ready"),
+    }
+}
+
+/// A token arrived (from the host page, or the server for the full-page
+/// app): the first one restores the conversation; a message refused for an
+/// expired token goes again with a new one, and the same token again means
+/// there is no fresher one.
+fn receive_token(chat: Chat, token: String) {
+    let previous = chat.token.get_untracked();
+    let renewed = previous.as_deref() != Some(token.as_str());
+    chat.token.set(Some(token));
+    if previous.is_none() {
+        spawn_local(restore(chat));
+    }
+    if let Some(text) = RETRY.with(|r| r.borrow_mut().take()) {
+        chat.activity.set(None);
+        if renewed {
+            send(chat, text);
+        } else {
+            chat.last_sent.set(Some(text));
+            chat.error.set(Some("Your session has expired. Reload the page to continue.".into()));
+        }
+    }
+}
+
+/// Asks for a fresh token: from the host page, or — full page — from the
+/// server, with the session cookie.
+fn renew_token(chat: Chat) {
+    let full_page = BOOT.with(|b| b.borrow().token.is_some());
+    if !full_page {
+        post_to_host("ca:token-expired");
+        return;
+    }
+    let workspace = BOOT.with(|b| b.borrow().workspace_id.clone());
+    spawn_local(async move {
+        let init = RequestInit::new();
+        init.set_method("POST");
+        let Ok(request) =
+            web_sys::Request::new_with_str_and_init(&format!("/caddie/api/spaces/{workspace}/token"), &init)
+        else {
+            return;
+        };
+        let fresh = match JsFuture::from(window().fetch_with_request(&request))
+            .await
+            .map(JsCast::unchecked_into::<Response>)
+        {
+            Ok(r) if r.status() == 200 => {
+                text_of(&r).await.ok().and_then(|t| serde_json::from_str::<ActionAnswer>(&t).ok()).and_then(|a| a.token)
+            }
+            _ => None,
+        };
+        // None: the session ended; the same token again reports it.
+        let token = fresh.or_else(|| chat.token.get_untracked()).unwrap_or_default();
+        receive_token(chat, token);
+    });
 }
 
 fn field(data: &JsValue, name: &str) -> Option<String> {
@@ -127,6 +169,54 @@ fn remember_conversation(id: &str) {
     }
 }
 
+/// The host bar's context (§6): `cctx` moves from the URL into
+/// `sessionStorage` (and out of the address bar); while the server still
+/// knows it, `GET /caddie/api/context/{ctx}` refreshes the bar. Otherwise
+/// the bar keeps what the server rendered from the space's link.
+pub fn caddie_context(bar: RwSignal<crate::wire::CaddieBar>) {
+    let location = window().location();
+    let key = BOOT.with(|b| format!("ca:cctx:{}", b.borrow().workspace_id));
+    let storage = window().session_storage().ok().flatten();
+    if let Ok(params) = web_sys::UrlSearchParams::new_with_str(&location.search().unwrap_or_default())
+        && let Some(ctx) = params.get("cctx")
+    {
+        if let Some(s) = &storage {
+            let _ = s.set_item(&key, &ctx);
+        }
+        params.delete("cctx");
+        params.delete("tour");
+        let rest = String::from(params.to_string());
+        let path = location.pathname().unwrap_or_default();
+        let clean = if rest.is_empty() { path } else { format!("{path}?{rest}") };
+        if let Ok(history) = window().history() {
+            let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&clean));
+        }
+    }
+    let Some(ctx) = storage.as_ref().and_then(|s| s.get_item(&key).ok().flatten()) else { return };
+    if ctx.len() != 32 || !ctx.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return;
+    }
+    spawn_local(async move {
+        let Ok(request) = web_sys::Request::new_with_str(&format!("/caddie/api/context/{ctx}")) else { return };
+        let Ok(response) = JsFuture::from(window().fetch_with_request(&request)).await else { return };
+        let response: Response = response.unchecked_into();
+        if response.status() != 200 {
+            if let Some(s) = window().session_storage().ok().flatten() {
+                let _ = s.remove_item(&key);
+            }
+            return;
+        }
+        let Ok(text) = text_of(&response).await else { return };
+        if let Ok(fresh) = serde_json::from_str::<crate::wire::CaddieBar>(&text) {
+            bar.update(|b| {
+                b.project_name = fresh.project_name;
+                b.stage_label = fresh.stage_label;
+                b.return_url = fresh.return_url;
+            });
+        }
+    });
+}
+
 /// Brings back the last conversation after a reload.
 async fn restore(chat: Chat) {
     let Some(id) = window().local_storage().ok().flatten().and_then(|s| s.get_item(&storage_key()).ok().flatten())
@@ -143,7 +233,7 @@ async fn restore(chat: Chat) {
         return;
     }
     if response.status() == 401 {
-        post_to_host("ca:token-expired");
+        renew_token(chat);
         return;
     }
     let Ok(text) = text_of(&response).await else { return };
@@ -180,7 +270,7 @@ pub fn send(chat: Chat, text: String) {
             chat.bubbles.update(|b| b.retain(|x| x.id != reply.id && x.id != asked.id));
             RETRY.with(|r| *r.borrow_mut() = Some(text));
             chat.activity.set(Some("Reconnecting…".into()));
-            post_to_host("ca:token-expired");
+            renew_token(chat);
             return;
         }
         finish_reply(chat, reply, outcome);
@@ -355,7 +445,7 @@ pub fn answer(chat: Chat, verb: &'static str, reason: Option<String>) {
         }
         chat.action_busy.set(false);
         if status == 401 {
-            post_to_host("ca:token-expired");
+            renew_token(chat);
             chat.action_error.set(Some("Your session expired. Reconnecting — try again in a moment.".into()));
             return;
         }
@@ -428,7 +518,7 @@ pub fn call_component(
                 Ok(())
             }
             Ok(r) if r.status() == 401 => {
-                post_to_host("ca:token-expired");
+                renew_token(chat);
                 Err("Your session expired. Reconnecting — try again in a moment.".to_string())
             }
             Ok(r) => Err(error_message(&r).await),
@@ -484,4 +574,7 @@ struct ActionAnswer {
     code: String,
     #[serde(default)]
     action: Option<PendingAction>,
+    /// `POST /caddie/api/spaces/{id}/token`'s answer.
+    #[serde(default)]
+    token: Option<String>,
 }

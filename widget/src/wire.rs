@@ -353,6 +353,25 @@ pub struct WidgetBoot {
     /// The host page's look, validated by the server.
     #[serde(default)]
     pub theme: Theme,
+    /// The embed token, only for the full-page app launched from Caddie:
+    /// there is no host page to hand one over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// The Caddie host bar, when launched from Caddie.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caddie: Option<CaddieBar>,
+}
+
+/// What the Caddie host bar shows (caddie-tool-contract-ct1.md §6).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaddieBar {
+    pub project_name: String,
+    pub stage_label: String,
+    /// The hub's project page (`ret`), checked against the hub's origin.
+    pub return_url: String,
+    /// `?tour=1`: the guided introduction hands in here and back with `?tour=done`.
+    #[serde(default)]
+    pub tour: bool,
 }
 
 /// What a host may set of the widget's look (through the loader's `init`

@@ -34,10 +34,10 @@ struct CreateWorkspaceRequest {
 }
 
 #[derive(Serialize)]
-struct CreateWorkspaceResponse {
-    id: String,
-    api_key: String,
-    embed_secret: String,
+pub(crate) struct CreateWorkspaceResponse {
+    pub id: String,
+    pub api_key: String,
+    pub embed_secret: String,
 }
 
 /// The two secrets are shown once: the api key is stored hashed, the embed
@@ -57,7 +57,11 @@ async fn create_workspace(
 }
 
 /// Creates a workspace with fresh secrets (also used to seed the demo).
-async fn new_workspace(state: &AppState, name: &str, origins: &[String]) -> anyhow::Result<CreateWorkspaceResponse> {
+pub(crate) async fn new_workspace(
+    state: &AppState,
+    name: &str,
+    origins: &[String],
+) -> anyhow::Result<CreateWorkspaceResponse> {
     let id = new_id("ws");
     let api_key = format!("cak_{}", hex::encode(random_bytes::<24>()));
     let embed_secret = hex::encode(random_bytes::<32>());

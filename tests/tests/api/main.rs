@@ -5,6 +5,7 @@ mod helpers;
 
 mod actions;
 mod bistro;
+mod caddie;
 mod chat;
 mod components;
 mod config;

@@ -1,0 +1,207 @@
+//! Signing users in with the identity provider (caddie-tool-contract-ct1.md
+//! §4): OpenID Connect authorization code with PKCE (S256), `prompt=none`
+//! for the silent probe, the ID token checked against the provider's keys.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, anyhow, bail};
+use base64::Engine;
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use tokio::sync::Mutex;
+use url::Url;
+
+use crate::config::OidcConfig;
+use crate::ids::random_bytes;
+
+/// How long the provider's metadata and keys are kept.
+const CACHE_FOR: Duration = Duration::from_secs(3600);
+
+#[derive(Debug, Clone, Deserialize)]
+struct Discovery {
+    issuer: String,
+    authorization_endpoint: String,
+    token_endpoint: String,
+    jwks_uri: String,
+}
+
+/// The identity provider client.
+pub struct Oidc {
+    config: OidcConfig,
+    redirect_uri: String,
+    http: reqwest::Client,
+    discovery: Mutex<Option<(Discovery, Instant)>>,
+    jwks: Mutex<Option<(JwkSet, Instant)>>,
+}
+
+/// A new flow's secrets: `state`, the PKCE verifier, the ID token's nonce.
+pub struct FlowSecrets {
+    pub state: String,
+    pub verifier: String,
+    pub nonce: String,
+}
+
+impl FlowSecrets {
+    pub fn new() -> Self {
+        let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+        Self {
+            state: b64(&random_bytes::<24>()),
+            verifier: b64(&random_bytes::<32>()),
+            nonce: b64(&random_bytes::<24>()),
+        }
+    }
+}
+
+impl Default for FlowSecrets {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// `BASE64URL(SHA256(verifier))` (RFC 7636).
+pub fn challenge(verifier: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
+}
+
+#[derive(Deserialize)]
+struct TokenAnswer {
+    id_token: String,
+}
+
+#[derive(Deserialize)]
+struct IdClaims {
+    sub: String,
+    #[serde(default)]
+    preferred_username: Option<String>,
+    #[serde(default)]
+    nonce: Option<String>,
+}
+
+impl Oidc {
+    pub fn new(config: OidcConfig, redirect_uri: String) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("the HTTP client builds");
+        Self { config, redirect_uri, http, discovery: Mutex::new(None), jwks: Mutex::new(None) }
+    }
+
+    async fn discovery(&self) -> anyhow::Result<Discovery> {
+        let mut cached = self.discovery.lock().await;
+        if let Some((d, at)) = cached.as_ref()
+            && at.elapsed() < CACHE_FOR
+        {
+            return Ok(d.clone());
+        }
+        let url = format!("{}/.well-known/openid-configuration", self.config.issuer.as_str().trim_end_matches('/'));
+        let d: Discovery = self.http.get(&url).send().await?.error_for_status()?.json().await.context("discovery")?;
+        if d.issuer.trim_end_matches('/') != self.config.issuer.as_str().trim_end_matches('/') {
+            bail!("the provider's discovery names another issuer");
+        }
+        *cached = Some((d.clone(), Instant::now()));
+        Ok(d)
+    }
+
+    /// Where to send the browser: silent (`prompt=none`) or interactive.
+    pub async fn authorize_url(&self, flow: &FlowSecrets, silent: bool) -> anyhow::Result<Url> {
+        let d = self.discovery().await?;
+        let mut url = Url::parse(&d.authorization_endpoint).context("authorization_endpoint")?;
+        {
+            let mut q = url.query_pairs_mut();
+            q.append_pair("response_type", "code")
+                .append_pair("client_id", &self.config.client_id)
+                .append_pair("redirect_uri", &self.redirect_uri)
+                .append_pair("scope", "openid profile")
+                .append_pair("state", &flow.state)
+                .append_pair("nonce", &flow.nonce)
+                .append_pair("code_challenge", &challenge(&flow.verifier))
+                .append_pair("code_challenge_method", "S256");
+            if silent {
+                q.append_pair("prompt", "none");
+            }
+        }
+        Ok(url)
+    }
+
+    /// Redeems the code and returns the signed-in username, after checking
+    /// the ID token's signature, issuer, audience, expiry and nonce.
+    pub async fn sign_in(&self, code: &str, verifier: &str, nonce: &str) -> anyhow::Result<String> {
+        let d = self.discovery().await?;
+        let body = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("grant_type", "authorization_code")
+            .append_pair("code", code)
+            .append_pair("redirect_uri", &self.redirect_uri)
+            .append_pair("code_verifier", verifier)
+            .append_pair("client_id", &self.config.client_id)
+            .finish();
+        let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+        let basic = base64::engine::general_purpose::STANDARD.encode(format!(
+            "{}:{}",
+            enc(&self.config.client_id),
+            enc(self.config.client_secret.expose())
+        ));
+        let answer = self
+            .http
+            .post(&d.token_endpoint)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("authorization", format!("Basic {basic}"))
+            .body(body)
+            .send()
+            .await?;
+        if !answer.status().is_success() {
+            bail!("the token endpoint answered {}", answer.status());
+        }
+        let answer: TokenAnswer = answer.json().await.context("the token endpoint's answer")?;
+        let claims = self.verify_id_token(&answer.id_token, &d).await?;
+        if claims.nonce.as_deref() != Some(nonce) {
+            bail!("the ID token's nonce does not match");
+        }
+        let username = claims.preferred_username.unwrap_or(claims.sub);
+        if !super::token::is_username(&username) {
+            bail!("the ID token's username has an unexpected shape");
+        }
+        Ok(username)
+    }
+
+    async fn verify_id_token(&self, id_token: &str, d: &Discovery) -> anyhow::Result<IdClaims> {
+        let header = jsonwebtoken::decode_header(id_token)?;
+        use Algorithm::*;
+        let key = match header.alg {
+            HS256 => DecodingKey::from_secret(self.config.client_secret.expose().as_bytes()),
+            RS256 | RS384 | RS512 | PS256 | PS384 | PS512 | ES256 | ES384 => self.key(header.kid.as_deref(), d).await?,
+            other => bail!("the ID token is signed with {other:?}, which is not accepted"),
+        };
+        let mut validation = Validation::new(header.alg);
+        validation.set_audience(&[&self.config.client_id]);
+        validation.set_issuer(&[&d.issuer]);
+        validation.set_required_spec_claims(&["exp", "iat", "iss", "aud", "sub"]);
+        validation.leeway = 60;
+        Ok(jsonwebtoken::decode::<IdClaims>(id_token, &key, &validation)?.claims)
+    }
+
+    /// The provider's key for `kid`; the key set is fetched again once when
+    /// it does not know the id (the provider rotated its keys).
+    async fn key(&self, kid: Option<&str>, d: &Discovery) -> anyhow::Result<DecodingKey> {
+        let mut cached = self.jwks.lock().await;
+        for attempt in 0..2 {
+            let fresh = cached.as_ref().is_some_and(|(_, at)| at.elapsed() < CACHE_FOR);
+            if attempt == 1 || !fresh {
+                let set: JwkSet = self.http.get(&d.jwks_uri).send().await?.error_for_status()?.json().await?;
+                *cached = Some((set, Instant::now()));
+            }
+            let (set, _) = cached.as_ref().expect("just set");
+            let found = match kid {
+                Some(kid) => set.find(kid),
+                None if set.keys.len() == 1 => set.keys.first(),
+                None => None,
+            };
+            if let Some(jwk) = found {
+                return Ok(DecodingKey::from_jwk(jwk)?);
+            }
+        }
+        Err(anyhow!("no key of the provider matches the ID token"))
+    }
+}

@@ -1,0 +1,674 @@
+//! Launched from Caddie (caddie-tool-contract-ct1.md §3, §4, §6, §8): a
+//! stub hub mints launch tokens and answers participant checks, a fake
+//! identity provider signs users in (RS256 ID tokens, PKCE, `prompt=none`),
+//! and a cookie-keeping client plays the browser.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Form, Json};
+use base64::Engine;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::helpers::{Db, TestApp, serve, spawn_app};
+use crate::on_both_databases;
+
+const SECRET: &str = "tool-secret: exactly these bytes";
+const SLUG: &str = "assistant";
+const CLIENT_ID: &str = "assistant-client";
+const CLIENT_SECRET: &str = "assistant-client-secret";
+const ASSIGNMENT: &str = "0b7c5e2a-1f9d-4c1e-9a57-3c1d2e4f5a6b";
+/// A test-only RSA key (PKCS#1 DER) and its modulus, for the fake IdP.
+const IDP_KEY: &[u8] = include_bytes!("fixtures/idp-test-key.der");
+const IDP_KEY_N: &str = include_str!("fixtures/idp-test-key.n");
+
+on_both_databases!(a_launch_signs_in_provisions_and_lands_with_the_bar, a_replayed_launch_token_is_refused);
+
+// ---------------------------------------------------------------- the IdP
+
+#[derive(Default)]
+struct IdpState {
+    issuer: String,
+    /// Who holds a session at the provider (a silent sign-in succeeds).
+    session: Option<String>,
+    /// Who signs in when the login is interactive.
+    login_as: Option<String>,
+    /// code → (username, nonce, PKCE challenge, redirect_uri)
+    codes: HashMap<String, (String, String, String, String)>,
+    /// Each authorize request's `prompt`.
+    prompts: Vec<Option<String>>,
+}
+
+type Idp = Arc<Mutex<IdpState>>;
+
+async fn start_idp() -> (SocketAddr, Idp) {
+    let idp: Idp = Arc::default();
+    let router = axum::Router::new()
+        .route(
+            "/.well-known/openid-configuration",
+            get(|State(idp): State<Idp>| async move {
+                let issuer = idp.lock().unwrap().issuer.clone();
+                Json(json!({ "issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
+                "token_endpoint": format!("{issuer}/token"), "jwks_uri": format!("{issuer}/jwks") }))
+            }),
+        )
+        .route(
+            "/jwks",
+            get(|| async {
+                Json(json!({ "keys": [{ "kty": "RSA", "kid": "test-key", "alg": "RS256", "use": "sig",
+                "n": IDP_KEY_N.trim(), "e": "AQAB" }] }))
+            }),
+        )
+        .route("/authorize", get(authorize))
+        .route("/token", post(token_endpoint))
+        .with_state(idp.clone());
+    let address = serve(router).await;
+    idp.lock().unwrap().issuer = format!("http://{address}");
+    (address, idp)
+}
+
+async fn authorize(State(idp): State<Idp>, Query(q): Query<HashMap<String, String>>) -> Response {
+    let mut s = idp.lock().unwrap();
+    s.prompts.push(q.get("prompt").cloned());
+    assert_eq!(q["client_id"], CLIENT_ID);
+    assert_eq!(q["code_challenge_method"], "S256");
+    let redirect = q["redirect_uri"].clone();
+    let state = q["state"].clone();
+    let user = if q.get("prompt").map(String::as_str) == Some("none") { s.session.clone() } else { s.login_as.clone() };
+    let Some(user) = user else {
+        return Redirect::to(&format!("{redirect}?error=login_required&state={state}")).into_response();
+    };
+    s.session = Some(user.clone());
+    let code = format!("code-{}", s.codes.len());
+    s.codes.insert(code.clone(), (user, q["nonce"].clone(), q["code_challenge"].clone(), redirect.clone()));
+    Redirect::to(&format!("{redirect}?code={code}&state={state}")).into_response()
+}
+
+async fn token_endpoint(
+    State(idp): State<Idp>,
+    headers: HeaderMap,
+    Form(form): Form<HashMap<String, String>>,
+) -> Response {
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{CLIENT_ID}:{CLIENT_SECRET}"));
+    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(&format!("Basic {basic}")) {
+        return (StatusCode::UNAUTHORIZED, Json(json!({"error": "invalid_client"}))).into_response();
+    }
+    let mut s = idp.lock().unwrap();
+    let Some((user, nonce, challenge, redirect)) = s.codes.remove(&form["code"]) else {
+        return (StatusCode::BAD_REQUEST, Json(json!({"error": "invalid_grant"}))).into_response();
+    };
+    let verified =
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(form["code_verifier"].as_bytes()));
+    if verified != challenge || form["redirect_uri"] != redirect {
+        return (StatusCode::BAD_REQUEST, Json(json!({"error": "invalid_grant"}))).into_response();
+    }
+    let now = now();
+    let claims = json!({ "iss": s.issuer, "aud": CLIENT_ID, "sub": format!("uid-{user}"),
+        "preferred_username": user, "nonce": nonce, "iat": now, "exp": now + 300 });
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+    header.kid = Some("test-key".into());
+    let key = jsonwebtoken::EncodingKey::from_rsa_der(IDP_KEY);
+    let id_token = jsonwebtoken::encode(&header, &claims, &key).unwrap();
+    Json(json!({ "access_token": "at", "token_type": "Bearer", "id_token": id_token })).into_response()
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+}
+
+// ---------------------------------------------------------------- the hub
+
+#[derive(Default)]
+struct HubState {
+    participants: Vec<String>,
+    /// Headers of each participants check.
+    checks: Vec<HashMap<String, String>>,
+}
+
+type Hub = Arc<Mutex<HubState>>;
+
+async fn start_hub() -> (SocketAddr, Hub) {
+    let hub: Hub = Arc::default();
+    let router = axum::Router::new()
+        .route(
+            "/api/tool/assignments/{asg}",
+            get(|State(hub): State<Hub>, headers: HeaderMap| async move {
+                let mut s = hub.lock().unwrap();
+                s.checks.push(
+                    headers.iter().map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned())).collect(),
+                );
+                Json(json!({ "assignment_id": ASSIGNMENT, "participants": s.participants }))
+            }),
+        )
+        .with_state(hub.clone());
+    (serve(router).await, hub)
+}
+
+// ---------------------------------------------------------------- the rig
+
+struct Rig {
+    app: TestApp,
+    hub: String,
+    hub_state: Hub,
+    idp: Idp,
+    workspace: String,
+}
+
+impl Rig {
+    async fn start(db: Db, participants: &[&str]) -> Rig {
+        let (idp_address, idp) = start_idp().await;
+        let (hub_address, hub_state) = start_hub().await;
+        let hub = format!("http://{hub_address}");
+        let app = spawn_app(db)
+            .env("CADDIE_TOOL_SECRET", SECRET)
+            .env("CADDIE_TOOL_SLUG", SLUG)
+            .env("CADDIE_HUB_ORIGIN", hub.clone())
+            .env("OIDC_ISSUER", format!("http://{idp_address}"))
+            .env("OIDC_CLIENT_ID", CLIENT_ID)
+            .env("OIDC_CLIENT_SECRET", CLIENT_SECRET)
+            .start()
+            .await;
+        let participants: Vec<String> = participants.iter().map(|p| p.to_string()).collect();
+        let workspace = server::caddie::provision(
+            &app.state,
+            ASSIGNMENT,
+            "prj-1",
+            "Apollo (linked)",
+            &json!({"greeting": "hi"}),
+            &participants,
+            &json!([]),
+        )
+        .await
+        .unwrap();
+        hub_state.lock().unwrap().participants = participants;
+        Rig { app, hub, hub_state, idp, workspace }
+    }
+
+    fn claims(&self, sub: &str) -> Value {
+        let now = now();
+        json!({ "iss": "caddie", "aud": SLUG, "ver": "ct1", "sub": sub, "jti": server::caddie::uuid_v4(),
+            "iat": now, "exp": now + 120, "prj": "apollo", "asg": ASSIGNMENT, "pnm": "Apollo",
+            "stg": "Design review", "ret": format!("{}/projects/apollo?stage=3", self.hub) })
+    }
+
+    fn token(&self, claims: &Value) -> String {
+        sign(claims, &server::caddie::keys::KeyPair::derive(&server::secret::Secret::new(SECRET)).caddie_to_tool)
+    }
+
+    fn browser(&self) -> Browser {
+        Browser {
+            client: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap(),
+            app: self.app.address,
+            cookies: HashMap::new(),
+        }
+    }
+
+    fn signed_in_at_idp(&self, user: &str) {
+        self.idp.lock().unwrap().session = Some(user.into());
+    }
+
+    async fn grants(&self) -> Vec<(String, String, i64)> {
+        sqlx::query_as::<_, (String, String, i64)>(
+            "SELECT workspace_id, username, launch_provisioned FROM space_grants ORDER BY username",
+        )
+        .fetch_all(&self.app.state.pool)
+        .await
+        .unwrap()
+    }
+}
+
+fn sign(claims: &Value, key: &[u8]) -> String {
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        claims,
+        &jsonwebtoken::EncodingKey::from_secret(key),
+    )
+    .unwrap()
+}
+
+/// A browser: keeps the app's cookies and follows redirects by hand.
+struct Browser {
+    client: reqwest::Client,
+    app: SocketAddr,
+    cookies: HashMap<String, String>,
+}
+
+struct Page {
+    status: u16,
+    url: String,
+    headers: HeaderMap,
+    body: String,
+    /// Every URL visited on the way.
+    trail: Vec<String>,
+}
+
+impl Browser {
+    async fn request(
+        &mut self,
+        method: reqwest::Method,
+        url: &str,
+        form: Option<&[(&str, &str)]>,
+    ) -> reqwest::Response {
+        let mut request = self.client.request(method, url);
+        if url.starts_with(&format!("http://{}", self.app)) && !self.cookies.is_empty() {
+            let jar: Vec<String> = self.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            request = request.header("cookie", jar.join("; "));
+        }
+        if let Some(form) = form {
+            let body = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form).finish();
+            request = request.header("content-type", "application/x-www-form-urlencoded").body(body);
+        }
+        let response = request.send().await.unwrap();
+        if url.starts_with(&format!("http://{}", self.app)) {
+            for set in response.headers().get_all("set-cookie") {
+                let set = set.to_str().unwrap();
+                let (pair, attributes) = set.split_once(';').unwrap_or((set, ""));
+                let (name, value) = pair.split_once('=').unwrap();
+                if attributes.contains("Max-Age=0") {
+                    self.cookies.remove(name);
+                } else {
+                    self.cookies.insert(name.to_owned(), value.to_owned());
+                }
+            }
+        }
+        response
+    }
+
+    /// Visits `path_or_url` and follows redirects to the end.
+    async fn visit(&mut self, path_or_url: &str) -> Page {
+        self.go(reqwest::Method::GET, path_or_url, None).await
+    }
+
+    async fn go(&mut self, method: reqwest::Method, path_or_url: &str, form: Option<&[(&str, &str)]>) -> Page {
+        let mut url = if path_or_url.starts_with("http") {
+            path_or_url.to_owned()
+        } else {
+            format!("http://{}{path_or_url}", self.app)
+        };
+        let mut trail = Vec::new();
+        let mut method = method;
+        let mut form = form;
+        for _ in 0..12 {
+            trail.push(url.clone());
+            let response = self.request(method.clone(), &url, form).await;
+            if response.status().is_redirection() {
+                let location = response.headers()["location"].to_str().unwrap().to_owned();
+                url = if location.starts_with("http") {
+                    location
+                } else {
+                    let base = url::Url::parse(&url).unwrap();
+                    base.join(&location).unwrap().to_string()
+                };
+                method = reqwest::Method::GET;
+                form = None;
+                continue;
+            }
+            let status = response.status().as_u16();
+            let headers = response.headers().clone();
+            let body = response.text().await.unwrap();
+            return Page { status, url, headers, body, trail };
+        }
+        panic!("too many redirects: {trail:?}");
+    }
+}
+
+/// The widget's boot data rendered into the page.
+fn boot(page: &Page) -> Value {
+    let start = page.body.find("name=\"ca-boot\" content=\"").expect("a widget page") + 24;
+    let end = start + page.body[start..].find('"').unwrap();
+    let raw =
+        page.body[start..end].replace("&quot;", "\"").replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">");
+    serde_json::from_str(&raw).unwrap()
+}
+
+// ---------------------------------------------------------------- tests
+
+async fn a_launch_signs_in_provisions_and_lands_with_the_bar(db: Db) {
+    let rig = Rig::start(db, &["alice"]).await;
+    rig.signed_in_at_idp("alice");
+    let claims = rig.claims("alice");
+    let mut browser = rig.browser();
+
+    let page = browser.visit(&format!("/launch?lt={}", rig.token(&claims))).await;
+
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.url.contains(&format!("/caddie/spaces/{}?cctx=", rig.workspace)), "{}", page.url);
+    let hops: Vec<&str> = page.trail.iter().map(|u| u.split('?').next().unwrap().rsplit('/').next().unwrap()).collect();
+    assert_eq!(hops, ["launch", "open", "login", "authorize", "callback", "open", rig.workspace.as_str()]);
+    assert!(page.trail[1..].iter().all(|u| !u.contains("lt=")), "the token is gone after the first hop");
+    let boot = boot(&page);
+    assert_eq!(boot["caddie"]["project_name"], "Apollo");
+    assert_eq!(boot["caddie"]["stage_label"], "Design review");
+    assert_eq!(boot["caddie"]["return_url"], claims["ret"]);
+    assert!(boot["token"].as_str().is_some_and(|t| !t.is_empty()), "the full-page app has its token");
+    assert!(page.body.contains("Part of <strong>Apollo</strong> on Caddie · </span>"), "the bar is rendered");
+    assert!(page.body.contains("← Back to project"));
+    assert!(page.headers["content-security-policy"].to_str().unwrap().contains("frame-ancestors 'self'"));
+    // Silent sign-in: one authorize, with prompt=none.
+    assert_eq!(rig.idp.lock().unwrap().prompts, [Some("none".to_owned())]);
+    assert!(browser.cookies.contains_key("ca_session"));
+    assert_eq!(rig.grants().await, [(rig.workspace.clone(), "alice".to_owned(), 1)]);
+    let audit: (String, String) = sqlx::query_as("SELECT action, detail FROM audit_log WHERE username = 'alice'")
+        .fetch_one(&rig.app.state.pool)
+        .await
+        .unwrap();
+    assert_eq!(audit.0, "grant");
+    assert!(audit.1.contains(claims["jti"].as_str().unwrap()), "the audit row carries the jti");
+
+    // The bar's context, for the signed-in user: exactly three fields.
+    let ctx = page.url.split("cctx=").nth(1).unwrap().split('&').next().unwrap().to_owned();
+    let answer = browser.visit(&format!("/caddie/api/context/{ctx}")).await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(
+        serde_json::from_str::<Value>(&answer.body).unwrap(),
+        json!({"project_name": "Apollo", "stage_label": "Design review", "return_url": claims["ret"]})
+    );
+    let anonymous = rig.browser().visit(&format!("/caddie/api/context/{ctx}")).await;
+    assert_eq!(anonymous.status, 401, "the context needs our own session");
+
+    // A fresh token for the full-page app, with the session.
+    let renewed = browser.go(reqwest::Method::POST, &format!("/caddie/api/spaces/{}/token", rig.workspace), None).await;
+    assert_eq!(renewed.status, 200);
+    assert!(serde_json::from_str::<Value>(&renewed.body).unwrap()["token"].is_string());
+}
+
+#[tokio::test]
+async fn the_launch_url_renders_nothing_and_303s_to_a_token_free_url() {
+    let rig = Rig::start(Db::Sqlite, &["alice"]).await;
+    let lt = rig.token(&rig.claims("alice"));
+    let response = rig.browser().request(reqwest::Method::GET, &rig.app.url(&format!("/launch?lt={lt}")), None).await;
+
+    assert_eq!(response.status(), 303);
+    let location = response.headers()["location"].to_str().unwrap().to_owned();
+    assert!(location.starts_with("/caddie/open?cctx="), "{location}");
+    assert!(!location.contains(&lt) && !location.contains("lt="));
+    assert_eq!(response.headers()["referrer-policy"], "no-referrer");
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    assert_eq!(response.text().await.unwrap(), "", "no content on the lt URL");
+}
+
+async fn a_replayed_launch_token_is_refused(db: Db) {
+    let rig = Rig::start(db, &["alice"]).await;
+    let lt = rig.token(&rig.claims("alice"));
+    let first = rig.browser().request(reqwest::Method::GET, &rig.app.url(&format!("/launch?lt={lt}")), None).await;
+    assert_eq!(first.status(), 303);
+
+    let replay = rig.browser().visit(&format!("/launch?lt={lt}")).await;
+
+    assert_eq!(replay.status, 401);
+    assert!(replay.body.contains("Link expired"));
+    assert!(replay.body.contains(&format!("{}/go/{ASSIGNMENT}", rig.hub)), "one button to a fresh link");
+}
+
+#[tokio::test]
+async fn a_forged_or_malformed_token_burns_nothing() {
+    let rig = Rig::start(Db::Sqlite, &["alice"]).await;
+    let claims = rig.claims("alice");
+    let mut no_pnm = claims.clone();
+    no_pnm.as_object_mut().unwrap().remove("pnm");
+    let mut wrong_aud = claims.clone();
+    wrong_aud["aud"] = json!("another-tool");
+    let mut wrong_iss = claims.clone();
+    wrong_iss["iss"] = json!("not-caddie");
+    let mut typed_wrong = claims.clone();
+    typed_wrong["exp"] = json!("soon");
+    let tool_to_caddie = server::caddie::keys::KeyPair::derive(&server::secret::Secret::new(SECRET)).tool_to_caddie;
+    let unsigned = format!(
+        "{}.{}.",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(r#"{"alg":"none","typ":"JWT"}"#),
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(claims.to_string())
+    );
+    let forged = [
+        sign(&claims, b"a key the hub never had"),
+        sign(&claims, &tool_to_caddie),
+        unsigned,
+        rig.token(&no_pnm),
+        rig.token(&wrong_aud),
+        rig.token(&wrong_iss),
+        rig.token(&typed_wrong),
+        "not.a.jwt".to_owned(),
+    ];
+    for lt in &forged {
+        let page = rig.browser().visit(&format!("/launch?lt={lt}")).await;
+        assert_eq!(page.status, 401, "{lt}");
+        assert!(page.body.contains("This link is not valid"));
+    }
+    let mut ct2 = claims.clone();
+    ct2["ver"] = json!("ct2");
+    assert_eq!(rig.browser().visit(&format!("/launch?lt={}", rig.token(&ct2))).await.status, 409);
+
+    // The genuine token with the same jti still works: nothing was burnt.
+    let genuine = rig
+        .browser()
+        .request(reqwest::Method::GET, &rig.app.url(&format!("/launch?lt={}", rig.token(&claims))), None)
+        .await;
+    assert_eq!(genuine.status(), 303);
+}
+
+#[tokio::test]
+async fn an_expired_token_shows_link_expired_with_a_fresh_link() {
+    let rig = Rig::start(Db::Sqlite, &["alice"]).await;
+    let mut claims = rig.claims("alice");
+    claims["iat"] = json!(now() - 200);
+    claims["exp"] = json!(now() - 80);
+
+    let page = rig.browser().visit(&format!("/launch?lt={}", rig.token(&claims))).await;
+
+    assert_eq!(page.status, 401);
+    assert!(page.body.contains("<h1>Link expired</h1>"));
+    assert!(page.body.contains(&format!("href=\"{}/go/{ASSIGNMENT}\"", rig.hub)));
+    // Within the ±30 s skew it is still good.
+    claims["iat"] = json!(now() - 140);
+    claims["exp"] = json!(now() - 20);
+    let within = rig
+        .browser()
+        .request(reqwest::Method::GET, &rig.app.url(&format!("/launch?lt={}", rig.token(&claims))), None)
+        .await;
+    assert_eq!(within.status(), 303);
+}
+
+#[tokio::test]
+async fn return_urls_are_checked_by_parsing_and_a_bad_one_burns_nothing() {
+    let rig = Rig::start(Db::Sqlite, &["alice"]).await;
+    let hub = url::Url::parse(&rig.hub).unwrap();
+    let (host, port) = (hub.host_str().unwrap().to_owned(), hub.port().unwrap());
+    let claims = rig.claims("alice");
+    for ret in [
+        format!("http://{host}:{port}.evil.com/projects"),
+        format!("http://{host}:{port}@evil.com/projects"),
+        format!("http://evil.com\\@{host}:{port}/"),
+        format!("//{host}:{port}/projects"),
+        format!("https://{host}:{port}/projects"),
+        format!("http://{host}:{}/projects", port + 1),
+        "javascript:alert(1)".to_owned(),
+    ] {
+        let mut bad = claims.clone();
+        bad["ret"] = json!(ret);
+        let page = rig.browser().visit(&format!("/launch?lt={}", rig.token(&bad))).await;
+        assert_eq!(page.status, 401, "{ret}");
+    }
+    let good = rig
+        .browser()
+        .request(reqwest::Method::GET, &rig.app.url(&format!("/launch?lt={}", rig.token(&claims))), None)
+        .await;
+    assert_eq!(good.status(), 303, "the same jti with a good ret still works");
+}
+
+#[tokio::test]
+async fn a_different_signed_in_user_sees_a_page_naming_nobody_and_nothing_is_provisioned() {
+    let rig = Rig::start(Db::Sqlite, &["alice", "mallory"]).await;
+    rig.signed_in_at_idp("mallory");
+
+    let page = rig.browser().visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
+
+    assert_eq!(page.status, 403);
+    assert!(page.body.contains("This link was prepared for a different user."));
+    assert!(!page.body.contains("alice") && !page.body.contains("mallory"), "names nobody");
+    assert!(page.body.contains("Switch account") && page.body.contains("Back to Caddie"));
+    assert!(rig.grants().await.is_empty());
+}
+
+#[tokio::test]
+async fn a_non_participant_and_a_late_redeem_provision_nothing() {
+    let rig = Rig::start(Db::Sqlite, &["bob"]).await;
+    rig.signed_in_at_idp("alice");
+    let page = rig.browser().visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
+    assert_eq!(page.status, 403);
+    assert!(page.body.contains("You no longer have access"));
+    assert!(rig.grants().await.is_empty());
+
+    // A participant whose sign-in finishes after the token expired.
+    let rig = Rig::start(Db::Sqlite, &["alice"]).await;
+    let mut browser = rig.browser();
+    let launched = browser
+        .request(reqwest::Method::GET, &rig.app.url(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))), None)
+        .await;
+    let open = launched.headers()["location"].to_str().unwrap().to_owned();
+    sqlx::query("UPDATE caddie_launch_ctx SET token_exp = $1")
+        .bind(now() - 31)
+        .execute(&rig.app.state.pool)
+        .await
+        .unwrap();
+    rig.signed_in_at_idp("alice");
+    let page = browser.visit(&open).await;
+    assert_eq!(page.status, 401);
+    assert!(page.body.contains("Link expired"));
+    assert!(rig.grants().await.is_empty(), "a redeem after exp never provisions");
+}
+
+#[tokio::test]
+async fn stale_participants_are_confirmed_with_the_hub_by_a_signed_call() {
+    let rig = Rig::start(Db::Sqlite, &[]).await;
+    // The local copy is old and empty; the hub now lists alice.
+    sqlx::query("UPDATE caddie_links SET participants_at = 0").execute(&rig.app.state.pool).await.unwrap();
+    rig.hub_state.lock().unwrap().participants = vec!["alice".into()];
+    rig.signed_in_at_idp("alice");
+
+    let page = rig.browser().visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
+
+    assert_eq!(page.status, 200, "{}", page.body);
+    let checks = rig.hub_state.lock().unwrap().checks.clone();
+    assert_eq!(checks.len(), 1);
+    let h = &checks[0];
+    assert_eq!((h["x-caddie-tool"].as_str(), h["x-caddie-contract"].as_str()), (SLUG, "ct1"));
+    let keys = server::caddie::keys::KeyPair::derive(&server::secret::Secret::new(SECRET));
+    assert_eq!(h["x-caddie-key"], keys.kid);
+    use hmac_check::verify;
+    assert!(verify(
+        &keys.tool_to_caddie,
+        &h["x-caddie-timestamp"],
+        &h["x-caddie-nonce"],
+        b"",
+        &h["x-caddie-signature"]
+    ));
+    assert!(!verify(
+        &keys.caddie_to_tool,
+        &h["x-caddie-timestamp"],
+        &h["x-caddie-nonce"],
+        b"",
+        &h["x-caddie-signature"]
+    ));
+
+    // De-listed at the hub since: nothing is provisioned for bob.
+    sqlx::query("UPDATE caddie_links SET participants = '[\"bob\"]', participants_at = 0")
+        .execute(&rig.app.state.pool)
+        .await
+        .unwrap();
+    rig.hub_state.lock().unwrap().participants = vec![];
+    rig.signed_in_at_idp("bob");
+    let page = rig.browser().visit(&format!("/launch?lt={}", rig.token(&rig.claims("bob")))).await;
+    assert_eq!(page.status, 403);
+}
+
+mod hmac_check {
+    /// HMAC-SHA256 over `ts + "\n" + nonce + "\n" + body`, computed by hand
+    /// (RFC 2104) so the test does not share the server's code.
+    pub fn verify(key: &[u8; 32], ts: &str, nonce: &str, body: &[u8], signature: &str) -> bool {
+        use sha2::{Digest, Sha256};
+        let mut k = [0u8; 64];
+        k[..32].copy_from_slice(key);
+        let ipad: Vec<u8> = k.iter().map(|b| b ^ 0x36).collect();
+        let opad: Vec<u8> = k.iter().map(|b| b ^ 0x5c).collect();
+        let inner =
+            Sha256::new().chain_update(&ipad).chain_update(format!("{ts}\n{nonce}\n")).chain_update(body).finalize();
+        let outer = Sha256::new().chain_update(&opad).chain_update(inner).finalize();
+        outer.iter().map(|b| format!("{b:02x}")).collect::<String>() == signature
+    }
+}
+
+#[tokio::test]
+async fn login_required_falls_back_to_an_interactive_login_and_logout_opts_out_of_the_silent_probe() {
+    let rig = Rig::start(Db::Sqlite, &["alice"]).await;
+    rig.idp.lock().unwrap().login_as = Some("alice".into());
+    let mut browser = rig.browser();
+
+    let page = browser.visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
+
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert_eq!(rig.idp.lock().unwrap().prompts, [Some("none".to_owned()), None], "silent first, then interactive");
+
+    let out = browser.go(reqwest::Method::POST, "/caddie/logout", Some(&[])).await;
+    assert_eq!(out.status, 200);
+    assert!(out.body.contains("Signed out"));
+    assert_eq!(browser.cookies.get("bw_optout").map(String::as_str), Some("1"));
+    assert!(!browser.cookies.contains_key("ca_session"));
+    let again = browser.visit(&format!("/caddie/spaces/{}", rig.workspace)).await;
+    assert_eq!(again.status, 200);
+    assert_eq!(rig.idp.lock().unwrap().prompts.last(), Some(&None), "after logout: no silent probe");
+    assert_eq!(rig.idp.lock().unwrap().prompts.len(), 3);
+}
+
+#[tokio::test]
+async fn the_bar_falls_back_to_the_link_and_a_direct_visit_needs_a_grant() {
+    let rig = Rig::start(Db::Sqlite, &["alice"]).await;
+    rig.signed_in_at_idp("alice");
+    let mut browser = rig.browser();
+    let claims = rig.claims("alice");
+    browser.visit(&format!("/launch?lt={}", rig.token(&claims))).await;
+
+    // A direct visit later, without the launch's context.
+    let page = browser.visit(&format!("/caddie/spaces/{}", rig.workspace)).await;
+    assert_eq!(page.status, 200);
+    let boot = boot(&page);
+    assert_eq!(boot["caddie"]["project_name"], "Apollo (linked)", "from caddie_links");
+    assert_eq!(boot["caddie"]["return_url"], claims["ret"], "the last launch's return URL");
+
+    // Someone signed in without a grant.
+    rig.signed_in_at_idp("eve");
+    let page = rig.browser().visit(&format!("/caddie/spaces/{}", rig.workspace)).await;
+    assert_eq!(page.status, 403);
+    assert!(page.body.contains("You no longer have access"));
+}
+
+#[tokio::test]
+async fn a_sign_in_callback_from_another_browser_is_refused() {
+    let rig = Rig::start(Db::Sqlite, &["alice"]).await;
+    rig.signed_in_at_idp("alice");
+    let mut victim = rig.browser();
+    // The victim starts a sign-in; the attacker's callback carries the victim's state.
+    let start = victim.request(reqwest::Method::GET, &rig.app.url("/caddie/login?next=/caddie/spaces/x"), None).await;
+    let authorize = start.headers()["location"].to_str().unwrap().to_owned();
+    let state = url::Url::parse(&authorize).unwrap().query_pairs().find(|(k, _)| k == "state").unwrap().1.into_owned();
+    let mut attacker = rig.browser();
+    let page = attacker.visit(&format!("/caddie/auth/callback?state={state}&code=code-0")).await;
+    assert_eq!(page.status, 502);
+    assert!(!attacker.cookies.contains_key("ca_session"));
+    // An open redirect through `next` is refused too.
+    let page = rig.browser().visit("/caddie/login?next=https://evil.com/").await;
+    assert_eq!(page.status, 401);
+}
+
+#[tokio::test]
+async fn without_caddie_configuration_the_routes_do_not_exist() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    for path in ["/launch?lt=x", "/caddie/open?cctx=x", "/caddie/login?next=/caddie/", "/caddie/api/context/x"] {
+        let response = app.client.get(app.url(path)).send().await.unwrap();
+        assert_eq!(response.status(), 404, "{path}");
+    }
+}
