@@ -11,9 +11,11 @@
 //! space, `/caddie/spaces/{workspace}?cctx=`, which renders the widget full
 //! page wearing the host bar.
 
+pub mod hub_api;
 pub mod keys;
 pub mod oidc;
 pub mod pages;
+pub mod signed;
 pub mod store;
 pub mod token;
 
@@ -84,6 +86,9 @@ pub fn router() -> Router<AppState> {
         .route("/caddie/spaces/{workspace_id}", get(space))
         .route("/caddie/api/context/{ctx}", get(context))
         .route("/caddie/api/spaces/{workspace_id}/token", post(space_token))
+        .route("/caddie/api/assignments", post(hub_api::provision))
+        .route("/caddie/api/assignments/{assignment_id}/status", get(hub_api::status))
+        .route("/caddie/api/revoke", post(hub_api::revoke))
 }
 
 fn caddie(state: &AppState) -> &Caddie {
@@ -287,15 +292,10 @@ async fn current_participants(state: &AppState, caddie: &Caddie, link: &store::L
 /// The headers of a tool→caddie call (§5), signed with the tool→caddie key
 /// over `ts + "\n" + nonce + "\n" + body`.
 pub fn signed_headers(caddie: &Caddie, body: &[u8]) -> Vec<(&'static str, String)> {
-    use hmac::{Hmac, Mac};
+    use hmac::Mac;
     let ts = now_secs().to_string();
     let nonce = uuid_v4();
-    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(&caddie.keys.current.tool_to_caddie).expect("any key length");
-    mac.update(ts.as_bytes());
-    mac.update(b"\n");
-    mac.update(nonce.as_bytes());
-    mac.update(b"\n");
-    mac.update(body);
+    let mac = signed::signature(&caddie.keys.current.tool_to_caddie, &ts, &nonce, body);
     vec![
         ("X-Caddie-Tool", caddie.config.slug.clone()),
         ("X-Caddie-Contract", token::CONTRACT.to_owned()),
@@ -603,7 +603,7 @@ pub async fn provision(
     stages: &serde_json::Value,
 ) -> anyhow::Result<String> {
     if let Some(link) = store::link_by_assignment(&state.pool, assignment_id).await? {
-        store::set_participants(&state.pool, assignment_id, participants).await?;
+        store::apply_participants(&state.pool, &link, participants).await?;
         return Ok(link.workspace_id);
     }
     let name: String = project_name.chars().take(200).collect();

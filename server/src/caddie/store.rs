@@ -325,3 +325,78 @@ pub async fn audit(
     .await?;
     Ok(())
 }
+
+/// Replaces the participants and drops the launch-provisioned grants of
+/// anyone no longer listed (§5's convergence); returns who lost access.
+pub async fn apply_participants(pool: &Pool, link: &LinkRow, participants: &[String]) -> anyhow::Result<Vec<String>> {
+    set_participants(pool, &link.assignment_id, participants).await?;
+    let granted: Vec<(String,)> =
+        sqlx::query_as("SELECT username FROM space_grants WHERE workspace_id = $1 AND launch_provisioned = 1")
+            .bind(&link.workspace_id)
+            .fetch_all(pool)
+            .await?;
+    let mut dropped = Vec::new();
+    for (username,) in granted {
+        if !participants.contains(&username) {
+            revoke_launch_grant(pool, &link.workspace_id, &username).await?;
+            dropped.push(username);
+        }
+    }
+    Ok(dropped)
+}
+
+/// Drops a launch-provisioned grant; true if there was one.
+pub async fn revoke_launch_grant(pool: &Pool, workspace_id: &str, username: &str) -> anyhow::Result<bool> {
+    let deleted =
+        sqlx::query("DELETE FROM space_grants WHERE workspace_id = $1 AND username = $2 AND launch_provisioned = 1")
+            .bind(workspace_id)
+            .bind(username)
+            .execute(pool)
+            .await?
+            .rows_affected();
+    Ok(deleted > 0)
+}
+
+pub async fn status_seq(pool: &Pool, assignment_id: &str) -> anyhow::Result<i64> {
+    let row: Option<(i64,)> = sqlx::query_as("SELECT status_seq FROM caddie_links WHERE assignment_id = $1")
+        .bind(assignment_id)
+        .fetch_optional(pool)
+        .await?;
+    Ok(row.map_or(0, |(s,)| s))
+}
+
+/// What the space looks like for the status report (§5).
+pub struct SpaceActivity {
+    pub conversations: i64,
+    /// Users with a change waiting for their answer.
+    pub waiting: Vec<String>,
+    /// The newest finished turn failed.
+    pub failing: bool,
+}
+
+pub async fn space_activity(pool: &Pool, workspace_id: &str) -> anyhow::Result<SpaceActivity> {
+    let (conversations,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM conversations WHERE workspace_id = $1")
+        .bind(workspace_id)
+        .fetch_one(pool)
+        .await?;
+    let waiting: Vec<(String,)> = sqlx::query_as(
+        "SELECT DISTINCT external_user_id FROM actions
+         WHERE workspace_id = $1 AND status IN ('pending', 'confirmed_once') AND expires_at > $2 ORDER BY external_user_id",
+    )
+    .bind(workspace_id)
+    .bind(now_ms())
+    .fetch_all(pool)
+    .await?;
+    let last: Option<(Option<String>,)> = sqlx::query_as(
+        "SELECT t.stop_reason FROM turns t JOIN conversations c ON c.id = t.conversation_id
+         WHERE c.workspace_id = $1 AND t.finished_at IS NOT NULL ORDER BY t.finished_at DESC LIMIT 1",
+    )
+    .bind(workspace_id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(SpaceActivity {
+        conversations,
+        waiting: waiting.into_iter().map(|(u,)| u).collect(),
+        failing: matches!(last, Some((Some(reason),)) if reason == "error"),
+    })
+}

@@ -28,7 +28,13 @@ const ASSIGNMENT: &str = "0b7c5e2a-1f9d-4c1e-9a57-3c1d2e4f5a6b";
 const IDP_KEY: &[u8] = include_bytes!("fixtures/idp-test-key.der");
 const IDP_KEY_N: &str = include_str!("fixtures/idp-test-key.n");
 
-on_both_databases!(a_launch_signs_in_provisions_and_lands_with_the_bar, a_replayed_launch_token_is_refused);
+on_both_databases!(
+    a_launch_signs_in_provisions_and_lands_with_the_bar,
+    a_replayed_launch_token_is_refused,
+    provisioning_is_signed_idempotent_and_replays_fail_across_a_restart,
+    the_reconcile_reports_the_state_and_drops_delisted_grants,
+    revocation_drops_the_grant_ends_sessions_and_acks_every_time,
+);
 
 // ---------------------------------------------------------------- the IdP
 
@@ -155,6 +161,7 @@ async fn start_hub() -> (SocketAddr, Hub) {
 struct Rig {
     app: TestApp,
     hub: String,
+    idp_issuer: String,
     hub_state: Hub,
     idp: Idp,
     workspace: String,
@@ -187,7 +194,53 @@ impl Rig {
         .await
         .unwrap();
         hub_state.lock().unwrap().participants = participants;
-        Rig { app, hub, hub_state, idp, workspace }
+        Rig { app, hub, idp_issuer: format!("http://{idp_address}"), hub_state, idp, workspace }
+    }
+
+    fn caddie_env(&self, secret: &str, previous: Option<&str>) -> Vec<(&'static str, String)> {
+        let mut env = vec![
+            ("CADDIE_TOOL_SECRET", secret.to_owned()),
+            ("CADDIE_TOOL_SLUG", SLUG.to_owned()),
+            ("CADDIE_HUB_ORIGIN", self.hub.clone()),
+            ("OIDC_ISSUER", self.idp_issuer.clone()),
+            ("OIDC_CLIENT_ID", CLIENT_ID.to_owned()),
+            ("OIDC_CLIENT_SECRET", CLIENT_SECRET.to_owned()),
+        ];
+        if let Some(previous) = previous {
+            env.push(("CADDIE_TOOL_SECRET_PREV", previous.to_owned()));
+        }
+        env
+    }
+
+    /// A hub→tool call, signed with `secret`'s caddie->tool key (or as told).
+    async fn hub_call(&self, base: &str, call: HubCall<'_>) -> (u16, Value) {
+        let pair = server::caddie::keys::KeyPair::derive(&server::secret::Secret::new(call.secret));
+        let key = if call.wrong_direction { pair.tool_to_caddie } else { pair.caddie_to_tool };
+        let ts = (now() + call.skew).to_string();
+        let body = call.body.map(|b| b.to_string()).unwrap_or_default();
+        let signature = hmac_check::sign(&key, &ts, call.nonce, body.as_bytes());
+        let signed_body = if call.tamper { body.replace("Apollo", "Apoll0") } else { body.clone() };
+        let mut request = if call.body.is_some() {
+            self.app
+                .client
+                .post(format!("{base}{}", call.path))
+                .header("content-type", "application/json")
+                .body(signed_body)
+        } else {
+            self.app.client.get(format!("{base}{}", call.path))
+        };
+        for (k, v) in [
+            ("x-caddie-tool", SLUG),
+            ("x-caddie-contract", "ct1"),
+            ("x-caddie-key", &pair.kid),
+            ("x-caddie-timestamp", &ts),
+            ("x-caddie-nonce", call.nonce),
+            ("x-caddie-signature", &signature),
+        ] {
+            request = request.header(k, v);
+        }
+        let response = request.send().await.unwrap();
+        (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
     }
 
     fn claims(&self, sub: &str) -> Value {
@@ -586,7 +639,154 @@ async fn stale_participants_are_confirmed_with_the_hub_by_a_signed_call() {
     assert_eq!(page.status, 403);
 }
 
+/// One hub→tool call for `Rig::hub_call`.
+struct HubCall<'a> {
+    path: &'a str,
+    body: Option<&'a Value>,
+    nonce: &'a str,
+    secret: &'a str,
+    skew: i64,
+    wrong_direction: bool,
+    tamper: bool,
+}
+
+impl<'a> HubCall<'a> {
+    fn new(path: &'a str, body: Option<&'a Value>, nonce: &'a str) -> Self {
+        Self { path, body, nonce, secret: SECRET, skew: 0, wrong_direction: false, tamper: false }
+    }
+}
+
+fn provision_body(participants: &[&str]) -> Value {
+    json!({ "assignment_id": "asg-2", "project_id": "prj-2", "project_name": "Apollo", "config": {"k": 1},
+            "participants": participants, "stages": [{"key": "design", "title": "Design", "status": "open", "position": 1}],
+            "contract": "ct1" })
+}
+
+async fn provisioning_is_signed_idempotent_and_replays_fail_across_a_restart(db: Db) {
+    let rig = Rig::start(db, &[]).await;
+    let base = rig.app.url("");
+    let body = provision_body(&["alice"]);
+
+    let (status, first) =
+        rig.hub_call(&base, HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0001-aaaa")).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["status"], "ready");
+    let (status, again) =
+        rig.hub_call(&base, HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0002-aaaa")).await;
+    assert_eq!((status, &again["external_ref"]), (200, &first["external_ref"]), "idempotent on assignment_id");
+
+    // The same nonce again fails — also on a restarted server.
+    let (status, replay) =
+        rig.hub_call(&base, HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0002-aaaa")).await;
+    assert_eq!((status, replay["code"].as_str()), (401, Some("replayed")));
+    let restarted = format!("http://{}", crate::helpers::restart(&rig.app, &rig.caddie_env(SECRET, None)).await);
+    let (status, _) =
+        rig.hub_call(&restarted, HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0002-aaaa")).await;
+    assert_eq!(status, 401, "the nonce cache is in the database");
+
+    // A rotation: the previous secret still signs; neither secret fails.
+    let rotated =
+        format!("http://{}", crate::helpers::restart(&rig.app, &rig.caddie_env("the new secret", Some(SECRET))).await);
+    let (status, _) =
+        rig.hub_call(&rotated, HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0003-aaaa")).await;
+    assert_eq!(status, 200, "signed with the previous secret");
+    let mut other = HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0004-aaaa");
+    other.secret = "neither secret";
+    assert_eq!(rig.hub_call(&rotated, other).await.0, 401);
+
+    for (mutate, why) in [
+        ((|c: &mut HubCall| c.skew = -301) as fn(&mut HubCall), "301 s old"),
+        (|c: &mut HubCall| c.skew = 301, "301 s ahead"),
+        (|c: &mut HubCall| c.tamper = true, "body changed after signing"),
+        (|c: &mut HubCall| c.wrong_direction = true, "a tool->caddie signature"),
+    ] {
+        let mut call = HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0005-aaaa");
+        mutate(&mut call);
+        assert_eq!(rig.hub_call(&base, call).await.0, 401, "{why}");
+    }
+    // Unsigned.
+    let response = rig.app.client.post(rig.app.url("/caddie/api/assignments")).json(&body).send().await.unwrap();
+    assert_eq!(response.status(), 409, "no contract header");
+    // A refused call did not burn its nonce.
+    let (status, _) =
+        rig.hub_call(&base, HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0005-aaaa")).await;
+    assert_eq!(status, 200);
+
+    // Wipe-and-reprovision loses nothing: the same space, its data intact.
+    let workspace = first["external_ref"].as_str().unwrap();
+    server::db::create_conversation(&rig.app.state.pool, workspace, "alice", "kept").await.unwrap();
+    let (_, third) = rig.hub_call(&base, HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0006-aaaa")).await;
+    assert_eq!(third["external_ref"], workspace);
+    assert_eq!(server::db::list_conversations(&rig.app.state.pool, workspace, "alice").await.unwrap().len(), 1);
+}
+
+async fn the_reconcile_reports_the_state_and_drops_delisted_grants(db: Db) {
+    let rig = Rig::start(db, &["alice", "bob"]).await;
+    let base = rig.app.url("");
+    let path = format!("/caddie/api/assignments/{ASSIGNMENT}/status");
+    let (status, report) = rig.hub_call(&base, HubCall::new(&path, None, "nonce-1001-aaaa")).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["state"], "not_started", "an empty space is never done");
+    assert_eq!(report["assignment_id"], ASSIGNMENT);
+    assert!(report["seq"].is_i64() && report["occurred_at"].is_string());
+
+    let pool = &rig.app.state.pool;
+    let conversation = server::db::create_conversation(pool, &rig.workspace, "alice", "hi").await.unwrap();
+    let (_, report) = rig.hub_call(&base, HubCall::new(&path, None, "nonce-1002-aaaa")).await;
+    assert_eq!(report["state"], "in_progress");
+    server::db::start_turn(pool, "turn_x", &conversation).await.unwrap();
+    server::db::finish_turn(pool, "turn_x", "error", 1, 0).await.unwrap();
+    let (_, report) = rig.hub_call(&base, HubCall::new(&path, None, "nonce-1003-aaaa")).await;
+    assert_eq!(report["state"], "needs_attention");
+
+    // Participants diff: bob is de-listed, his launch-provisioned grant goes.
+    for user in ["alice", "bob"] {
+        server::caddie::store::grant_from_launch(pool, &rig.workspace, user, "client", ASSIGNMENT).await.unwrap();
+    }
+    let listed = format!("{path}?participants=alice");
+    let (status, _) = rig.hub_call(&base, HubCall::new(&listed, None, "nonce-1004-aaaa")).await;
+    assert_eq!(status, 200);
+    let grants: Vec<String> = rig.grants().await.into_iter().map(|(_, u, _)| u).collect();
+    assert_eq!(grants, ["alice"]);
+    let (status, _) =
+        rig.hub_call(&base, HubCall::new("/caddie/api/assignments/nope/status", None, "nonce-1005-aaaa")).await;
+    assert_eq!(status, 404);
+}
+
+async fn revocation_drops_the_grant_ends_sessions_and_acks_every_time(db: Db) {
+    let rig = Rig::start(db, &["alice"]).await;
+    rig.signed_in_at_idp("alice");
+    let mut browser = rig.browser();
+    let page = browser.visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
+    assert_eq!(page.status, 200);
+    let base = rig.app.url("");
+    let body = json!({ "username": "alice", "assignment_id": ASSIGNMENT });
+
+    let (status, ack) = rig.hub_call(&base, HubCall::new("/caddie/api/revoke", Some(&body), "nonce-2001-aaaa")).await;
+
+    assert_eq!((status, ack["status"].as_str()), (200, Some("revoked")));
+    assert!(rig.grants().await.is_empty());
+    let token = browser.cookies["ca_session"].clone();
+    assert_eq!(server::caddie::store::session_user(&rig.app.state.pool, &token).await.unwrap(), None);
+    let page = browser.visit(&format!("/caddie/spaces/{}", rig.workspace)).await;
+    assert_ne!(page.status, 200, "no way back in without a new launch");
+    let (status, _) = rig.hub_call(&base, HubCall::new("/caddie/api/revoke", Some(&body), "nonce-2002-aaaa")).await;
+    assert_eq!(status, 200, "the hub's retries are harmless");
+}
+
 mod hmac_check {
+    pub fn sign(key: &[u8; 32], ts: &str, nonce: &str, body: &[u8]) -> String {
+        use sha2::{Digest, Sha256};
+        let mut k = [0u8; 64];
+        k[..32].copy_from_slice(key);
+        let ipad: Vec<u8> = k.iter().map(|b| b ^ 0x36).collect();
+        let opad: Vec<u8> = k.iter().map(|b| b ^ 0x5c).collect();
+        let inner =
+            Sha256::new().chain_update(&ipad).chain_update(format!("{ts}\n{nonce}\n")).chain_update(body).finalize();
+        let outer = Sha256::new().chain_update(&opad).chain_update(inner).finalize();
+        outer.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     /// HMAC-SHA256 over `ts + "\n" + nonce + "\n" + body`, computed by hand
     /// (RFC 2104) so the test does not share the server's code.
     pub fn verify(key: &[u8; 32], ts: &str, nonce: &str, body: &[u8], signature: &str) -> bool {

@@ -1,0 +1,11 @@
+-- Server-to-server calls from the hub (caddie-tool-contract-ct1.md §5):
+-- each nonce is kept until its timestamp can no longer be accepted, so a
+-- replay fails — also after a restart.
+CREATE TABLE caddie_nonces (
+    nonce      TEXT PRIMARY KEY,
+    seen_at    BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL
+);
+
+-- The per-assignment sequence of status reports.
+ALTER TABLE caddie_links ADD COLUMN status_seq BIGINT NOT NULL DEFAULT 0;

@@ -1,0 +1,223 @@
+//! What the hub calls, signed (caddie-tool-contract-ct1.md §2, §5, §7):
+//! provisioning, the status reconcile with its participants diff, and
+//! revocation. Every call passes `signed::check` and its nonce is
+//! remembered before anything else happens.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{caddie, signed, store, token};
+use crate::ids::now_secs;
+use crate::state::AppState;
+
+fn refuse(status: StatusCode, code: &str, message: &str) -> Response {
+    (status, Json(json!({ "error": message, "code": code }))).into_response()
+}
+
+fn failed(e: anyhow::Error) -> Response {
+    tracing::error!(error = format!("{e:#}"), "caddie: hub call failed");
+    refuse(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error")
+}
+
+/// Verifies the call and burns its nonce; `Err` is the answer to send.
+async fn verified(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<(), Response> {
+    let caddie = caddie(state);
+    let now = now_secs();
+    let (nonce, ts) = signed::check(headers, body, &caddie.keys, &caddie.config.slug, now).map_err(|refused| {
+        tracing::info!(why = refused.1, "caddie: signed call refused");
+        refuse(refused.0, "bad_signature", "the call's signature headers are not valid")
+    })?;
+    match signed::remember_nonce(&state.pool, &nonce, ts, now).await {
+        Ok(true) => Ok(()),
+        Ok(false) => {
+            tracing::info!("caddie: replayed nonce");
+            Err(refuse(StatusCode::UNAUTHORIZED, "replayed", "this nonce was already used"))
+        }
+        Err(e) => Err(failed(e)),
+    }
+}
+
+#[derive(Deserialize)]
+struct ProvisionRequest {
+    assignment_id: String,
+    project_id: String,
+    project_name: String,
+    #[serde(default)]
+    config: Value,
+    participants: Vec<String>,
+    #[serde(default)]
+    stages: Value,
+    #[serde(default)]
+    contract: Option<String>,
+}
+
+/// `POST /caddie/api/assignments` (§2): idempotent on `assignment_id`.
+pub async fn provision(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(answer) = verified(&state, &headers, &body).await {
+        return answer;
+    }
+    let request: ProvisionRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, "bad_request", &format!("invalid body: {e}")),
+    };
+    if request.contract.as_deref().is_some_and(|c| c != token::CONTRACT) {
+        return refuse(StatusCode::CONFLICT, "contract", "this tool speaks ct1");
+    }
+    let shaped = token::is_id(&request.assignment_id, 64)
+        && token::is_id(&request.project_id, 128)
+        && (1..=200).contains(&request.project_name.chars().count())
+        && request.participants.len() <= 1000
+        && request.participants.iter().all(|p| token::is_username(p));
+    if !shaped {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            "assignment_id, project_id, project_name or participants out of shape",
+        );
+    }
+    let stages = if request.stages.is_null() { json!([]) } else { request.stages };
+    let config = if request.config.is_null() { json!({}) } else { request.config };
+    match super::provision(
+        &state,
+        &request.assignment_id,
+        &request.project_id,
+        &request.project_name,
+        &config,
+        &request.participants,
+        &stages,
+    )
+    .await
+    {
+        Ok(workspace_id) => Json(json!({ "status": "ready", "external_ref": workspace_id })).into_response(),
+        Err(e) => failed(e),
+    }
+}
+
+/// The assistant's lifecycle on the six frozen states (§5): no
+/// conversation yet → `not_started`; a change waiting for a user's answer
+/// → `waiting_client`; the newest turn failed (the space's tool host or
+/// model failing) → `needs_attention`; otherwise `in_progress`. A chat has
+/// no natural end, so `done` is never inferred.
+pub fn state_of(activity: &store::SpaceActivity) -> (&'static str, String) {
+    if activity.conversations == 0 {
+        ("not_started", "No conversation yet".to_owned())
+    } else if !activity.waiting.is_empty() {
+        ("waiting_client", format!("{} change(s) waiting for approval", activity.waiting.len()))
+    } else if activity.failing {
+        ("needs_attention", "The assistant's last answer failed".to_owned())
+    } else {
+        ("in_progress", format!("{} conversation(s)", activity.conversations))
+    }
+}
+
+/// `GET /caddie/api/assignments/{asg}/status` (§5): the reconcile. A
+/// `participants` query (repeated) is the hub's current list: grants of
+/// anyone de-listed are dropped.
+pub async fn status(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(assignment_id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    if let Err(answer) = verified(&state, &headers, b"").await {
+        return answer;
+    }
+    let link = match store::link_by_assignment(&state.pool, &assignment_id).await {
+        Ok(Some(link)) => link,
+        Ok(None) => return refuse(StatusCode::NOT_FOUND, "not_found", "no such assignment"),
+        Err(e) => return failed(e),
+    };
+    let query = query.unwrap_or_default();
+    let listed: Vec<String> = url::form_urlencoded::parse(query.as_bytes())
+        .filter(|(k, _)| k == "participants")
+        .map(|(_, v)| v.into_owned())
+        .collect();
+    if query.contains("participants=") {
+        if !listed.iter().all(|p| p.is_empty() || token::is_username(p)) {
+            return refuse(StatusCode::BAD_REQUEST, "bad_request", "participants out of shape");
+        }
+        let listed: Vec<String> = listed.into_iter().filter(|p| !p.is_empty()).collect();
+        match store::apply_participants(&state.pool, &link, &listed).await {
+            Ok(dropped) if !dropped.is_empty() => {
+                tracing::info!(assignment_id, dropped = dropped.len(), "caddie: de-listed users lost their grants");
+            }
+            Ok(_) => {}
+            Err(e) => return failed(e),
+        }
+    }
+    let (activity, seq) = match (
+        store::space_activity(&state.pool, &link.workspace_id).await,
+        store::status_seq(&state.pool, &assignment_id).await,
+    ) {
+        (Ok(a), Ok(s)) => (a, s),
+        (Err(e), _) | (_, Err(e)) => return failed(e),
+    };
+    let (state_name, summary) = state_of(&activity);
+    let occurred_at =
+        time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+    Json(json!({
+        "assignment_id": assignment_id,
+        "state": state_name,
+        "counts": { "client_open": activity.waiting.len(), "agency_open": 0 },
+        "summary": summary,
+        "actors_waiting": activity.waiting,
+        "seq": seq,
+        "occurred_at": occurred_at,
+    }))
+    .into_response()
+}
+
+#[derive(Deserialize)]
+struct RevokeRequest {
+    username: String,
+    assignment_id: String,
+}
+
+/// `POST /caddie/api/revoke` (§7): drops the launch-provisioned grant, ends
+/// the user's sessions, acks. Idempotent: the hub retries until acked.
+pub async fn revoke(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Err(answer) = verified(&state, &headers, &body).await {
+        return answer;
+    }
+    let request: RevokeRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, "bad_request", &format!("invalid body: {e}")),
+    };
+    if !token::is_username(&request.username) || !token::is_id(&request.assignment_id, 64) {
+        return refuse(StatusCode::BAD_REQUEST, "bad_request", "username or assignment_id out of shape");
+    }
+    let outcome = async {
+        let mut dropped = false;
+        if let Some(link) = store::link_by_assignment(&state.pool, &request.assignment_id).await? {
+            dropped = store::revoke_launch_grant(&state.pool, &link.workspace_id, &request.username).await?;
+            if dropped {
+                let detail = json!({ "assignment_id": request.assignment_id });
+                store::audit(
+                    &state.pool,
+                    "caddie-hub",
+                    "revoke",
+                    Some(&link.workspace_id),
+                    Some(&request.username),
+                    &detail,
+                )
+                .await?;
+            }
+        }
+        let sessions = store::delete_sessions_of(&state.pool, &request.username).await?;
+        anyhow::Ok((dropped, sessions))
+    }
+    .await;
+    match outcome {
+        Ok((dropped, sessions)) => {
+            tracing::info!(assignment_id = %request.assignment_id, dropped, sessions, "caddie: revocation acked");
+            Json(json!({ "status": "revoked", "assignment_id": request.assignment_id, "username": request.username }))
+                .into_response()
+        }
+        Err(e) => failed(e),
+    }
+}
