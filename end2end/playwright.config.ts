@@ -8,6 +8,8 @@ import { join } from "node:path";
 const port = process.env.E2E_PORT ?? "3210";
 const baseURL = `http://127.0.0.1:${port}`;
 const taskHostPort = process.env.E2E_TASK_HOST_PORT ?? "3211";
+const caddieHubPort = process.env.E2E_CADDIE_HUB_PORT ?? "3212";
+const caddieHub = `http://127.0.0.1:${caddieHubPort}`;
 const server = process.env.CA_SERVER_BIN;
 if (!server) throw new Error("CA_SERVER_BIN is not set: run the suite with ./dev e2e");
 
@@ -54,6 +56,13 @@ export default defineConfig({
         CA_ALLOW_PRIVATE_TOOL_HOSTS: "1",
         CA_ADMIN_TOKEN: "e2e-admin",
         RUST_LOG: "warn",
+        // Launched from the stub Caddie hub of fixtures/caddie-hub.mjs, which is also the IdP.
+        CADDIE_TOOL_SECRET: "e2e-caddie-secret",
+        CADDIE_TOOL_SLUG: "assistant",
+        CADDIE_HUB_ORIGIN: caddieHub,
+        OIDC_ISSUER: `${caddieHub}/idp`,
+        OIDC_CLIENT_ID: "assistant-e2e",
+        OIDC_CLIENT_SECRET: "assistant-e2e-secret",
       },
     },
     {
@@ -62,6 +71,13 @@ export default defineConfig({
       reuseExistingServer: false,
       timeout: 30_000,
       env: { TASK_HOST_PORT: taskHostPort },
+    },
+    {
+      command: "node fixtures/caddie-hub.mjs",
+      url: `${caddieHub}/health`,
+      reuseExistingServer: false,
+      timeout: 30_000,
+      env: { CADDIE_HUB_PORT: caddieHubPort, ASSISTANT_ORIGIN: baseURL, CADDIE_TOOL_SECRET: "e2e-caddie-secret" },
     },
   ],
 });

@@ -205,6 +205,9 @@ impl Default for Chat {
 pub fn App() -> impl IntoView {
     let boot = use_context::<WidgetBoot>().unwrap_or_default();
     let chat = Chat::new();
+    // The full-page app's token comes with the page: server and browser
+    // render the same connected composer.
+    chat.token.set(boot.token.clone());
     provide_context(chat);
     #[cfg(feature = "hydrate")]
     crate::client::start(chat, boot.clone());

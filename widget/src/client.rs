@@ -65,10 +65,11 @@ pub fn start(chat: Chat, boot: WidgetBoot) {
         }
     });
     on_cleanup(move || handle.remove());
-    // The full-page app (launched from Caddie) has its token from the server.
-    match boot.token {
-        Some(token) => receive_token(chat, token),
-        None => post_to_host("ca:ready"),
+    // The full-page app (launched from Caddie) has its token from the page.
+    if boot.token.is_some() {
+        spawn_local(restore(chat));
+    } else {
+        post_to_host("ca:ready");
     }
 }
 
