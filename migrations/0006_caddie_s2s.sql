@@ -9,3 +9,17 @@ CREATE TABLE caddie_nonces (
 
 -- The per-assignment sequence of status reports.
 ALTER TABLE caddie_links ADD COLUMN status_seq BIGINT NOT NULL DEFAULT 0;
+
+-- Status reports the hub has not acknowledged yet, retried with backoff in
+-- `seq` order per assignment.
+CREATE TABLE caddie_status_queue (
+    id            TEXT PRIMARY KEY,
+    assignment_id TEXT NOT NULL,
+    seq           BIGINT NOT NULL,
+    body          TEXT NOT NULL,
+    attempts      BIGINT NOT NULL,
+    next_at       BIGINT NOT NULL,
+    created_at    BIGINT NOT NULL
+);
+
+CREATE INDEX caddie_status_queue_due ON caddie_status_queue (next_at);

@@ -67,7 +67,16 @@ impl Application {
             .site_addr(address)
             .env(Env::PROD)
             .build();
+        let public_base = config
+            .public_url
+            .as_ref()
+            .map_or_else(|| public_origin.to_string(), |u| u.as_str().trim_end_matches('/').to_owned());
+        let caddie = config.caddie.clone().map(|c| Arc::new(crate::caddie::Caddie::new(c, &public_base)));
+        if let Some(caddie) = &caddie {
+            crate::caddie::report::spawn_retries(caddie.clone(), pool.clone(), config.caddie_retry_every);
+        }
         let engine = Engine {
+            caddie: caddie.clone(),
             pool: pool.clone(),
             vault: vault.clone(),
             host: HostClient::new(config.limits.tool_timeout, config.allow_private_tool_hosts),

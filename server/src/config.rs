@@ -38,6 +38,8 @@ pub struct Config {
     /// The Caddie tool settings (assistant-api.md §5); none without
     /// `CADDIE_TOOL_SECRET`, and then every Caddie route answers 404.
     pub caddie: Option<CaddieConfig>,
+    /// `CA_CADDIE_RETRY_MS`: how often queued status reports are retried (default 5000).
+    pub caddie_retry_every: Duration,
 }
 
 /// Launched from the Caddie hub (caddie-tool-contract-ct1.md).
@@ -243,6 +245,7 @@ impl Config {
         };
 
         Ok(Self {
+            caddie_retry_every: Duration::from_millis(number("CA_CADDIE_RETRY_MS", 5000, 10)?),
             public_url,
             caddie,
             listen,

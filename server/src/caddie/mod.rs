@@ -15,6 +15,7 @@ pub mod hub_api;
 pub mod keys;
 pub mod oidc;
 pub mod pages;
+pub mod report;
 pub mod signed;
 pub mod store;
 pub mod token;

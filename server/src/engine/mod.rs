@@ -44,6 +44,9 @@ pub struct Engine {
     pub host: HostClient,
     pub model: Model,
     pub limits: TurnLimits,
+    /// The Caddie tool side: a linked space reports its status to the hub
+    /// after each turn (caddie-tool-contract-ct1.md §5).
+    pub caddie: Option<std::sync::Arc<crate::caddie::Caddie>>,
 }
 
 /// What starts a turn.
@@ -233,6 +236,10 @@ impl Engine {
             tracing::error!(error = format!("{error:#}"), "cannot record the end of the turn");
         }
         tracing::info!(stop_reason = reason.as_str(), iterations, tokens, "turn finished");
+        // The hub hears of the change before the user can navigate back to it.
+        if let Some(caddie) = &self.caddie {
+            crate::caddie::report::after_change(caddie, &self.pool, &input.caller.workspace_id).await;
+        }
         events.send(TurnEvent::Done(TurnDone { stop_reason: reason.as_str().into() }));
     }
 

@@ -34,6 +34,7 @@ on_both_databases!(
     provisioning_is_signed_idempotent_and_replays_fail_across_a_restart,
     the_reconcile_reports_the_state_and_drops_delisted_grants,
     revocation_drops_the_grant_ends_sessions_and_acks_every_time,
+    status_reports_follow_each_change_with_rising_seq_even_after_the_hub_was_down,
 );
 
 // ---------------------------------------------------------------- the IdP
@@ -132,6 +133,10 @@ fn now() -> i64 {
 
 #[derive(Default)]
 struct HubState {
+    /// Status reports accepted, with their headers.
+    reports: Vec<(HashMap<String, String>, String)>,
+    /// Answer 503 to reports.
+    down: bool,
     participants: Vec<String>,
     /// Headers of each participants check.
     checks: Vec<HashMap<String, String>>,
@@ -152,6 +157,19 @@ async fn start_hub() -> (SocketAddr, Hub) {
                 Json(json!({ "assignment_id": ASSIGNMENT, "participants": s.participants }))
             }),
         )
+        .route(
+            "/api/tool/report",
+            post(|State(hub): State<Hub>, headers: HeaderMap, body: String| async move {
+                let mut s = hub.lock().unwrap();
+                if s.down {
+                    return StatusCode::SERVICE_UNAVAILABLE;
+                }
+                let headers =
+                    headers.iter().map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned())).collect();
+                s.reports.push((headers, body));
+                StatusCode::OK
+            }),
+        )
         .with_state(hub.clone());
     (serve(router).await, hub)
 }
@@ -169,6 +187,10 @@ struct Rig {
 
 impl Rig {
     async fn start(db: Db, participants: &[&str]) -> Rig {
+        Self::start_with(db, participants, &[]).await
+    }
+
+    async fn start_with(db: Db, participants: &[&str], env: &[(&str, &str)]) -> Rig {
         let (idp_address, idp) = start_idp().await;
         let (hub_address, hub_state) = start_hub().await;
         let hub = format!("http://{hub_address}");
@@ -178,9 +200,8 @@ impl Rig {
             .env("CADDIE_HUB_ORIGIN", hub.clone())
             .env("OIDC_ISSUER", format!("http://{idp_address}"))
             .env("OIDC_CLIENT_ID", CLIENT_ID)
-            .env("OIDC_CLIENT_SECRET", CLIENT_SECRET)
-            .start()
-            .await;
+            .env("OIDC_CLIENT_SECRET", CLIENT_SECRET);
+        let app = env.iter().fold(app, |app, (k, v)| app.env(k, *v)).start().await;
         let participants: Vec<String> = participants.iter().map(|p| p.to_string()).collect();
         let workspace = server::caddie::provision(
             &app.state,
@@ -772,6 +793,49 @@ async fn revocation_drops_the_grant_ends_sessions_and_acks_every_time(db: Db) {
     assert_ne!(page.status, 200, "no way back in without a new launch");
     let (status, _) = rig.hub_call(&base, HubCall::new("/caddie/api/revoke", Some(&body), "nonce-2002-aaaa")).await;
     assert_eq!(status, 200, "the hub's retries are harmless");
+}
+
+async fn status_reports_follow_each_change_with_rising_seq_even_after_the_hub_was_down(db: Db) {
+    let rig = Rig::start_with(db, &["alice"], &[("CA_CADDIE_RETRY_MS", "100")]).await;
+    let state = &rig.app.state;
+    let workspace = server::db::workspace(&state.pool, &rig.workspace).await.unwrap().unwrap();
+    let secret = state.vault.open(&workspace.embed_secret_enc).unwrap();
+    let token = server::auth::mint(&rig.workspace, secret.expose(), "alice", &[], 600);
+    let reports = |hub: &Hub| -> Vec<Value> {
+        hub.lock().unwrap().reports.iter().map(|(_, b)| serde_json::from_str(b).unwrap()).collect()
+    };
+
+    rig.app.turn(&token, None, "hello").await;
+
+    // Awaited inside the change: the report is there when the turn is done.
+    let first = reports(&rig.hub_state);
+    assert_eq!(first.len(), 1);
+    assert_eq!((first[0]["state"].as_str(), first[0]["seq"].as_i64()), (Some("in_progress"), Some(1)));
+    assert_eq!(first[0]["assignment_id"], ASSIGNMENT);
+    let (headers, body) = rig.hub_state.lock().unwrap().reports[0].clone();
+    let keys = server::caddie::keys::KeyPair::derive(&server::secret::Secret::new(SECRET));
+    assert!(hmac_check::verify(
+        &keys.tool_to_caddie,
+        &headers["x-caddie-timestamp"],
+        &headers["x-caddie-nonce"],
+        body.as_bytes(),
+        &headers["x-caddie-signature"]
+    ));
+
+    // The hub is down for two changes; the reports wait in the queue.
+    rig.hub_state.lock().unwrap().down = true;
+    rig.app.turn(&token, None, "again").await;
+    rig.app.turn(&token, None, "and again").await;
+    assert_eq!(reports(&rig.hub_state).len(), 1);
+    rig.hub_state.lock().unwrap().down = false;
+    for _ in 0..100 {
+        if reports(&rig.hub_state).len() == 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let seqs: Vec<i64> = reports(&rig.hub_state).iter().map(|r| r["seq"].as_i64().unwrap()).collect();
+    assert_eq!(seqs, [1, 2, 3], "delivered in order once the hub is back");
 }
 
 mod hmac_check {
