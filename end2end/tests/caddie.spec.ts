@@ -79,7 +79,7 @@ test("the guided introduction hands in with ?tour=1 and back with ?tour=done", a
   await expect(page.locator("#tour")).toHaveText("done");
 });
 
-test("a used link shows “Link expired” with one button to a fresh one", async ({ page, request }) => {
+test("a used link shows “Link expired” with one button to a fresh one, at 375 px", async ({ page, request }) => {
   const asg = await provision(request, ["dave"]);
   await signInAtIdp(page, "dave");
   await page.goto(`${hub}/go/${asg}?as=dave`);
@@ -93,9 +93,12 @@ test("a used link shows “Link expired” with one button to a fresh one", asyn
   await used.goto(`/launch?lt=${lt}`);
   await expect(used.getByRole("heading", { level: 1 })).toHaveText("Link expired");
   await expect(used.getByRole("link", { name: "Open again from Caddie" })).toHaveAttribute("href", `${hub}/go/${asg}`);
+  await used.setViewportSize({ width: 375, height: 667 });
+  expect(await used.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
 });
 
-test("a link opened by a different signed-in user names nobody and grants nothing", async ({ page, request }) => {
+test("a link opened by a different signed-in user names nobody and grants nothing, at 375 px", async ({ page, request }) => {
+  await page.setViewportSize({ width: 375, height: 667 });
   const asg = await provision(request, ["erin", "mallory"]);
   await signInAtIdp(page, "mallory");
 
@@ -105,4 +108,5 @@ test("a link opened by a different signed-in user names nobody and grants nothin
   await expect(page.locator("body")).not.toContainText("erin");
   await expect(page.getByRole("button", { name: "Switch account" })).toBeVisible();
   await expect(page.getByRole("link", { name: "Back to Caddie" })).toHaveAttribute("href", `${hub}/projects/apollo?stage=1`);
+  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
 });

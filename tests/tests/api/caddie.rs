@@ -31,7 +31,8 @@ const IDP_KEY_N: &str = include_str!("fixtures/idp-test-key.n");
 on_both_databases!(
     a_launch_signs_in_provisions_and_lands_with_the_bar,
     a_replayed_launch_token_is_refused,
-    provisioning_is_signed_idempotent_and_replays_fail_across_a_restart,
+    provision_is_idempotent_and_wipe_and_reprovision_loses_nothing,
+    a_replayed_nonce_fails_also_after_a_restart,
     the_reconcile_reports_the_state_and_drops_delisted_grants,
     revocation_drops_the_grant_ends_sessions_and_acks_every_time,
     status_reports_follow_each_change_with_rising_seq_even_after_the_hub_was_down,
@@ -683,38 +684,60 @@ fn provision_body(participants: &[&str]) -> Value {
             "contract": "ct1" })
 }
 
-async fn provisioning_is_signed_idempotent_and_replays_fail_across_a_restart(db: Db) {
+async fn provision(rig: &Rig, base: &str, nonce: &str) -> (u16, Value) {
+    rig.hub_call(base, HubCall::new("/caddie/api/assignments", Some(&provision_body(&["alice"])), nonce)).await
+}
+
+async fn provision_is_idempotent_and_wipe_and_reprovision_loses_nothing(db: Db) {
     let rig = Rig::start(db, &[]).await;
     let base = rig.app.url("");
-    let body = provision_body(&["alice"]);
-
-    let (status, first) =
-        rig.hub_call(&base, HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0001-aaaa")).await;
+    let (status, first) = provision(&rig, &base, "nonce-0001-aaaa").await;
     assert_eq!(status, 200, "{first}");
     assert_eq!(first["status"], "ready");
-    let (status, again) =
-        rig.hub_call(&base, HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0002-aaaa")).await;
+    let (status, again) = provision(&rig, &base, "nonce-0002-aaaa").await;
     assert_eq!((status, &again["external_ref"]), (200, &first["external_ref"]), "idempotent on assignment_id");
 
-    // The same nonce again fails — also on a restarted server.
-    let (status, replay) =
-        rig.hub_call(&base, HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0002-aaaa")).await;
+    // The hub wipes its row and provisions again: the same space, its data intact.
+    let workspace = first["external_ref"].as_str().unwrap();
+    server::db::create_conversation(&rig.app.state.pool, workspace, "alice", "kept").await.unwrap();
+    let (_, third) = provision(&rig, &base, "nonce-0003-aaaa").await;
+    assert_eq!(third["external_ref"], workspace);
+    assert_eq!(server::db::list_conversations(&rig.app.state.pool, workspace, "alice").await.unwrap().len(), 1);
+}
+
+async fn a_replayed_nonce_fails_also_after_a_restart(db: Db) {
+    let rig = Rig::start(db, &[]).await;
+    let base = rig.app.url("");
+    assert_eq!(provision(&rig, &base, "nonce-0001-aaaa").await.0, 200);
+    let (status, replay) = provision(&rig, &base, "nonce-0001-aaaa").await;
     assert_eq!((status, replay["code"].as_str()), (401, Some("replayed")));
     let restarted = format!("http://{}", crate::helpers::restart(&rig.app, &rig.caddie_env(SECRET, None)).await);
-    let (status, _) =
-        rig.hub_call(&restarted, HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0002-aaaa")).await;
-    assert_eq!(status, 401, "the nonce cache is in the database");
+    assert_eq!(provision(&rig, &restarted, "nonce-0001-aaaa").await.0, 401, "the nonce cache is in the database");
+    assert_eq!(provision(&rig, &restarted, "nonce-0002-aaaa").await.0, 200);
+}
 
-    // A rotation: the previous secret still signs; neither secret fails.
+#[tokio::test]
+async fn during_a_rotation_the_previous_key_passes_and_neither_key_fails() {
+    let rig = Rig::start(Db::Sqlite, &[]).await;
     let rotated =
         format!("http://{}", crate::helpers::restart(&rig.app, &rig.caddie_env("the new secret", Some(SECRET))).await);
+    let body = provision_body(&["alice"]);
     let (status, _) =
         rig.hub_call(&rotated, HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0003-aaaa")).await;
     assert_eq!(status, 200, "signed with the previous secret");
-    let mut other = HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0004-aaaa");
+    let mut current = HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0004-aaaa");
+    current.secret = "the new secret";
+    assert_eq!(rig.hub_call(&rotated, current).await.0, 200, "signed with the current secret");
+    let mut other = HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0005-aaaa");
     other.secret = "neither secret";
     assert_eq!(rig.hub_call(&rotated, other).await.0, 401);
+}
 
+#[tokio::test]
+async fn stale_early_tampered_wrong_direction_or_unsigned_calls_fail_and_burn_no_nonce() {
+    let rig = Rig::start(Db::Sqlite, &[]).await;
+    let base = rig.app.url("");
+    let body = provision_body(&["alice"]);
     for (mutate, why) in [
         ((|c: &mut HubCall| c.skew = -301) as fn(&mut HubCall), "301 s old"),
         (|c: &mut HubCall| c.skew = 301, "301 s ahead"),
@@ -725,20 +748,19 @@ async fn provisioning_is_signed_idempotent_and_replays_fail_across_a_restart(db:
         mutate(&mut call);
         assert_eq!(rig.hub_call(&base, call).await.0, 401, "{why}");
     }
-    // Unsigned.
     let response = rig.app.client.post(rig.app.url("/caddie/api/assignments")).json(&body).send().await.unwrap();
-    assert_eq!(response.status(), 409, "no contract header");
+    assert_eq!(response.status(), 409, "unsigned: no contract header");
+    // 300 s either way is still inside the window.
+    for (skew, nonce) in [(-299, "nonce-0006-aaaa"), (299, "nonce-0007-aaaa")] {
+        let mut call = HubCall::new("/caddie/api/assignments", Some(&body), nonce);
+        call.skew = skew;
+        assert_eq!(rig.hub_call(&base, call).await.0, 200, "{skew}");
+    }
     // A refused call did not burn its nonce.
-    let (status, _) =
-        rig.hub_call(&base, HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0005-aaaa")).await;
-    assert_eq!(status, 200);
-
-    // Wipe-and-reprovision loses nothing: the same space, its data intact.
-    let workspace = first["external_ref"].as_str().unwrap();
-    server::db::create_conversation(&rig.app.state.pool, workspace, "alice", "kept").await.unwrap();
-    let (_, third) = rig.hub_call(&base, HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0006-aaaa")).await;
-    assert_eq!(third["external_ref"], workspace);
-    assert_eq!(server::db::list_conversations(&rig.app.state.pool, workspace, "alice").await.unwrap().len(), 1);
+    assert_eq!(
+        rig.hub_call(&base, HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0005-aaaa")).await.0,
+        200
+    );
 }
 
 async fn the_reconcile_reports_the_state_and_drops_delisted_grants(db: Db) {
