@@ -61,7 +61,8 @@ pub struct Bubble {
 pub struct Component {
     pub id: String,
     pub kind: String,
-    pub data: RwSignal<serde_json::Value>,
+    /// The kind's data as JSON text.
+    pub data: RwSignal<String>,
 }
 
 /// The chat's state, shared by the components (`Copy`: all signals).
@@ -130,7 +131,7 @@ impl Chat {
     /// ones of its kind already on screen. Every component of a kind shows
     /// the newest data: they are views of one thing, such as a cart.
     #[cfg_attr(not(feature = "hydrate"), expect(dead_code, reason = "used by the browser-only client"))]
-    pub fn show_component(&self, reply: Bubble, id: String, kind: String, data: serde_json::Value, update: bool) {
+    pub fn show_component(&self, reply: Bubble, id: String, kind: String, data: String, update: bool) {
         let shown = self.refresh_kind(&kind, &data);
         if update && shown {
             return;
@@ -139,12 +140,12 @@ impl Chat {
     }
 
     /// Gives every component of `kind` new data; false if none is shown.
-    pub fn refresh_kind(&self, kind: &str, data: &serde_json::Value) -> bool {
+    pub fn refresh_kind(&self, kind: &str, data: &str) -> bool {
         let mut shown = false;
         for bubble in self.bubbles.get_untracked() {
             bubble.components.with_untracked(|components| {
                 for c in components.iter().filter(|c| c.kind == kind) {
-                    c.data.set(data.clone());
+                    c.data.set(data.to_owned());
                     shown = true;
                 }
             });
@@ -428,9 +429,9 @@ fn ComponentSlot(component: Component) -> impl IntoView {
 /// of the WASM (the widget's size is a budget). Every value from the host is
 /// escaped (`menu_cart_html`), and focus survives each redraw.
 #[component]
-fn MenuCart(id: String, data: RwSignal<serde_json::Value>) -> impl IntoView {
+fn MenuCart(id: String, data: RwSignal<String>) -> impl IntoView {
     let chat = expect_context::<Chat>();
-    let menu = Memo::new(move |_| data.with(MenuCartData::from_json));
+    let menu = Memo::new(move |_| data.with(|text| parse_menu(text)));
     let busy = RwSignal::new(false);
     let error = RwSignal::new(None::<String>);
     let id = StoredValue::new(id);
@@ -447,7 +448,7 @@ fn MenuCart(id: String, data: RwSignal<serde_json::Value>) -> impl IntoView {
             redraw_keeping_focus(&section, &html);
         }
     });
-    let call = move |tool: &'static str, arguments: serde_json::Value| {
+    let call = move |tool: &'static str, arguments: Vec<(&'static str, Arg)>| {
         if busy.get_untracked() {
             return;
         }
@@ -472,8 +473,10 @@ fn MenuCart(id: String, data: RwSignal<serde_json::Value>) -> impl IntoView {
         };
         let item = dish(button.get_attribute("data-index"));
         match (button.get_attribute("data-action").as_deref(), item) {
-            (Some("add"), Some(item)) => call("add_to_cart", serde_json::json!({ "item": item, "quantity": 1 })),
-            (Some("remove"), Some(item)) => call("remove_from_cart", serde_json::json!({ "item": item })),
+            (Some("add"), Some(item)) => {
+                call("add_to_cart", vec![("item", Arg::Text(item)), ("quantity", Arg::Number(1))])
+            }
+            (Some("remove"), Some(item)) => call("remove_from_cart", vec![("item", Arg::Text(item))]),
             (Some("checkout"), _) => chat.send("Check out my order".into()),
             _ => {}
         }
@@ -487,7 +490,7 @@ fn MenuCart(id: String, data: RwSignal<serde_json::Value>) -> impl IntoView {
         let text = input.value().trim().to_owned();
         let unchanged = menu.with_untracked(|m| m.as_ref().is_some_and(|m| m.notes(&item) == text));
         if !unchanged {
-            call("set_notes", serde_json::json!({ "item": item, "notes": text }));
+            call("set_notes", vec![("item", Arg::Text(item)), ("notes", Arg::Text(text))]);
         }
     };
     view! {
@@ -495,6 +498,22 @@ fn MenuCart(id: String, data: RwSignal<serde_json::Value>) -> impl IntoView {
             node_ref=root on:click=on_click on:change=on_change></section>
         {move || error.get().map(|e| view! { <p class="ca-mc-error" role="alert">{e}</p> })}
     }
+}
+
+/// One argument of a component's tool call.
+#[derive(Clone, Debug)]
+#[cfg_attr(not(feature = "hydrate"), expect(dead_code, reason = "read by the browser-only client"))]
+pub enum Arg {
+    Text(String),
+    Number(u32),
+}
+
+/// The MenuCart's data, from its JSON text.
+fn parse_menu(text: &str) -> Option<MenuCartData> {
+    #[cfg(feature = "hydrate")]
+    return crate::js::menu_cart(&crate::js::parse(text));
+    #[cfg(not(feature = "hydrate"))]
+    return serde_json::from_str::<serde_json::Value>(text).ok().as_ref().and_then(MenuCartData::from_json);
 }
 
 /// Replaces the section's markup and puts focus back on the same control

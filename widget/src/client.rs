@@ -8,12 +8,11 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Headers, ReadableStreamDefaultReader, RequestInit, Response};
 
+use crate::app::Arg;
 use crate::app::{Bubble, Chat, Role};
+use crate::js;
 use crate::sse::SseParser;
-use crate::wire::{
-    ComponentCall, ComponentCallResult, ComponentEvent, ConversationView, DisplayCards, FinishedMessage, PendingAction,
-    TextDelta, ToolActivity, TurnDone, TurnError, TurnRequest, TurnStarted, WidgetBoot,
-};
+use crate::wire::WidgetBoot;
 
 thread_local! {
     static BOOT: std::cell::RefCell<WidgetBoot> = Default::default();
@@ -28,7 +27,7 @@ pub fn read_boot() -> WidgetBoot {
         .ok()
         .flatten()
         .and_then(|m| m.get_attribute("content"))
-        .and_then(|json| serde_json::from_str::<WidgetBoot>(&json).ok())
+        .and_then(|json| js::boot(&js::parse(&json)))
         .unwrap_or_default();
     BOOT.with(|b| *b.borrow_mut() = boot.clone());
     boot
@@ -112,15 +111,11 @@ fn renew_token(chat: Chat) {
         else {
             return;
         };
-        let fresh = match JsFuture::from(window().fetch_with_request(&request))
-            .await
-            .map(JsCast::unchecked_into::<Response>)
-        {
-            Ok(r) if r.status() == 200 => {
-                text_of(&r).await.ok().and_then(|t| serde_json::from_str::<ActionAnswer>(&t).ok()).and_then(|a| a.token)
-            }
-            _ => None,
-        };
+        let fresh =
+            match JsFuture::from(window().fetch_with_request(&request)).await.map(JsCast::unchecked_into::<Response>) {
+                Ok(r) if r.status() == 200 => text_of(&r).await.ok().and_then(|t| js::string(&js::parse(&t), "token")),
+                _ => None,
+            };
         // None: the session ended; the same token again reports it.
         let token = fresh.or_else(|| chat.token.get_untracked()).unwrap_or_default();
         receive_token(chat, token);
@@ -208,7 +203,7 @@ pub fn caddie_context(bar: RwSignal<crate::wire::CaddieBar>) {
             return;
         }
         let Ok(text) = text_of(&response).await else { return };
-        if let Ok(fresh) = serde_json::from_str::<crate::wire::CaddieBar>(&text) {
+        if let Some(fresh) = js::bar(&js::parse(&text)) {
             bar.update(|b| {
                 b.project_name = fresh.project_name;
                 b.stage_label = fresh.stage_label;
@@ -238,16 +233,20 @@ async fn restore(chat: Chat) {
         return;
     }
     let Ok(text) = text_of(&response).await else { return };
-    let Ok(view) = serde_json::from_str::<ConversationView>(&text) else { return };
-    chat.conversation_id.set(Some(view.id));
-    chat.action.set(view.pending_action);
-    for message in view.messages {
-        let role = if message.role == "user" { Role::User } else { Role::Assistant };
-        let bubble = chat.push(role, &message.text);
-        bubble.html.set(message.html);
-        bubble.cards.set(message.cards);
-        for c in message.components {
-            chat.show_component(bubble, c.component_id, c.kind, c.data, false);
+    let view = js::parse(&text);
+    let Some(id) = js::string(&view, "id") else { return };
+    chat.conversation_id.set(Some(id));
+    let action = js::get(&view, "pending_action");
+    chat.action.set(js::pending_action(&action));
+    for message in js::list(&view, "messages") {
+        let role = if js::string(&message, "role").as_deref() == Some("user") { Role::User } else { Role::Assistant };
+        let bubble = chat.push(role, &js::string(&message, "text").unwrap_or_default());
+        bubble.html.set(js::string(&message, "html"));
+        bubble.cards.set(js::cards(&message, "cards"));
+        for c in js::list(&message, "components") {
+            if let (Some(id), Some(kind)) = (js::string(&c, "component_id"), js::string(&c, "kind")) {
+                chat.show_component(bubble, id, kind, js::stringify(&js::get(&c, "data")), false);
+            }
         }
     }
 }
@@ -302,9 +301,11 @@ fn finish_reply(chat: Chat, reply: Bubble, outcome: Result<(), String>) {
 
 async fn run_turn(chat: Chat, reply: Bubble, text: String) -> Result<(), String> {
     let token = chat.token.get_untracked().ok_or("Not connected yet.")?;
-    let body =
-        serde_json::to_string(&TurnRequest { conversation_id: chat.conversation_id.get_untracked(), message: text })
-            .map_err(|_| "Could not send the message.")?;
+    let conversation = chat.conversation_id.get_untracked();
+    let body = js::stringify(&js::object(&[
+        ("conversation_id", js::text_or_null(conversation.as_deref())),
+        ("message", JsValue::from_str(&text)),
+    ]));
     let response = request("POST", "/v1/chat/turns", &token, Some(body))
         .await
         .map_err(|_| "The assistant could not be reached. Check your connection and retry.".to_string())?;
@@ -335,44 +336,49 @@ async fn read_stream(chat: Chat, reply: Bubble, response: Response) -> Result<()
         }
         let bytes = Reflect::get(&chunk, &"value".into()).map_err(|_| lost())?;
         for event in parser.feed(&Uint8Array::new(&bytes).to_vec()) {
+            let data = js::parse(&event.data);
             match event.event.as_str() {
                 "turn" => {
-                    if let Ok(e) = serde_json::from_str::<TurnStarted>(&event.data) {
-                        remember_conversation(&e.conversation_id);
-                        chat.conversation_id.set(Some(e.conversation_id));
-                        chat.turn_id.set(Some(e.turn_id));
+                    if let (Some(conversation), Some(turn)) =
+                        (js::string(&data, "conversation_id"), js::string(&data, "turn_id"))
+                    {
+                        remember_conversation(&conversation);
+                        chat.conversation_id.set(Some(conversation));
+                        chat.turn_id.set(Some(turn));
                     }
                 }
                 "text" => {
-                    if let Ok(e) = serde_json::from_str::<TextDelta>(&event.data) {
-                        reply.text.update(|t| t.push_str(&e.delta));
+                    if let Some(delta) = js::string(&data, "delta") {
+                        reply.text.update(|t| t.push_str(&delta));
                     }
                 }
                 "tool" => {
-                    if let Ok(e) = serde_json::from_str::<ToolActivity>(&event.data) {
-                        let line = (e.status == "started").then(|| format!("Running {}…", e.name.replace('_', " ")));
+                    if let (Some(name), Some(status)) = (js::string(&data, "name"), js::string(&data, "status")) {
+                        let line = (status == "started").then(|| format!("Running {}…", name.replace('_', " ")));
                         chat.activity.set(line);
                     }
                 }
                 "display" => {
-                    if let Ok(e) = serde_json::from_str::<DisplayCards>(&event.data) {
-                        reply.cards.update(|c| c.extend(e.cards));
-                    }
+                    let cards = js::cards(&data, "cards");
+                    reply.cards.update(|c| c.extend(cards));
                 }
                 "component" => {
-                    if let Ok(e) = serde_json::from_str::<ComponentEvent>(&event.data) {
-                        chat.show_component(reply, e.component_id, e.kind, e.data, e.update);
+                    if let (Some(id), Some(kind)) = (js::string(&data, "component_id"), js::string(&data, "kind")) {
+                        let update = js::boolean(&data, "update").unwrap_or(false);
+                        chat.show_component(reply, id, kind, js::stringify(&js::get(&data, "data")), update);
                     }
                 }
                 "message" => {
-                    if let Ok(e) = serde_json::from_str::<FinishedMessage>(&event.data) {
-                        post_message_event("assistant", Some(&e.message_id));
-                        reply.text.set(e.text);
-                        reply.html.set(Some(e.html));
+                    if let (Some(id), Some(text), Some(html)) =
+                        (js::string(&data, "message_id"), js::string(&data, "text"), js::string(&data, "html"))
+                    {
+                        post_message_event("assistant", Some(&id));
+                        reply.text.set(text);
+                        reply.html.set(Some(html));
                     }
                 }
                 "pending_action" => {
-                    if let Ok(action) = serde_json::from_str::<PendingAction>(&event.data) {
+                    if let Some(action) = js::pending_action(&data) {
                         chat.action_error.set(None);
                         chat.action.set(Some(action));
                         chat.announce.set("The assistant needs your approval before it changes anything.".into());
@@ -380,11 +386,11 @@ async fn read_stream(chat: Chat, reply: Bubble, response: Response) -> Result<()
                     }
                 }
                 "error" => {
-                    if let Ok(e) = serde_json::from_str::<TurnError>(&event.data) {
-                        failure = Some(e.message);
+                    if let Some(message) = js::string(&data, "message") {
+                        failure = Some(message);
                     }
                 }
-                "done" if serde_json::from_str::<TurnDone>(&event.data).is_ok() => finished = true,
+                "done" if js::string(&data, "stop_reason").is_some() => finished = true,
                 _ => {}
             }
         }
@@ -413,7 +419,8 @@ pub fn answer(chat: Chat, verb: &'static str, reason: Option<String>) {
     chat.action_error.set(None);
     spawn_local(async move {
         let path = format!("/v1/actions/{}/{verb}", action.action_id);
-        let body = (verb == "cancel").then(|| serde_json::json!({ "reason": reason }).to_string());
+        let body =
+            (verb == "cancel").then(|| js::stringify(&js::object(&[("reason", js::text_or_null(reason.as_deref()))])));
         let response = match request("POST", &path, &token, body).await {
             Ok(r) => r,
             Err(_) => {
@@ -424,11 +431,8 @@ pub fn answer(chat: Chat, verb: &'static str, reason: Option<String>) {
         };
         let status = response.status();
         if status == 200 && verb == "confirm" {
-            let updated = text_of(&response)
-                .await
-                .ok()
-                .and_then(|t| serde_json::from_str::<ActionAnswer>(&t).ok())
-                .and_then(|a| a.action);
+            let updated =
+                text_of(&response).await.ok().and_then(|t| js::pending_action(&js::get(&js::parse(&t), "action")));
             chat.action.set(updated.or(Some(action)));
             chat.action_busy.set(false);
             focus_action_card();
@@ -450,8 +454,9 @@ pub fn answer(chat: Chat, verb: &'static str, reason: Option<String>) {
             chat.action_error.set(Some("Your session expired. Reconnecting — try again in a moment.".into()));
             return;
         }
-        let body = text_of(&response).await.ok().and_then(|t| serde_json::from_str::<ActionAnswer>(&t).ok());
-        let (code, current) = body.map(|b| (b.code, b.action)).unwrap_or_default();
+        let body = js::parse(&text_of(&response).await.unwrap_or_default());
+        let code = js::string(&body, "code").unwrap_or_default();
+        let current = js::pending_action(&js::get(&body, "action"));
         let message = match code.as_str() {
             "expired" => "This change expired before it was applied. Ask the assistant again.",
             "already_applied" => "This change was already applied.",
@@ -498,7 +503,7 @@ pub fn call_component(
     chat: Chat,
     component_id: String,
     tool: &'static str,
-    arguments: serde_json::Value,
+    arguments: Vec<(&'static str, Arg)>,
     busy: RwSignal<bool>,
     error: RwSignal<Option<String>>,
 ) {
@@ -506,14 +511,22 @@ pub fn call_component(
     busy.set(true);
     error.set(None);
     spawn_local(async move {
-        let body = serde_json::to_string(&ComponentCall { tool: tool.into(), arguments }).unwrap_or_default();
+        let arguments: Vec<(&str, JsValue)> = arguments
+            .into_iter()
+            .map(|(k, v)| match v {
+                Arg::Text(t) => (k, JsValue::from_str(&t)),
+                Arg::Number(n) => (k, JsValue::from_f64(f64::from(n))),
+            })
+            .collect();
+        let body =
+            js::stringify(&js::object(&[("tool", JsValue::from_str(tool)), ("arguments", js::object(&arguments))]));
         let path = format!("/v1/components/{component_id}/call");
         let outcome = match request("POST", &path, &token, Some(body)).await {
             Err(_) => Err("The assistant could not be reached. Try again.".to_string()),
             Ok(r) if r.status() == 200 => {
-                let result = text_of(&r).await.ok().and_then(|t| serde_json::from_str::<ComponentCallResult>(&t).ok());
-                if let Some(c) = result.and_then(|r| r.component) {
-                    chat.refresh_kind(&c.kind, &c.data);
+                let component = js::get(&js::parse(&text_of(&r).await.unwrap_or_default()), "component");
+                if let Some(kind) = js::string(&component, "kind") {
+                    chat.refresh_kind(&kind, &js::stringify(&js::get(&component, "data")));
                     chat.announce.set("Your order was updated.".into());
                 }
                 Ok(())
@@ -562,20 +575,5 @@ async fn text_of(response: &Response) -> Result<String, JsValue> {
 async fn error_message(response: &Response) -> String {
     let generic = "Something went wrong. Please retry.".to_string();
     let Ok(text) = text_of(response).await else { return generic };
-    serde_json::from_str::<ActionAnswer>(&text).ok().and_then(|a| a.error).unwrap_or(generic)
-}
-
-/// An error answer (`{"error", "code"}`), or a confirm's, with the action
-/// when there is one. Typed, so the WASM carries one deserializer per type.
-#[derive(serde::Deserialize)]
-struct ActionAnswer {
-    #[serde(default)]
-    error: Option<String>,
-    #[serde(default)]
-    code: String,
-    #[serde(default)]
-    action: Option<PendingAction>,
-    /// `POST /caddie/api/spaces/{id}/token`'s answer.
-    #[serde(default)]
-    token: Option<String>,
+    js::string(&js::parse(&text), "error").unwrap_or(generic)
 }

@@ -5,6 +5,8 @@
 mod app;
 #[cfg(feature = "hydrate")]
 mod client;
+#[cfg(feature = "hydrate")]
+mod js;
 pub mod sse;
 pub mod wire;
 
