@@ -71,3 +71,31 @@ test("“New conversation” starts an empty chat that a reload does not undo", 
   await expect(bistro.widget.locator(".ca-user")).toHaveText(/hello/);
   await expect(bistro.widget.locator(".ca-menu-cart")).toHaveCount(0);
 });
+
+test("a stream lost mid-reply is reported, never shown as finished, and Retry asks again", async ({ page }) => {
+  const bistro = new BistroPage(page);
+  await bistro.goto();
+  await bistro.openChat();
+  // The first turn's stream breaks after its first words: no `message`, no `done`.
+  let cut = true;
+  await page.route("**/v1/chat/turns", async (route) => {
+    if (!cut) return route.continue();
+    cut = false;
+    const response = await route.fetch();
+    const blocks = (await response.text()).split("\n\n");
+    const firstText = blocks.findIndex((b) => b.startsWith("event: text"));
+    await route.fulfill({ response, body: blocks.slice(0, firstText + 1).join("\n\n") + "\n\n" });
+  });
+
+  await bistro.ask("show me the menu");
+
+  await expect(bistro.lastReply).toContainText("This reply was cut off before it finished.");
+  await expect(bistro.lastReply.locator(".ca-md")).toHaveCount(0);
+  const alert = bistro.widget.getByRole("alert");
+  await expect(alert).toContainText("The connection was lost before the reply finished.");
+
+  await alert.getByRole("button", { name: "Retry" }).click();
+
+  await expect(bistro.lastReply.locator(".ca-md")).toContainText("Here is the menu");
+  await expect(bistro.widget.getByRole("alert")).toHaveCount(0);
+});

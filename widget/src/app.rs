@@ -88,6 +88,8 @@ pub struct Chat {
     /// Why the last answer to the action did not go through.
     pub action_error: RwSignal<Option<String>>,
     next_id: StoredValue<u64>,
+    /// The App's owner, for the signals of every message.
+    owner: StoredValue<Option<Owner>>,
 }
 
 impl Chat {
@@ -106,6 +108,17 @@ impl Chat {
             action_busy: RwSignal::new(false),
             action_error: RwSignal::new(None),
             next_id: StoredValue::new(0),
+            owner: StoredValue::new(Owner::current()),
+        }
+    }
+
+    /// Runs `f` under the chat's own owner: signals made for a message must
+    /// outlive whatever view's handler made them (a Retry button that is
+    /// gone once clicked, say).
+    fn owned<T>(&self, f: impl FnOnce() -> T) -> T {
+        match self.owner.get_value() {
+            Some(owner) => owner.with(f),
+            None => f(),
         }
     }
 
@@ -114,7 +127,7 @@ impl Chat {
     pub fn push(&self, role: Role, text: &str) -> Bubble {
         let id = self.next_id.get_value();
         self.next_id.set_value(id + 1);
-        let bubble = Bubble {
+        let bubble = self.owned(|| Bubble {
             id,
             role,
             text: RwSignal::new(text.to_owned()),
@@ -122,7 +135,7 @@ impl Chat {
             cards: RwSignal::new(Vec::new()),
             components: RwSignal::new(Vec::new()),
             interrupted: RwSignal::new(false),
-        };
+        });
         self.bubbles.update(|b| b.push(bubble));
         bubble
     }
@@ -136,7 +149,8 @@ impl Chat {
         if update && shown {
             return;
         }
-        reply.components.update(|c| c.push(Component { id, kind, data: RwSignal::new(data) }));
+        let data = self.owned(|| RwSignal::new(data));
+        reply.components.update(|c| c.push(Component { id, kind, data }));
     }
 
     /// Gives every component of `kind` new data; false if none is shown.
