@@ -231,7 +231,7 @@ async fn open(State(state): State<AppState>, headers: HeaderMap, Query(q): Query
     }
     if user != ctx.sub {
         tracing::info!(assignment_id = %ctx.assignment_id, "caddie: link opened by a different user");
-        let switch = format!("/caddie/login?interactive=1&next={}", urlencode(&here));
+        let switch = format!("/caddie/login?switch=1&next={}", urlencode(&here));
         return pages::different_user(&ctx.return_url, &switch);
     }
     // Only the redeem flow provisions: the token itself must still be valid.
@@ -334,6 +334,8 @@ fn safe_next(next: &str) -> Option<&str> {
 struct LoginQuery {
     next: Option<String>,
     interactive: Option<String>,
+    /// `1`: the user asked to switch accounts — the IdP must ask who they are.
+    switch: Option<String>,
 }
 
 /// Starts a sign-in: silent (`prompt=none`) unless asked otherwise or the
@@ -344,16 +346,38 @@ async fn login(State(state): State<AppState>, headers: HeaderMap, Query(q): Quer
         return pages::invalid_link(&caddie.config.hub_origin);
     };
     let opted_out = cookie_value(&headers, OPTOUT_COOKIE).as_deref() == Some("1");
-    let interactive = q.interactive.as_deref() == Some("1") || opted_out;
-    start_sign_in(&state, caddie, next, interactive).await
+    let prompt = if q.switch.as_deref() == Some("1") {
+        Prompt::Login
+    } else if q.interactive.as_deref() == Some("1") || opted_out {
+        Prompt::Interactive
+    } else {
+        Prompt::Silent
+    };
+    start_sign_in(&state, caddie, next, prompt).await
 }
 
-async fn start_sign_in(state: &AppState, caddie: &Caddie, next: &str, interactive: bool) -> Response {
+/// How the IdP is asked.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Prompt {
+    /// `prompt=none`: a session at the IdP signs the user in without a screen.
+    Silent,
+    Interactive,
+    /// `prompt=login`: always ask, even with a session (switching accounts).
+    Login,
+}
+
+async fn start_sign_in(state: &AppState, caddie: &Caddie, next: &str, prompt: Prompt) -> Response {
+    let interactive = prompt != Prompt::Silent;
     let flow = FlowSecrets::new();
     if let Err(e) = store::insert_flow(&state.pool, &flow.state, &flow.verifier, &flow.nonce, next, interactive).await {
         return internal(e);
     }
-    let url = match caddie.oidc.authorize_url(&flow, !interactive).await {
+    let prompt = match prompt {
+        Prompt::Silent => Some("none"),
+        Prompt::Interactive => None,
+        Prompt::Login => Some("login"),
+    };
+    let url = match caddie.oidc.authorize_url(&flow, prompt).await {
         Ok(url) => url,
         Err(e) => {
             tracing::warn!(error = format!("{e:#}"), "caddie: the identity provider cannot be reached");
@@ -396,7 +420,7 @@ async fn callback(State(state): State<AppState>, headers: HeaderMap, Query(q): Q
             "login_required" | "interaction_required" | "consent_required" | "account_selection_required"
         );
         if needs_interaction && flow.interactive == 0 {
-            return start_sign_in(&state, caddie, &flow.next_path, true).await;
+            return start_sign_in(&state, caddie, &flow.next_path, Prompt::Interactive).await;
         }
         tracing::info!(error = %error.chars().take(64).collect::<String>(), "caddie: the provider refused the sign-in");
         return pages::sign_in_failed(&retry);
@@ -436,7 +460,7 @@ async fn logout(State(state): State<AppState>, headers: HeaderMap, body: axum::b
     let next = url::form_urlencoded::parse(&body)
         .find(|(k, _)| k == "next")
         .map(|(_, v)| v.into_owned())
-        .filter(|n| n.starts_with("/caddie/login?") && safe_next(n).is_some());
+        .filter(|n| n.starts_with("/caddie/login?switch=1&") && safe_next(n).is_some());
     let mut response = match next {
         Some(next) => see_other(&next),
         None => pages::signed_out(&caddie.config.hub_origin),
@@ -605,6 +629,7 @@ pub async fn provision(
 ) -> anyhow::Result<String> {
     if let Some(link) = store::link_by_assignment(&state.pool, assignment_id).await? {
         store::apply_participants(&state.pool, &link, participants).await?;
+        store::set_stages(&state.pool, assignment_id, stages).await?;
         return Ok(link.workspace_id);
     }
     let name: String = project_name.chars().take(200).collect();

@@ -105,8 +105,9 @@ impl Oidc {
         Ok(d)
     }
 
-    /// Where to send the browser: silent (`prompt=none`) or interactive.
-    pub async fn authorize_url(&self, flow: &FlowSecrets, silent: bool) -> anyhow::Result<Url> {
+    /// Where to send the browser, with the given `prompt`: `none` for the
+    /// silent probe, `login` to switch accounts, none for an ordinary login.
+    pub async fn authorize_url(&self, flow: &FlowSecrets, prompt: Option<&str>) -> anyhow::Result<Url> {
         let d = self.discovery().await?;
         let mut url = Url::parse(&d.authorization_endpoint).context("authorization_endpoint")?;
         {
@@ -119,8 +120,8 @@ impl Oidc {
                 .append_pair("nonce", &flow.nonce)
                 .append_pair("code_challenge", &challenge(&flow.verifier))
                 .append_pair("code_challenge_method", "S256");
-            if silent {
-                q.append_pair("prompt", "none");
+            if let Some(prompt) = prompt {
+                q.append_pair("prompt", prompt);
             }
         }
         Ok(url)

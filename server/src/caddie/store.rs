@@ -90,6 +90,17 @@ pub async fn set_participants(pool: &Pool, assignment_id: &str, participants: &[
     Ok(())
 }
 
+/// The hub's stage rail, kept as a read-only mirror (§2).
+pub async fn set_stages(pool: &Pool, assignment_id: &str, stages: &serde_json::Value) -> anyhow::Result<()> {
+    sqlx::query("UPDATE caddie_links SET stages = $1, updated_at = $2 WHERE assignment_id = $3")
+        .bind(stages.to_string())
+        .bind(now_ms())
+        .bind(assignment_id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
 pub async fn set_return_url(pool: &Pool, assignment_id: &str, return_url: &str) -> anyhow::Result<()> {
     sqlx::query("UPDATE caddie_links SET return_url = $1 WHERE assignment_id = $2")
         .bind(return_url)

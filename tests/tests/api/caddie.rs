@@ -587,6 +587,20 @@ async fn a_different_signed_in_user_sees_a_page_naming_nobody_and_nothing_is_pro
     assert!(!page.body.contains("alice") && !page.body.contains("mallory"), "names nobody");
     assert!(page.body.contains("Switch account") && page.body.contains("Back to Caddie"));
     assert!(rig.grants().await.is_empty());
+
+    // Switch account: signed out here, and the IdP is asked to show its login (prompt=login).
+    let mut browser = rig.browser();
+    let page = browser.visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
+    let marker = "name=\"next\" value=\"";
+    let start = page.body.find(marker).unwrap() + marker.len();
+    let next = page.body[start..start + page.body[start..].find('"').unwrap()].replace("&amp;", "&");
+    assert!(next.starts_with("/caddie/login?switch=1&"), "{next}");
+    rig.idp.lock().unwrap().login_as = Some("alice".into());
+    rig.idp.lock().unwrap().session = None;
+    let switched = browser.go(reqwest::Method::POST, "/caddie/logout", Some(&[("next", &next)])).await;
+    assert_eq!(switched.status, 200, "{}", switched.body);
+    assert_eq!(rig.idp.lock().unwrap().prompts.last(), Some(&Some("login".to_owned())));
+    assert_eq!(rig.grants().await.len(), 1, "alice, signed in as herself, is provisioned");
 }
 
 #[tokio::test]
