@@ -152,10 +152,11 @@ pub struct NewCtx<'a> {
     pub token_exp: i64,
 }
 
-/// A launch context with a 128-bit random id.
+/// A launch context with a 128-bit random id (expired ones are cleared).
 pub async fn insert_ctx(pool: &Pool, c: NewCtx<'_>) -> anyhow::Result<String> {
     let id = hex::encode(random_bytes::<16>());
     let now = now_ms();
+    sqlx::query("DELETE FROM caddie_launch_ctx WHERE expires_at < $1").bind(now).execute(pool).await?;
     sqlx::query(
         "INSERT INTO caddie_launch_ctx (id, assignment_id, project_slug, project_name, stage_label, return_url, sub,
              jti, token_exp, created_at, expires_at)
