@@ -69,3 +69,18 @@ test("a reload brings back a pending action, and Apply still works", async ({ pa
   await host.card.getByRole("button", { name: "Apply" }).click();
   await expect(host.lastReply).toContainText("Created the task Untitled.");
 });
+
+test("Stop ends a running turn on the server and says so", async ({ page, request, baseURL }) => {
+  const ws = await taskWorkspace(request);
+  const host = new TaskHostPage(page, baseURL!);
+  await host.goto(ws, "stop_user");
+
+  await host.ask("slow report");
+
+  await expect(host.widget.locator(".ca-activity")).toHaveText("Running slow report…");
+  await host.widget.getByRole("button", { name: "Stop" }).click();
+
+  await expect(host.lastReply).toContainText("Stopped.");
+  await expect(host.widget.getByRole("button", { name: "Send" })).toBeVisible();
+  await expect(host.lastReply).not.toContainText("The report is ready.");
+});
