@@ -522,12 +522,13 @@ pub enum Arg {
     Number(u32),
 }
 
-/// The MenuCart's data, from its JSON text.
+/// The MenuCart's data, from its JSON text. Components come from the
+/// stream or the conversation view, so they are drawn in the browser only.
 fn parse_menu(text: &str) -> Option<MenuCartData> {
     #[cfg(feature = "hydrate")]
     return crate::js::menu_cart(&crate::js::parse(text));
     #[cfg(not(feature = "hydrate"))]
-    return serde_json::from_str::<serde_json::Value>(text).ok().as_ref().and_then(MenuCartData::from_json);
+    return serde_json::from_str(text).ok();
 }
 
 /// Replaces the section's markup and puts focus back on the same control

@@ -128,44 +128,6 @@ pub struct MenuCartLine {
 }
 
 impl MenuCartData {
-    /// Reads the component's data; `None` unless it has the shape above.
-    /// By hand rather than through serde: this is the widget's WASM, where
-    /// each deserializer instantiation costs kilobytes.
-    pub fn from_json(data: &serde_json::Value) -> Option<Self> {
-        use serde_json::Value;
-        let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
-        let number = |v: &Value, key: &str| v.get(key).and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
-        let items = data
-            .get("items")?
-            .as_array()?
-            .iter()
-            .map(|i| {
-                Some(MenuCartItem {
-                    id: text(i, "id")?,
-                    name: text(i, "name")?,
-                    price: number(i, "price")?,
-                    kind: text(i, "kind")?,
-                    available: i.get("available").and_then(Value::as_bool).unwrap_or(true),
-                })
-            })
-            .collect::<Option<Vec<_>>>()?;
-        let lines = match data.pointer("/cart/lines") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(lines) => lines
-                .as_array()?
-                .iter()
-                .map(|l| {
-                    Some(MenuCartLine {
-                        item: text(l, "item")?,
-                        quantity: number(l, "quantity")?,
-                        notes: text(l, "notes").unwrap_or_default(),
-                    })
-                })
-                .collect::<Option<Vec<_>>>()?,
-        };
-        Some(Self { items, cart: MenuCartCart { lines } })
-    }
-
     /// How many of `item` the cart holds.
     pub fn quantity(&self, item: &str) -> u32 {
         self.cart.lines.iter().filter(|l| l.item == item).map(|l| l.quantity).sum()
@@ -428,7 +390,7 @@ mod tests {
     #[test]
     fn the_menu_cart_escapes_everything_the_host_sends() {
         let hostile = r#"<img src=x onerror=alert(1)>"' & </span>"#;
-        let menu = MenuCartData::from_json(&serde_json::json!({
+        let menu: MenuCartData = serde_json::from_value(serde_json::json!({
             "items": [{"id": hostile, "name": hostile, "price": 3, "kind": hostile}],
             "cart": {"lines": [{"item": hostile, "quantity": 1, "notes": hostile}]},
         }))
@@ -442,7 +404,7 @@ mod tests {
 
     #[test]
     fn the_menu_cart_disables_what_cannot_be_done() {
-        let menu = MenuCartData::from_json(&serde_json::json!({
+        let menu: MenuCartData = serde_json::from_value(serde_json::json!({
             "items": [{"id": "a", "name": "A", "price": 3, "kind": "K"},
                       {"id": "b", "name": "B", "price": 5, "kind": "K", "available": false}],
         }))
@@ -457,7 +419,7 @@ mod tests {
 
     #[test]
     fn the_menu_cart_groups_by_kind_and_totals_for_display() {
-        let data = MenuCartData::from_json(&serde_json::json!({
+        let data: MenuCartData = serde_json::from_value(serde_json::json!({
             "items": [
                 {"id": "a", "name": "A", "price": 14, "kind": "Mains"},
                 {"id": "s", "name": "S", "price": 11, "kind": "Starters", "available": false},
@@ -467,13 +429,6 @@ mod tests {
                                {"item": "gone", "quantity": 5}], "subtotal": 999},
         }))
         .unwrap();
-        assert_eq!(MenuCartData::from_json(&serde_json::json!({"items": [{"id": "a"}]})), None);
-        assert_eq!(
-            MenuCartData::from_json(
-                &serde_json::json!({"items": [], "cart": {"lines": [{"item": "a", "quantity": -1}]}})
-            ),
-            None
-        );
         let groups = data.groups();
         assert_eq!(
             groups.iter().map(|(k, i)| (k.as_str(), i.len())).collect::<Vec<_>>(),

@@ -276,6 +276,12 @@ impl Rig {
         sign(claims, &server::caddie::keys::KeyPair::derive(&server::secret::Secret::new(SECRET)).caddie_to_tool)
     }
 
+    /// `GET /launch?lt=` once, not following the redirect.
+    async fn launch_once(&self, claims: &Value) -> reqwest::Response {
+        let url = self.app.url(&format!("/launch?lt={}", self.token(claims)));
+        self.browser().request(reqwest::Method::GET, &url, None).await
+    }
+
     fn browser(&self) -> Browser {
         Browser {
             client: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap(),
@@ -519,10 +525,7 @@ async fn a_forged_or_malformed_token_burns_nothing() {
     assert_eq!(rig.browser().visit(&format!("/launch?lt={}", rig.token(&ct2))).await.status, 409);
 
     // The genuine token with the same jti still works: nothing was burnt.
-    let genuine = rig
-        .browser()
-        .request(reqwest::Method::GET, &rig.app.url(&format!("/launch?lt={}", rig.token(&claims))), None)
-        .await;
+    let genuine = rig.launch_once(&claims).await;
     assert_eq!(genuine.status(), 303);
 }
 
@@ -541,10 +544,7 @@ async fn an_expired_token_shows_link_expired_with_a_fresh_link() {
     // Within the ±30 s skew it is still good.
     claims["iat"] = json!(now() - 140);
     claims["exp"] = json!(now() - 20);
-    let within = rig
-        .browser()
-        .request(reqwest::Method::GET, &rig.app.url(&format!("/launch?lt={}", rig.token(&claims))), None)
-        .await;
+    let within = rig.launch_once(&claims).await;
     assert_eq!(within.status(), 303);
 }
 
@@ -568,10 +568,7 @@ async fn return_urls_are_checked_by_parsing_and_a_bad_one_burns_nothing() {
         let page = rig.browser().visit(&format!("/launch?lt={}", rig.token(&bad))).await;
         assert_eq!(page.status, 401, "{ret}");
     }
-    let good = rig
-        .browser()
-        .request(reqwest::Method::GET, &rig.app.url(&format!("/launch?lt={}", rig.token(&claims))), None)
-        .await;
+    let good = rig.launch_once(&claims).await;
     assert_eq!(good.status(), 303, "the same jti with a good ret still works");
 }
 
