@@ -237,7 +237,7 @@ pub fn App() -> impl IntoView {
     let touring = RwSignal::new(caddie.as_ref().is_some_and(|c| c.tour));
     view! {
         <div class="ca-widget" class:ca-full-page=full_page>
-            {full_page.then(|| view! { <HostBar bar/> })}
+            {full_page.then(|| view! { <CaddieHostBar bar/> })}
             <header class="ca-header">
                 <h1 class="ca-title">{boot.title.clone()}</h1>
                 {demo.then(|| view! {
@@ -298,7 +298,7 @@ pub fn App() -> impl IntoView {
 /// The Caddie host bar (caddie-tool-contract-ct1.md §6): 40 px, “Part of
 /// {project} on Caddie · ← Back to project”.
 #[component]
-fn HostBar(bar: RwSignal<CaddieBar>) -> impl IntoView {
+fn CaddieHostBar(bar: RwSignal<CaddieBar>) -> impl IntoView {
     view! {
         <nav class="ca-hostbar" aria-label="Caddie">
             <span class="ca-hostbar-text">
