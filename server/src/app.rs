@@ -94,13 +94,15 @@ impl Application {
             .as_ref()
             .map_or_else(|| public_origin.to_string(), |u| u.as_str().trim_end_matches('/').to_owned());
         let caddie = config.caddie.clone().map(|c| Arc::new(crate::caddie::Caddie::new(c, &public_base)));
+        let turns = TurnRegistry::default();
+        crate::engine::turns::watch_stop_requests(turns.clone(), pool.clone(), STOP_POLL);
         let state = AppState {
             caddie,
             pool,
             vault,
             config: Arc::new(config),
             engine,
-            turns: TurnRegistry::default(),
+            turns: turns.clone(),
             bistro: Arc::new(bistro),
             leptos_options,
             public_origin,
@@ -133,6 +135,9 @@ impl Application {
         Ok(())
     }
 }
+
+/// How often a replica running turns looks for stops asked of another one.
+const STOP_POLL: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// Every route of the server.
 pub fn router(state: AppState) -> Router {

@@ -88,9 +88,8 @@ async fn stop_turn(
     caller: Caller,
     Path(turn_id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    if state.turns.stop(&turn_id, &caller.workspace_id, &caller.external_user_id) {
-        Ok(StatusCode::ACCEPTED)
-    } else {
-        Err(ApiError::NotFound)
-    }
+    let here = state.turns.stop(&turn_id, &caller.workspace_id, &caller.external_user_id);
+    // Recorded too, for the case where another replica runs the turn.
+    let anywhere = db::request_stop(&state.pool, &turn_id, &caller.workspace_id, &caller.external_user_id).await?;
+    if here || anywhere { Ok(StatusCode::ACCEPTED) } else { Err(ApiError::NotFound) }
 }

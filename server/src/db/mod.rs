@@ -338,6 +338,31 @@ pub async fn start_turn(pool: &Pool, turn_id: &str, conversation_id: &str) -> an
     Ok(())
 }
 
+/// Asks for a running turn of this workspace and user to stop, whichever
+/// replica runs it; false when there is no such running turn.
+pub async fn request_stop(pool: &Pool, turn_id: &str, workspace_id: &str, user: &str) -> anyhow::Result<bool> {
+    let updated = sqlx::query(
+        "UPDATE turns SET stop_requested = 1 WHERE id = $1 AND finished_at IS NULL AND conversation_id IN
+           (SELECT id FROM conversations WHERE workspace_id = $2 AND external_user_id = $3)",
+    )
+    .bind(turn_id)
+    .bind(workspace_id)
+    .bind(user)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(updated > 0)
+}
+
+/// Running turns someone asked to stop.
+pub async fn stop_requests(pool: &Pool) -> anyhow::Result<Vec<String>> {
+    let rows: Vec<(String,)> =
+        sqlx::query_as("SELECT id FROM turns WHERE stop_requested = 1 AND finished_at IS NULL LIMIT 500")
+            .fetch_all(pool)
+            .await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
 pub async fn finish_turn(
     pool: &Pool,
     turn_id: &str,

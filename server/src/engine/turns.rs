@@ -1,5 +1,8 @@
-//! Running turns, so that `POST /v1/turns/{id}/stop` can cancel one.
-//! (Per process: a stop that reaches another replica finds nothing.)
+//! Running turns, so that `POST /v1/turns/{id}/stop` can cancel one. A
+//! stop that reaches the replica running the turn cancels it at once; one
+//! that reaches another replica is recorded in the database
+//! (`turns.stop_requested`), and every replica looks for those while it
+//! runs turns (`watch_stop_requests`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -33,6 +36,20 @@ impl TurnRegistry {
         self.running.lock().expect("not poisoned").remove(turn_id);
     }
 
+    /// Cancels these turns where they run here (the database checked whose they are).
+    pub fn cancel(&self, turn_ids: &[String]) {
+        let running = self.running.lock().expect("not poisoned");
+        for id in turn_ids {
+            if let Some(turn) = running.get(id) {
+                turn.cancel.cancel();
+            }
+        }
+    }
+
+    pub fn is_idle(&self) -> bool {
+        self.running.lock().expect("not poisoned").is_empty()
+    }
+
     /// Cancels the turn if it runs here and belongs to this caller.
     pub fn stop(&self, turn_id: &str, workspace_id: &str, user: &str) -> bool {
         let running = self.running.lock().expect("not poisoned");
@@ -44,4 +61,23 @@ impl TurnRegistry {
             _ => false,
         }
     }
+}
+
+/// While this process runs turns, looks for stops asked of other replicas
+/// every `every`.
+pub fn watch_stop_requests(turns: TurnRegistry, pool: crate::db::Pool, every: std::time::Duration) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if turns.is_idle() {
+                continue;
+            }
+            match crate::db::stop_requests(&pool).await {
+                Ok(ids) => turns.cancel(&ids),
+                Err(error) => tracing::warn!(error = format!("{error:#}"), "cannot read stop requests"),
+            }
+        }
+    });
 }

@@ -173,3 +173,54 @@ async fn stop_cancels_a_running_turn() {
         .unwrap();
     assert_eq!(again.status(), 404);
 }
+
+/// With two replicas on one database, a stop that reaches the one not
+/// running the turn still stops it.
+#[tokio::test]
+async fn a_stop_sent_to_another_replica_stops_the_turn() {
+    let host = HostSpec::new(task_tools()).delay(5000);
+    let rig = Rig::start(Db::Sqlite, host, vec![Step::Call("lookup", json!({}))], &[]).await;
+    let other = crate::helpers::restart(&rig.app, &[("OPENAI_BASE_URL", rig.model.base_url())]).await;
+    let response = rig
+        .app
+        .client
+        .post(rig.app.url("/v1/chat/turns"))
+        .bearer_auth(&rig.token)
+        .json(&json!({"message": "look"}))
+        .send()
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let mut body = response.bytes_stream();
+    use futures::StreamExt;
+    let first = String::from_utf8(body.next().await.unwrap().unwrap().to_vec()).unwrap();
+    let turn_id = crate::helpers::parse_sse(&first)[0].1["turn_id"].as_str().unwrap().to_owned();
+
+    let stop = rig
+        .app
+        .client
+        .post(format!("http://{other}/v1/turns/{turn_id}/stop"))
+        .bearer_auth(&rig.token)
+        .send()
+        .await
+        .unwrap();
+
+    assert_eq!(stop.status(), 202);
+    let mut rest = first;
+    while let Some(chunk) = body.next().await {
+        rest.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+    }
+    assert_eq!(of(&crate::helpers::parse_sse(&rest), "done")[0]["stop_reason"], "cancelled");
+    assert!(started.elapsed() < Duration::from_secs(4));
+    // Someone else's turn cannot be stopped.
+    let stranger = crate::helpers::token(&rig.workspace, &rig.secret, "someone_else");
+    let response = rig
+        .app
+        .client
+        .post(format!("http://{other}/v1/turns/{turn_id}/stop"))
+        .bearer_auth(stranger)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
+}
