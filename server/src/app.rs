@@ -94,6 +94,7 @@ impl Application {
             .as_ref()
             .map_or_else(|| public_origin.to_string(), |u| u.as_str().trim_end_matches('/').to_owned());
         let caddie = config.caddie.clone().map(|c| Arc::new(crate::caddie::Caddie::new(c, &public_base)));
+        crate::engine::actions::sweep_stuck_actions(pool.clone(), config.limits.tool_timeout);
         let turns = TurnRegistry::default();
         crate::engine::turns::watch_stop_requests(turns.clone(), pool.clone(), STOP_POLL);
         let state = AppState {

@@ -178,3 +178,32 @@ pub async fn supersede_open(pool: &Pool, conversation_id: &str) -> anyhow::Resul
     }
     Ok(cancelled)
 }
+
+/// Actions left `executing` since before `cutoff` (unix ms): the process
+/// that called the host died before it could record the outcome. Each is
+/// moved to `failed` by a conditional update — it is never run again — and
+/// returned once, to whoever moved it.
+pub async fn abandon_stuck(pool: &Pool, cutoff: i64) -> anyhow::Result<Vec<ActionRow>> {
+    let stuck: Vec<ActionRow> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM actions WHERE status = 'executing' AND updated_at < $1 LIMIT 100"
+    ))
+    .bind(cutoff)
+    .fetch_all(pool)
+    .await?;
+    let mut moved = Vec::new();
+    for action in stuck {
+        let won = sqlx::query(
+            "UPDATE actions SET status = 'failed', updated_at = $1 WHERE id = $2 AND status = 'executing' AND updated_at < $3",
+        )
+        .bind(now_ms())
+        .bind(&action.id)
+        .bind(cutoff)
+        .execute(pool)
+        .await?
+        .rows_affected();
+        if won == 1 {
+            moved.push(action);
+        }
+    }
+    Ok(moved)
+}

@@ -108,6 +108,52 @@ impl Engine {
     }
 }
 
+/// How often interrupted executions are looked for.
+pub const STUCK_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Records the honest outcome of actions whose execution was interrupted
+/// (a crash or restart between the host call and its answer): failed, and
+/// the model is told the outcome is unknown, so it neither claims success
+/// nor retries blindly. Nothing is sent to the host again.
+pub async fn abandon_stuck(pool: &crate::db::Pool, tool_timeout: std::time::Duration) -> anyhow::Result<usize> {
+    // Longer than any execute call may take, so a live call is never touched.
+    let cutoff = crate::ids::now_ms() - tool_timeout.as_millis() as i64 - 60_000;
+    let moved = crate::db::actions::abandon_stuck(pool, cutoff).await?;
+    for action in &moved {
+        let content = tool_error(
+            "the outcome is unknown: the assistant was interrupted while the app carried out this change; \
+             tell the user to check before asking again",
+            "outcome_unknown",
+        );
+        crate::db::append_message(
+            pool,
+            &action.conversation_id,
+            crate::db::NewMessage {
+                role: "tool",
+                content: &content,
+                tool_call_id: Some(&action.call_id),
+                ..Default::default()
+            },
+        )
+        .await?;
+        tracing::warn!(action_id = %action.id, "interrupted execution recorded as failed with an unknown outcome");
+    }
+    Ok(moved.len())
+}
+
+/// Sweeps interrupted executions now and every minute.
+pub fn sweep_stuck_actions(pool: crate::db::Pool, tool_timeout: std::time::Duration) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(STUCK_SWEEP_EVERY);
+        loop {
+            tick.tick().await;
+            if let Err(error) = abandon_stuck(&pool, tool_timeout).await {
+                tracing::warn!(error = format!("{error:#}"), "cannot sweep interrupted actions");
+            }
+        }
+    });
+}
+
 /// The wire form of an action.
 pub fn pending_action(action: &ActionRow) -> PendingAction {
     PendingAction {

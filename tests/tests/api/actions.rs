@@ -13,6 +13,7 @@ on_both_databases!(
     fifty_concurrent_applies_execute_once,
     an_action_survives_a_restart,
     cancel_tells_the_model_the_user_declined,
+    an_execution_interrupted_by_a_crash_is_recorded_as_failed_with_an_unknown_outcome,
 );
 
 fn create_script() -> Vec<Step> {
@@ -228,4 +229,43 @@ async fn another_users_action_is_not_found_and_confirm_is_only_for_deletes() {
     let (status, _, _) = rig.act("act_does_not_exist", "apply", None).await;
     assert_eq!(status, 404);
     assert_eq!(rig.host.count("execute"), 0);
+}
+
+async fn an_execution_interrupted_by_a_crash_is_recorded_as_failed_with_an_unknown_outcome(db: Db) {
+    let script = vec![
+        Step::Call("create_task", json!({"title": "Ship it"})),
+        Step::Call("create_task", json!({"title": "Other"})),
+        Step::Text("Seen: {last_tool}"),
+    ];
+    let rig = Rig::start(db, HostSpec::new(task_tools()), script, &[]).await;
+    let events = rig.say("create a task called Ship it").await;
+    let id = pending(&events)["action_id"].as_str().unwrap().to_owned();
+    let conversation = of(&events, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+    let pool = &rig.app.state.pool;
+    // Apply won the transition, called the host, and the process died there.
+    sqlx::query("UPDATE actions SET status = 'executing', updated_at = 0 WHERE id = $1")
+        .bind(&id)
+        .execute(pool)
+        .await
+        .unwrap();
+    let fresh =
+        crate::helpers::pending(&rig.say("create a task called Other").await)["action_id"].as_str().unwrap().to_owned();
+    sqlx::query("UPDATE actions SET status = 'executing' WHERE id = $1").bind(&fresh).execute(pool).await.unwrap();
+
+    let moved = server::engine::actions::abandon_stuck(pool, std::time::Duration::from_secs(10)).await.unwrap();
+
+    assert_eq!(moved, 1, "only the one older than any execute call can take");
+    let (status, _, body) = rig.act(&id, "apply", None).await;
+    assert_eq!((status, body["action"]["status"].as_str()), (409, Some("failed")), "never run again");
+    let status: (String,) =
+        sqlx::query_as("SELECT status FROM actions WHERE id = $1").bind(&fresh).fetch_one(pool).await.unwrap();
+    assert_eq!(status.0, "executing", "a live execution is left alone");
+    assert_eq!(rig.host.count("execute"), 0);
+    // The model is told the truth on the conversation's next turn.
+    rig.app.turn(&rig.token, Some(&conversation), "did it work?").await;
+    assert!(
+        rig.model.last_tool_messages().iter().any(|m| m.contains("outcome_unknown")),
+        "{:?}",
+        rig.model.last_tool_messages()
+    );
 }
