@@ -95,6 +95,11 @@ impl Application {
             .map_or_else(|| public_origin.to_string(), |u| u.as_str().trim_end_matches('/').to_owned());
         let caddie = config.caddie.clone().map(|c| Arc::new(crate::caddie::Caddie::new(c, &public_base)));
         crate::engine::actions::sweep_stuck_actions(pool.clone(), config.limits.tool_timeout);
+        let site_root = config.site_root.clone();
+        tokio::task::spawn_blocking(move || {
+            let written = crate::precompress::compress_site(&site_root);
+            tracing::debug!(written, "compressed copies of the widget's files");
+        });
         let turns = TurnRegistry::default();
         crate::engine::turns::watch_stop_requests(turns.clone(), pool.clone(), STOP_POLL);
         let state = AppState {
@@ -157,7 +162,7 @@ pub fn router(state: AppState) -> Router {
         .merge(demo::router())
         .route("/demo-model/v1/chat/completions", post(crate::llm::demo::chat_completions))
         .route("/health", get(|| async { "ok" }))
-        .fallback_service(ServeDir::new(site_root))
+        .fallback_service(ServeDir::new(site_root).precompressed_br().precompressed_gzip())
         .layer(SetResponseHeaderLayer::if_not_present(
             header::X_CONTENT_TYPE_OPTIONS,
             HeaderValue::from_static("nosniff"),

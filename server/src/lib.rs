@@ -19,6 +19,7 @@ pub mod host;
 pub mod ids;
 pub mod llm;
 pub mod markdown;
+pub mod precompress;
 pub mod schema;
 pub mod secret;
 pub mod state;

@@ -66,3 +66,34 @@ async fn the_demo_model_speaks_openai_without_streaming_too() {
     assert_eq!(answer["choices"][0]["finish_reason"], "tool_calls");
     assert_eq!(answer["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "show_menu");
 }
+
+/// The widget's files go out compressed: the server writes brotli and gzip
+/// copies at start and sends the one the browser accepts.
+#[tokio::test]
+async fn the_widgets_files_are_served_precompressed() {
+    let site = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(site.path().join("pkg")).unwrap();
+    let wasm: Vec<u8> = (0..100_000u32).flat_map(|i| (i % 97).to_le_bytes()).collect();
+    std::fs::write(site.path().join("pkg/context-assistant.wasm"), &wasm).unwrap();
+    let app =
+        crate::helpers::spawn_app(Db::Sqlite).env("LEPTOS_SITE_ROOT", site.path().display().to_string()).start().await;
+    let url = app.url("/pkg/context-assistant.wasm");
+
+    let mut compressed = None;
+    for _ in 0..50 {
+        let response = app.client.get(&url).header("accept-encoding", "br, gzip").send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        if response.headers().get("content-encoding").is_some_and(|v| v == "br") {
+            compressed = Some(response.bytes().await.unwrap().len());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let size = compressed.expect("a brotli copy is served once written");
+    assert!(size < wasm.len() / 10, "{size} bytes for {}", wasm.len());
+    let gzip = app.client.get(&url).header("accept-encoding", "gzip").send().await.unwrap();
+    assert_eq!(gzip.headers()["content-encoding"], "gzip");
+    let plain = app.client.get(&url).send().await.unwrap();
+    assert!(plain.headers().get("content-encoding").is_none());
+    assert_eq!(plain.bytes().await.unwrap().len(), wasm.len());
+}
