@@ -136,6 +136,23 @@ test("an expired token with no way to refresh it says so instead of looping", as
   await expect(widget.getByRole("button", { name: "Send" })).toBeEnabled();
 });
 
+test("with data-token-url, an expired data-token is renewed from the host and the message still goes", async ({ page, request, baseURL }) => {
+  const ws = await taskWorkspace(request);
+  const q = new URLSearchParams({ ws: ws.id, secret: ws.embed_secret, sub: "renew_user", assistant: baseURL!, expired: "1", renew: "1" });
+  await page.goto(`${taskHost}/page?${q}`);
+  await page.locator("button.ca-launcher").click();
+  const widget = page.frameLocator("iframe[title='Chat assistant']");
+  const input = widget.getByRole("textbox", { name: "Message" });
+  await expect(input).toHaveAttribute("placeholder", "Type a message…");
+
+  await input.fill("hello");
+  await input.press("Enter");
+
+  await expect(widget.locator(".ca-user")).toHaveText(/hello/);
+  await expect(widget.locator(".ca-assistant .ca-md").last()).toBeVisible();
+  await expect(widget.getByRole("alert")).toHaveCount(0);
+});
+
 test("in a single-page app the widget survives navigation, and destroy then init brings the chat back", async ({ page, request, baseURL }) => {
   const ws = await taskWorkspace(request);
   const q = new URLSearchParams({ ws: ws.id, secret: ws.embed_secret, sub: "spa_user", assistant: baseURL! });

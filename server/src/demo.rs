@@ -23,7 +23,7 @@ pub const DEMO_WORKSPACE: &str = "ws_demo";
 const GUEST_COOKIE: &str = "acme_guest";
 
 pub fn router() -> Router<AppState> {
-    Router::new().route("/", get(demo_page))
+    Router::new().route("/", get(demo_page)).route("/demo/token", get(demo_token))
 }
 
 /// Creates the demo workspace once, then (every start) points its
@@ -89,6 +89,18 @@ async fn demo_page(State(state): State<AppState>, headers: HeaderMap) -> Result<
         response.headers_mut().insert(header::SET_COOKIE, HeaderValue::from_str(&cookie).expect("ascii cookie"));
     }
     Ok(response)
+}
+
+/// A fresh token for the page's guest (the loader's `data-token-url`), as a
+/// host's backend would answer its own page when the first token expires.
+async fn demo_token(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
+    if !state.config.demo {
+        return Err(ApiError::NotFound);
+    }
+    let guest = guest_from_cookie(&headers).ok_or(ApiError::Unauthorized)?;
+    let token = mint_demo_token(&state, &guest).await?;
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8"), (header::CACHE_CONTROL, "no-store")], token)
+        .into_response())
 }
 
 /// The guest id, only if it has the exact shape this page gives out.

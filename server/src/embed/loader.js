@@ -1,4 +1,5 @@
 /* Context Assistant loader: <script src="…/embed.js" data-workspace="ws_…" data-token="…" async></script>
+   (with data-token-url="/your/token", an expired token is replaced by GETting that same-origin URL)
    or ContextAssistant.init({ workspace, getToken: async () => token }), called again whenever the
    token expires. Draws a launcher; creates the widget's iframe on the first open only. The token
    travels by postMessage to the assistant's exact origin, never in a URL. */
@@ -13,7 +14,12 @@
 
   function make(opts) {
     var index = instances.length, listeners = {}, frame = null, ready = false, isOpen = false, watchdog = 0;
-    var getToken = opts.getToken || function () { return opts.token; };
+    var first = opts.token;
+    var getToken = opts.getToken || function () {
+      var t = first;
+      if (t || !opts.tokenUrl) { first = null; return t || opts.token; }
+      return fetch(opts.tokenUrl, { credentials: "same-origin" }).then(function (r) { return r.ok ? r.text() : null; });
+    };
     function emit(type, detail) { (listeners[type] || []).forEach(function (f) { try { f(detail); } catch (e) {} }); }
     function css(el, text) { el.setAttribute("style", text); return el; }
     var button = css(document.createElement("button"),
@@ -123,6 +129,7 @@
     return null;
   };
   var ws = me.getAttribute("data-workspace");
-  if (ws) api.init({ workspace: ws, token: me.getAttribute("data-token"), theme: me.getAttribute("data-theme") || null,
+  if (ws) api.init({ workspace: ws, token: me.getAttribute("data-token"), tokenUrl: me.getAttribute("data-token-url"),
+    theme: me.getAttribute("data-theme") || null,
     accent: me.getAttribute("data-accent") || null });
 })();

@@ -97,3 +97,33 @@ async fn the_widgets_files_are_served_precompressed() {
     assert!(plain.headers().get("content-encoding").is_none());
     assert_eq!(plain.bytes().await.unwrap().len(), wasm.len());
 }
+
+/// The demo page's `data-token-url`: a fresh token for the guest of the
+/// cookie, nothing without one.
+#[tokio::test]
+async fn the_demo_renews_its_guests_token() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let page = app.client.get(app.url("/")).send().await.unwrap();
+    let cookie = page.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
+    assert!(page.text().await.unwrap().contains(r#"data-token-url="/demo/token""#));
+
+    let fresh = app.client.get(app.url("/demo/token")).header("cookie", &cookie).send().await.unwrap();
+    assert_eq!(fresh.status(), 200);
+    assert_eq!(fresh.headers()["cache-control"], "no-store");
+    let token = fresh.text().await.unwrap();
+    let events = app.turn(&token, None, "hello").await;
+    assert!(!events.is_empty(), "the renewed token is accepted");
+    let guest = cookie.split('=').nth(1).unwrap();
+    use base64::Engine;
+    let claims: serde_json::Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token.split('.').nth(1).unwrap()).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(claims["sub"], guest, "the same guest, so the conversation carries on");
+
+    let without = app.client.get(app.url("/demo/token")).send().await.unwrap();
+    assert_eq!(without.status(), 401);
+    let forged =
+        app.client.get(app.url("/demo/token")).header("cookie", "acme_guest=guest_../../x").send().await.unwrap();
+    assert_eq!(forged.status(), 401);
+}
