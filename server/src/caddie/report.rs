@@ -145,15 +145,25 @@ pub async fn deliver_due(caddie: &Caddie, pool: &Pool, base: Duration) -> anyhow
     Ok(delivered)
 }
 
-/// The retry loop, every `every` until the process ends.
+/// The retry loop, every `every` until the process ends; once an hour it
+/// also deletes expired sessions, contexts, flows and burnt ids.
 pub fn spawn_retries(caddie: std::sync::Arc<Caddie>, pool: Pool, every: Duration) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last_cleanup: Option<std::time::Instant> = None;
         loop {
             tick.tick().await;
             if let Err(e) = deliver_due(&caddie, &pool, every).await {
                 tracing::warn!(error = format!("{e:#}"), "caddie: report queue failed");
+            }
+            if last_cleanup.is_none_or(|at| at.elapsed() > Duration::from_secs(3600)) {
+                last_cleanup = Some(std::time::Instant::now());
+                match store::delete_expired(&pool).await {
+                    Ok(n) if n > 0 => tracing::info!(deleted = n, "caddie: expired rows deleted"),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = format!("{e:#}"), "caddie: cleanup failed"),
+                }
             }
         }
     });

@@ -412,3 +412,20 @@ pub async fn space_activity(pool: &Pool, workspace_id: &str) -> anyhow::Result<S
         failing: matches!(last, Some((Some(reason),)) if reason == "error"),
     })
 }
+
+/// Deletes what can no longer be used: expired sessions, launch contexts,
+/// sign-in flows, and burnt jtis and nonces past every validity window.
+pub async fn delete_expired(pool: &Pool) -> anyhow::Result<u64> {
+    let now = now_ms();
+    let mut deleted = 0;
+    for (sql, cutoff) in [
+        ("DELETE FROM user_sessions WHERE expires_at < $1", now),
+        ("DELETE FROM caddie_launch_ctx WHERE expires_at < $1", now),
+        ("DELETE FROM oidc_flows WHERE created_at < $1", now - FLOW_TTL_MS),
+        ("DELETE FROM caddie_consumed_jti WHERE expires_at < $1", now - 120_000),
+        ("DELETE FROM caddie_nonces WHERE expires_at < $1", now / 1000),
+    ] {
+        deleted += sqlx::query(sql).bind(cutoff).execute(pool).await?.rows_affected();
+    }
+    Ok(deleted)
+}

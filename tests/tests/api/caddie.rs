@@ -962,6 +962,25 @@ async fn a_sign_in_callback_from_another_browser_is_refused() {
 }
 
 #[tokio::test]
+async fn expired_sessions_and_contexts_are_deleted_and_live_ones_kept() {
+    let rig = Rig::start(Db::Sqlite, &["alice"]).await;
+    rig.signed_in_at_idp("alice");
+    let mut browser = rig.browser();
+    browser.visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
+    let pool = &rig.app.state.pool;
+    let stale = server::caddie::store::create_session(pool, "old_user").await.unwrap();
+    sqlx::query("UPDATE user_sessions SET expires_at = 0 WHERE username = 'old_user'").execute(pool).await.unwrap();
+    sqlx::query("UPDATE caddie_launch_ctx SET expires_at = 0").execute(pool).await.unwrap();
+
+    let deleted = server::caddie::store::delete_expired(pool).await.unwrap();
+
+    assert_eq!(deleted, 2, "the stale session and the launch context");
+    assert_eq!(server::caddie::store::session_user(pool, &stale).await.unwrap(), None);
+    let live = &browser.cookies["ca_session"];
+    assert_eq!(server::caddie::store::session_user(pool, live).await.unwrap().as_deref(), Some("alice"));
+}
+
+#[tokio::test]
 async fn without_caddie_configuration_the_routes_do_not_exist() {
     let app = spawn_app(Db::Sqlite).start().await;
     for path in ["/launch?lt=x", "/caddie/open?cctx=x", "/caddie/login?next=/caddie/", "/caddie/api/context/x"] {
