@@ -62,6 +62,7 @@ test("without an IdP session the sign-in is interactive, and Done returns to the
   await page.getByRole("textbox", { name: "Username" }).fill("bob");
   await page.getByRole("button", { name: "Sign in" }).click();
   await expect(page.getByRole("navigation", { name: "Caddie" })).toContainText("Part of Apollo on Caddie");
+  await expect(page).toHaveURL(/\/caddie\/spaces\/ws_[0-9a-f]+$/);
   await page.getByRole("button", { name: "Done" }).click();
   await expect(page).toHaveURL(`${hub}/projects/apollo?stage=1`);
 });
@@ -74,6 +75,8 @@ test("the guided introduction hands in with ?tour=1 and back with ?tour=done", a
 
   const tour = page.getByRole("region", { name: "Your assistant for this stage" });
   await expect(tour).toBeVisible();
+  // Hydrated: the widget has moved cctx out of the address bar.
+  await expect(page).toHaveURL(/\/caddie\/spaces\/ws_[0-9a-f]+$/);
   await tour.getByRole("button", { name: "Finish the tour" }).click();
   await expect(page).toHaveURL(`${hub}/projects/apollo?stage=1&tour=done`);
   await expect(page.locator("#tour")).toHaveText("done");

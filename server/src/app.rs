@@ -103,6 +103,7 @@ impl Application {
         let turns = TurnRegistry::default();
         crate::engine::turns::watch_stop_requests(turns.clone(), pool.clone(), STOP_POLL);
         let state = AppState {
+            component_calls: Default::default(),
             caddie,
             pool,
             vault,

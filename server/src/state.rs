@@ -25,4 +25,6 @@ pub struct AppState {
     pub public_origin: Arc<str>,
     /// The Caddie tool side, when configured.
     pub caddie: Option<Arc<crate::caddie::Caddie>>,
+    /// Direct tool calls from components, per user.
+    pub component_calls: crate::api::rate::RateLimiter,
 }

@@ -36,6 +36,9 @@ async fn call_tool(
     let row = components::owned(&state.pool, &id, &caller.workspace_id, &caller.external_user_id)
         .await?
         .ok_or(ApiError::NotFound)?;
+    if !state.component_calls.allow(&format!("{}:{}", caller.workspace_id, caller.external_user_id)) {
+        return Err(ApiError::TooManyRequests);
+    }
     if !row.tools().contains(&call.tool) {
         return Err(ApiError::Forbidden("tool_not_declared", "this component cannot call that tool".into()));
     }

@@ -5,6 +5,7 @@ pub mod actions;
 pub mod chat;
 pub mod components;
 pub mod conversations;
+pub mod rate;
 pub mod setup;
 
 use axum::extract::rejection::JsonRejection;
@@ -32,6 +33,8 @@ pub enum ApiError {
     NotFound,
     #[error("{1}")]
     BadGateway(&'static str, String),
+    #[error("too many requests; try again in a few seconds")]
+    TooManyRequests,
     /// A pending action that cannot move as asked: `409` or `410`, with the action.
     #[error("{message}")]
     Action { status: StatusCode, code: &'static str, message: &'static str, action: Box<widget::wire::PendingAction> },
@@ -48,6 +51,7 @@ impl ApiError {
             ApiError::Forbidden(code, _) => (StatusCode::FORBIDDEN, code),
             ApiError::NotFound => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::BadGateway(code, _) => (StatusCode::BAD_GATEWAY, code),
+            ApiError::TooManyRequests => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             ApiError::Action { status, code, .. } => (*status, code),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }

@@ -203,3 +203,18 @@ async fn a_malformed_component_is_skipped_and_the_reply_goes_on() {
     assert_eq!(of(&events, "done")[0]["stop_reason"], "completed");
     assert_eq!(of(&events, "message")[0]["text"], "Menu.");
 }
+
+#[tokio::test]
+async fn a_flood_of_clicks_is_limited_per_user() {
+    let rig = Rig::start(Db::Sqlite, host(), vec![Step::Call("menu", json!({})), Step::Text("Menu.")], &[]).await;
+    let events = rig.say("menu").await;
+    let component_id = of(&events, "component")[0]["component_id"].as_str().unwrap().to_owned();
+    let before = rig.host.count("execute");
+    let mut statuses = Vec::new();
+    for _ in 0..25 {
+        statuses.push(call(&rig, &rig.token, &component_id, json!({"tool": "add_item"})).await.0);
+    }
+    assert!(statuses[..20].iter().all(|s| *s == 200), "{statuses:?}");
+    assert!(statuses[20..].iter().all(|s| *s == 429), "{statuses:?}");
+    assert_eq!(rig.host.count("execute"), before + 20, "refused clicks never reach the host");
+}
