@@ -63,7 +63,7 @@ test("without an IdP session the sign-in is interactive, and Done returns to the
   await page.getByRole("button", { name: "Sign in" }).click();
   await expect(page.getByRole("navigation", { name: "Caddie" })).toContainText("Part of Apollo on Caddie");
   await expect(page).toHaveURL(/\/caddie\/spaces\/ws_[0-9a-f]+$/);
-  await page.getByRole("button", { name: "Done" }).click();
+  await page.getByRole("link", { name: "Done" }).click();
   await expect(page).toHaveURL(`${hub}/projects/apollo?stage=1`);
 });
 
@@ -77,7 +77,7 @@ test("the guided introduction hands in with ?tour=1 and back with ?tour=done", a
   await expect(tour).toBeVisible();
   // Hydrated: the widget has moved cctx out of the address bar.
   await expect(page).toHaveURL(/\/caddie\/spaces\/ws_[0-9a-f]+$/);
-  await tour.getByRole("button", { name: "Finish the tour" }).click();
+  await tour.getByRole("link", { name: "Finish the tour" }).click();
   await expect(page).toHaveURL(`${hub}/projects/apollo?stage=1&tour=done`);
   await expect(page.locator("#tour")).toHaveText("done");
 });

@@ -252,7 +252,7 @@ pub fn App() -> impl IntoView {
                 </button>
                 {if full_page {
                     view! {
-                        <button type="button" class="ca-done" on:click=move |_| return_to_project(bar, false)>"Done"</button>
+                        <a class="ca-done" href=move || project_url(bar, false)>"Done"</a>
                     }.into_any()
                 } else {
                     view! {
@@ -269,9 +269,7 @@ pub fn App() -> impl IntoView {
                     <p>"Ask anything in the box below. When the assistant wants to change something, it shows you \
                         the change first and does nothing until you press Apply."</p>
                     <div class="ca-action-buttons">
-                        <button type="button" class="ca-button" on:click=move |_| return_to_project(bar, true)>
-                            "Finish the tour"
-                        </button>
+                        <a class="ca-button ca-link-button" href=move || project_url(bar, true)>"Finish the tour"</a>
                         <button type="button" class="ca-button ca-secondary" on:click=move |_| touring.set(false)>"Skip"</button>
                     </div>
                 </section>
@@ -309,23 +307,16 @@ fn CaddieHostBar(bar: RwSignal<CaddieBar>) -> impl IntoView {
     }
 }
 
-/// `returnToProject()`: back to the hub's project page; at the end of the
-/// guided introduction with `?tour=done`.
-fn return_to_project(bar: RwSignal<CaddieBar>, tour_done: bool) {
-    let url = bar.with_untracked(|b| b.return_url.clone());
-    if url.is_empty() {
-        return;
+/// `returnToProject()` as a link, so it works before the page is hydrated:
+/// the hub's project page, with `?tour=done` at the end of the guided
+/// introduction.
+fn project_url(bar: RwSignal<CaddieBar>, tour_done: bool) -> String {
+    let url = bar.with(|b| b.return_url.clone());
+    if !tour_done || url.is_empty() {
+        return url;
     }
-    let url = if tour_done {
-        let separator = if url.contains('?') { '&' } else { '?' };
-        format!("{url}{separator}tour=done")
-    } else {
-        url
-    };
-    #[cfg(feature = "hydrate")]
-    let _ = window().location().assign(&url);
-    #[cfg(not(feature = "hydrate"))]
-    let _ = url;
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}tour=done")
 }
 
 fn close_widget() {
