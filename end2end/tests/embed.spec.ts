@@ -122,35 +122,25 @@ test("the host sets dark mode and an accent colour, and hostile values are ignor
 
 test("an expired token with no way to refresh it says so instead of looping", async ({ page, request, baseURL }) => {
   const ws = await taskWorkspace(request);
-  const q = new URLSearchParams({ ws: ws.id, secret: ws.embed_secret, sub: "stale_user", assistant: baseURL!, expired: "1" });
-  await page.goto(`${taskHost}/page?${q}`);
-  await page.locator("button.ca-launcher").click();
-  const widget = page.frameLocator("iframe[title='Chat assistant']");
-  const input = widget.getByRole("textbox", { name: "Message" });
-  await expect(input).toHaveAttribute("placeholder", "Type a message…");
+  const host = new TaskHostPage(page, baseURL!);
+  await host.goto(ws, "stale_user", { expired: "1" });
 
-  await input.fill("hello");
-  await input.press("Enter");
+  await host.ask("hello");
 
-  await expect(widget.getByRole("alert")).toContainText("Reload the page");
-  await expect(widget.getByRole("button", { name: "Send" })).toBeEnabled();
+  await expect(host.widget.getByRole("alert")).toContainText("Reload the page");
+  await expect(host.widget.getByRole("button", { name: "Send" })).toBeEnabled();
 });
 
 test("with data-token-url, an expired data-token is renewed from the host and the message still goes", async ({ page, request, baseURL }) => {
   const ws = await taskWorkspace(request);
-  const q = new URLSearchParams({ ws: ws.id, secret: ws.embed_secret, sub: "renew_user", assistant: baseURL!, expired: "1", renew: "1" });
-  await page.goto(`${taskHost}/page?${q}`);
-  await page.locator("button.ca-launcher").click();
-  const widget = page.frameLocator("iframe[title='Chat assistant']");
-  const input = widget.getByRole("textbox", { name: "Message" });
-  await expect(input).toHaveAttribute("placeholder", "Type a message…");
+  const host = new TaskHostPage(page, baseURL!);
+  await host.goto(ws, "renew_user", { expired: "1", renew: "1" });
 
-  await input.fill("hello");
-  await input.press("Enter");
+  await host.ask("hello");
 
-  await expect(widget.locator(".ca-user")).toHaveText(/hello/);
-  await expect(widget.locator(".ca-assistant .ca-md").last()).toBeVisible();
-  await expect(widget.getByRole("alert")).toHaveCount(0);
+  await expect(host.widget.locator(".ca-user")).toHaveText(/hello/);
+  await expect(host.lastReply.locator(".ca-md")).toBeVisible();
+  await expect(host.widget.getByRole("alert")).toHaveCount(0);
 });
 
 test("in a single-page app the widget survives navigation, and destroy then init brings the chat back", async ({ page, request, baseURL }) => {

@@ -32,15 +32,15 @@ export class TaskHostPage {
 
   // The fixture's server mints the token from the secret it is handed here;
   // the page it renders carries only the token.
-  async goto(ws: Workspace, user: string) {
-    await this.load(ws, user);
+  async goto(ws: Workspace, user: string, extra: Record<string, string> = {}) {
+    await this.load(ws, user, extra);
     await this.page.locator("button.ca-launcher").click();
     await expect(this.input).toHaveAttribute("placeholder", "Type a message…");
   }
 
   /** Loads the page without opening the chat. */
-  async load(ws: Workspace, user: string) {
-    const q = new URLSearchParams({ ws: ws.id, secret: ws.embed_secret, sub: user, assistant: this.baseURL });
+  async load(ws: Workspace, user: string, extra: Record<string, string> = {}) {
+    const q = new URLSearchParams({ ws: ws.id, secret: ws.embed_secret, sub: user, assistant: this.baseURL, ...extra });
     await this.page.goto(`${taskHost}/page?${q}`);
   }
 

@@ -128,7 +128,7 @@ async fn run(
     let per_worker = turns / concurrency;
     let workers = (0..concurrency).map(|w| {
         let client = client.clone();
-        let token = token(workspace, secret, &format!("bench_{w}"));
+        let token = server::auth::mint(workspace, secret, &format!("bench_{w}"), &[], 3600);
         let url = format!("{base}/v1/chat/turns");
         async move {
             let mut times = Vec::with_capacity(per_worker);
@@ -179,17 +179,6 @@ async fn fake_model(Json(body): Json<Value>) -> impl IntoResponse {
     }
     out.push_str("data: {\"id\":\"b\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"bench\",\"choices\":[],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":10,\"total_tokens\":110}}\n\ndata: [DONE]\n\n");
     ([("content-type", "text/event-stream")], out)
-}
-
-fn token(workspace: &str, secret: &str, sub: &str) -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
-    let claims = json!({"aud": "context-assistant", "ws": workspace, "sub": sub, "iat": now, "exp": now + 3600});
-    jsonwebtoken::encode(
-        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
-        &claims,
-        &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()),
-    )
-    .unwrap()
 }
 
 async fn serve(router: axum::Router) -> SocketAddr {

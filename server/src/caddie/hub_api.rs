@@ -115,6 +115,22 @@ pub fn state_of(activity: &store::SpaceActivity) -> (&'static str, String) {
     }
 }
 
+/// The body of a status report (§5), for a push and for the reconcile alike.
+pub fn status_report(assignment_id: &str, activity: &store::SpaceActivity, seq: i64) -> Value {
+    let (state, summary) = state_of(activity);
+    let occurred_at =
+        time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+    json!({
+        "assignment_id": assignment_id,
+        "state": state,
+        "counts": { "client_open": activity.waiting.len(), "agency_open": 0 },
+        "summary": summary,
+        "actors_waiting": activity.waiting,
+        "seq": seq,
+        "occurred_at": occurred_at,
+    })
+}
+
 /// `GET /caddie/api/assignments/{asg}/status` (§5): the reconcile. A
 /// `participants` query (repeated) is the hub's current list: grants of
 /// anyone de-listed are dropped.
@@ -157,19 +173,7 @@ pub async fn status(
         (Ok(a), Ok(s)) => (a, s),
         (Err(e), _) | (_, Err(e)) => return failed(e),
     };
-    let (state_name, summary) = state_of(&activity);
-    let occurred_at =
-        time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
-    Json(json!({
-        "assignment_id": assignment_id,
-        "state": state_name,
-        "counts": { "client_open": activity.waiting.len(), "agency_open": 0 },
-        "summary": summary,
-        "actors_waiting": activity.waiting,
-        "seq": seq,
-        "occurred_at": occurred_at,
-    }))
-    .into_response()
+    Json(status_report(&assignment_id, &activity, seq)).into_response()
 }
 
 #[derive(Deserialize)]

@@ -10,8 +10,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{
-    Caddie, DEFAULT_LEVEL, PARTICIPANTS_FRESH_MS, caddie, internal, pages, see_other, signed_headers, signed_in, store,
-    to_login, token, urlencode,
+    Caddie, DEFAULT_LEVEL, PARTICIPANTS_FRESH_MS, caddie, internal, pages, see_other, signed_in, store, to_login,
+    token, urlencode,
 };
 use crate::ids::{now_ms, now_secs};
 use crate::state::AppState;
@@ -165,11 +165,7 @@ async fn current_participants(state: &AppState, caddie: &Caddie, link: &store::L
     }
     let path = format!("/api/tool/assignments/{}", link.assignment_id);
     let url = caddie.config.hub_origin.join(&path)?;
-    let mut request = caddie.hub.get(url);
-    for (name, value) in signed_headers(caddie, b"") {
-        request = request.header(name, value);
-    }
-    let answer = request.send().await?.error_for_status()?;
+    let answer = caddie.signed(caddie.hub.get(url), b"").send().await?.error_for_status()?;
     #[derive(Deserialize)]
     struct Assignment {
         participants: Vec<String>,

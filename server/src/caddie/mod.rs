@@ -67,6 +67,14 @@ impl Caddie {
         Self { config, keys, oidc, secure_cookies: public_base.starts_with("https://"), hub }
     }
 
+    /// `request` to the hub with the signature headers of `body` (§5).
+    pub fn signed(&self, mut request: reqwest::RequestBuilder, body: &[u8]) -> reqwest::RequestBuilder {
+        for (name, value) in signed_headers(self, body) {
+            request = request.header(name, value);
+        }
+        request
+    }
+
     fn cookie(&self, name: &str, value: &str, max_age_secs: i64) -> HeaderValue {
         let secure = if self.secure_cookies { "; Secure" } else { "" };
         HeaderValue::from_str(&format!(
@@ -132,7 +140,7 @@ fn to_login(next: &str) -> Response {
 
 /// The headers of a tool→caddie call (§5), signed with the tool→caddie key
 /// over `ts + "\n" + nonce + "\n" + body`.
-pub fn signed_headers(caddie: &Caddie, body: &[u8]) -> Vec<(&'static str, String)> {
+fn signed_headers(caddie: &Caddie, body: &[u8]) -> Vec<(&'static str, String)> {
     use hmac::Mac;
     let ts = now_secs().to_string();
     let nonce = uuid_v4();

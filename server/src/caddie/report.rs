@@ -7,9 +7,7 @@
 
 use std::time::Duration;
 
-use serde_json::json;
-
-use super::{Caddie, hub_api, signed_headers, store};
+use super::{Caddie, hub_api, store};
 use crate::db::Pool;
 use crate::ids::{new_id, now_ms};
 
@@ -29,20 +27,8 @@ pub async fn after_change(caddie: &Caddie, pool: &Pool, workspace_id: &str) {
 async fn report(caddie: &Caddie, pool: &Pool, workspace_id: &str) -> anyhow::Result<()> {
     let Some(link) = store::link_by_workspace(pool, workspace_id).await? else { return Ok(()) };
     let activity = store::space_activity(pool, workspace_id).await?;
-    let (state, summary) = hub_api::state_of(&activity);
     let seq = next_seq(pool, &link.assignment_id).await?;
-    let occurred_at =
-        time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
-    let body = json!({
-        "assignment_id": link.assignment_id,
-        "state": state,
-        "counts": { "client_open": activity.waiting.len(), "agency_open": 0 },
-        "summary": summary,
-        "actors_waiting": activity.waiting,
-        "seq": seq,
-        "occurred_at": occurred_at,
-    })
-    .to_string();
+    let body = hub_api::status_report(&link.assignment_id, &activity, seq).to_string();
     // Earlier reports still queued go first: the hub sees seq rise.
     let queued_before: Option<(String,)> =
         sqlx::query_as("SELECT id FROM caddie_status_queue WHERE assignment_id = $1 LIMIT 1")
@@ -88,11 +74,8 @@ async fn next_seq(pool: &Pool, assignment_id: &str) -> anyhow::Result<i64> {
 /// `POST {hub}/api/tool/report`, signed.
 async fn push(caddie: &Caddie, body: &str) -> anyhow::Result<()> {
     let url = caddie.config.hub_origin.join("/api/tool/report")?;
-    let mut request = caddie.hub.post(url).header("content-type", "application/json").body(body.to_owned());
-    for (name, value) in signed_headers(caddie, body.as_bytes()) {
-        request = request.header(name, value);
-    }
-    request.send().await?.error_for_status()?;
+    let request = caddie.hub.post(url).header("content-type", "application/json").body(body.to_owned());
+    caddie.signed(request, body.as_bytes()).send().await?.error_for_status()?;
     Ok(())
 }
 

@@ -145,6 +145,10 @@ struct HubState {
 
 type Hub = Arc<Mutex<HubState>>;
 
+fn header_map(headers: &HeaderMap) -> HashMap<String, String> {
+    headers.iter().map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned())).collect()
+}
+
 async fn start_hub() -> (SocketAddr, Hub) {
     let hub: Hub = Arc::default();
     let router = axum::Router::new()
@@ -152,9 +156,7 @@ async fn start_hub() -> (SocketAddr, Hub) {
             "/api/tool/assignments/{asg}",
             get(|State(hub): State<Hub>, headers: HeaderMap| async move {
                 let mut s = hub.lock().unwrap();
-                s.checks.push(
-                    headers.iter().map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned())).collect(),
-                );
+                s.checks.push(header_map(&headers));
                 Json(json!({ "assignment_id": ASSIGNMENT, "participants": s.participants }))
             }),
         )
@@ -165,8 +167,7 @@ async fn start_hub() -> (SocketAddr, Hub) {
                 if s.down {
                     return StatusCode::SERVICE_UNAVAILABLE;
                 }
-                let headers =
-                    headers.iter().map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned())).collect();
+                let headers = header_map(&headers);
                 s.reports.push((headers, body));
                 StatusCode::OK
             }),

@@ -128,24 +128,48 @@ async fn hostile_display_entries_are_sanitized_before_the_widget_sees_them() {
     assert!(cards.iter().all(|c| c["url"].as_str().unwrap().starts_with("https://shop.example/")));
 }
 
+/// A turn whose stream is open: its id, read from the first event.
+struct RunningTurn {
+    id: String,
+    read: String,
+    body: std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<axum::body::Bytes>> + Send>>,
+}
+
+impl RunningTurn {
+    async fn start(rig: &Rig) -> Self {
+        use futures::StreamExt;
+        let response = rig
+            .app
+            .client
+            .post(rig.app.url("/v1/chat/turns"))
+            .bearer_auth(&rig.token)
+            .json(&json!({"message": "look"}))
+            .send()
+            .await
+            .unwrap();
+        let mut body = Box::pin(response.bytes_stream());
+        let read = String::from_utf8(body.next().await.unwrap().unwrap().to_vec()).unwrap();
+        let id = crate::helpers::parse_sse(&read)[0].1["turn_id"].as_str().unwrap().to_owned();
+        Self { id, read, body }
+    }
+
+    /// Reads the stream to its end; all its events.
+    async fn finish(mut self) -> Vec<(String, serde_json::Value)> {
+        use futures::StreamExt;
+        while let Some(chunk) = self.body.next().await {
+            self.read.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        }
+        crate::helpers::parse_sse(&self.read)
+    }
+}
+
 #[tokio::test]
 async fn stop_cancels_a_running_turn() {
     let host = HostSpec::new(task_tools()).delay(5000);
     let rig = Rig::start(Db::Sqlite, host, vec![Step::Call("lookup", json!({}))], &[]).await;
-    let response = rig
-        .app
-        .client
-        .post(rig.app.url("/v1/chat/turns"))
-        .bearer_auth(&rig.token)
-        .json(&json!({"message": "look"}))
-        .send()
-        .await
-        .unwrap();
     let started = Instant::now();
-    let mut body = response.bytes_stream();
-    use futures::StreamExt;
-    let first = String::from_utf8(body.next().await.unwrap().unwrap().to_vec()).unwrap();
-    let turn_id = crate::helpers::parse_sse(&first)[0].1["turn_id"].as_str().unwrap().to_owned();
+    let turn = RunningTurn::start(&rig).await;
+    let turn_id = turn.id.clone();
 
     let stop = rig
         .app
@@ -156,11 +180,7 @@ async fn stop_cancels_a_running_turn() {
         .await
         .unwrap();
     assert_eq!(stop.status(), 202);
-    let mut rest = first;
-    while let Some(chunk) = body.next().await {
-        rest.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-    }
-    let events = crate::helpers::parse_sse(&rest);
+    let events = turn.finish().await;
     assert_eq!(of(&events, "done")[0]["stop_reason"], "cancelled");
     assert!(started.elapsed() < Duration::from_secs(4));
     let again = rig
@@ -181,20 +201,9 @@ async fn a_stop_sent_to_another_replica_stops_the_turn() {
     let host = HostSpec::new(task_tools()).delay(5000);
     let rig = Rig::start(Db::Sqlite, host, vec![Step::Call("lookup", json!({}))], &[]).await;
     let other = crate::helpers::restart(&rig.app, &[("OPENAI_BASE_URL", rig.model.base_url())]).await;
-    let response = rig
-        .app
-        .client
-        .post(rig.app.url("/v1/chat/turns"))
-        .bearer_auth(&rig.token)
-        .json(&json!({"message": "look"}))
-        .send()
-        .await
-        .unwrap();
     let started = Instant::now();
-    let mut body = response.bytes_stream();
-    use futures::StreamExt;
-    let first = String::from_utf8(body.next().await.unwrap().unwrap().to_vec()).unwrap();
-    let turn_id = crate::helpers::parse_sse(&first)[0].1["turn_id"].as_str().unwrap().to_owned();
+    let turn = RunningTurn::start(&rig).await;
+    let turn_id = turn.id.clone();
 
     let stop = rig
         .app
@@ -206,11 +215,8 @@ async fn a_stop_sent_to_another_replica_stops_the_turn() {
         .unwrap();
 
     assert_eq!(stop.status(), 202);
-    let mut rest = first;
-    while let Some(chunk) = body.next().await {
-        rest.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-    }
-    assert_eq!(of(&crate::helpers::parse_sse(&rest), "done")[0]["stop_reason"], "cancelled");
+    let events = turn.finish().await;
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "cancelled");
     assert!(started.elapsed() < Duration::from_secs(4));
     // Someone else's turn cannot be stopped.
     let stranger = crate::helpers::token(&rig.workspace, &rig.secret, "someone_else");
