@@ -15,15 +15,35 @@ use tower_http::services::ServeDir;
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
 
-use crate::bistro::Bistro;
+use crate::api::{self, ApiState};
+use crate::bistro::{self, Bistro, BistroState};
+use crate::caddie::{self, Caddie, CaddieState};
 use crate::config::{Config, ModelConfig};
 use crate::crypto::Vault;
-use crate::engine::Engine;
-use crate::engine::turns::TurnRegistry;
+use crate::db::{self, Pool};
+use crate::demo::{self, DemoState};
+use crate::embed::{self, EmbedState};
+use crate::engine::stop::TurnRegistry;
+use crate::engine::{Engine, TurnFinished};
 use crate::host::HostClient;
 use crate::llm::Model;
-use crate::state::AppState;
-use crate::{api, bistro, db, demo, embed};
+use crate::widget_page::WidgetPages;
+use crate::workspaces::Workspaces;
+
+/// Every part of the application, built once. Each feature's router gets
+/// only its own part; tests read the database and vault through it.
+#[derive(Clone)]
+pub struct AppState {
+    pub pool: Pool,
+    pub vault: Vault,
+    pub config: Arc<Config>,
+    pub bistro: Arc<Bistro>,
+    pub api: ApiState,
+    pub demo: DemoState,
+    pub embed: EmbedState,
+    /// The Caddie tool side, when configured (`CADDIE_TOOL_SECRET`).
+    pub caddie: Option<CaddieState>,
+}
 
 /// A bound, ready server.
 pub struct Application {
@@ -71,51 +91,76 @@ impl Application {
             .public_url
             .as_ref()
             .map_or_else(|| public_origin.to_string(), |u| u.as_str().trim_end_matches('/').to_owned());
-        let caddie = config.caddie.clone().map(|c| Arc::new(crate::caddie::Caddie::new(c, &public_base)));
-        if let Some(caddie) = &caddie {
-            crate::caddie::report::spawn_retries(caddie.clone(), pool.clone(), config.caddie_retry_every);
-        }
+        let workspaces = Workspaces::new(pool.clone(), vault.clone());
+        let pages = WidgetPages::new(leptos_options, model.is_demo);
+        let host = HostClient::new(config.limits.tool_timeout, config.allow_private_tool_hosts);
+
+        // One Caddie (one OIDC cache, one HTTP client): its routes, its retry
+        // task and the engine's turn-finished hook all share it.
+        let caddie = config.caddie.clone().map(|c| Arc::new(Caddie::new(c, &public_base)));
+        let on_turn_finished = caddie.as_ref().map(|caddie| {
+            caddie::report::spawn_retries(caddie.clone(), pool.clone(), config.caddie_retry_every);
+            Arc::new(caddie::report::StatusReporter { caddie: caddie.clone(), pool: pool.clone() })
+                as Arc<dyn TurnFinished>
+        });
         let engine = Engine {
-            caddie: caddie.clone(),
             pool: pool.clone(),
-            vault: vault.clone(),
-            host: HostClient::new(config.limits.tool_timeout, config.allow_private_tool_hosts),
+            workspaces: workspaces.clone(),
+            host: host.clone(),
             model,
             limits: config.limits.clone(),
+            on_turn_finished,
         };
-        let bistro = Bistro {
+        crate::engine::sweep_stuck_actions(pool.clone(), config.limits.tool_timeout);
+        let turns = TurnRegistry::default();
+        crate::engine::stop::watch_stop_requests(turns.clone(), pool.clone(), STOP_POLL);
+
+        let bistro = Arc::new(Bistro {
             secret: vault.derive("acme-bistro host secret"),
             checkout_key: vault.derive("acme-bistro checkout links"),
             public_url: public_origin.to_string(),
             sold_out: config.bistro_sold_out.clone(),
-        };
-        let public_base = config
-            .public_url
-            .as_ref()
-            .map_or_else(|| public_origin.to_string(), |u| u.as_str().trim_end_matches('/').to_owned());
-        let caddie = config.caddie.clone().map(|c| Arc::new(crate::caddie::Caddie::new(c, &public_base)));
-        crate::engine::actions::sweep_stuck_actions(pool.clone(), config.limits.tool_timeout);
+        });
         let site_root = config.site_root.clone();
         tokio::task::spawn_blocking(move || {
             let written = crate::precompress::compress_site(&site_root);
             tracing::debug!(written, "compressed copies of the widget's files");
         });
-        let turns = TurnRegistry::default();
-        crate::engine::turns::watch_stop_requests(turns.clone(), pool.clone(), STOP_POLL);
         let state = AppState {
-            component_calls: Default::default(),
-            caddie,
+            api: ApiState {
+                pool: pool.clone(),
+                vault: vault.clone(),
+                workspaces: workspaces.clone(),
+                engine,
+                turns,
+                host,
+                admin_token: config.admin_token.clone(),
+                allow_private_tool_hosts: config.allow_private_tool_hosts,
+                public_origin: public_origin.clone(),
+                component_calls: Default::default(),
+            },
+            demo: DemoState {
+                pool: pool.clone(),
+                vault: vault.clone(),
+                enabled: config.demo,
+                public_origin: public_origin.clone(),
+                bistro_secret: bistro.secret.clone(),
+            },
+            embed: EmbedState { pool: pool.clone(), pages: pages.clone() },
+            caddie: caddie.map(|caddie| CaddieState {
+                caddie,
+                pool: pool.clone(),
+                vault: vault.clone(),
+                workspaces,
+                pages,
+            }),
+            bistro,
             pool,
             vault,
             config: Arc::new(config),
-            engine,
-            turns: turns.clone(),
-            bistro: Arc::new(bistro),
-            leptos_options,
-            public_origin,
         };
         if state.config.demo {
-            demo::seed(&state, loopback).await.context("cannot set up the demo workspace")?;
+            demo::seed(&state.demo, loopback).await.context("cannot set up the demo workspace")?;
         }
         let router = router(state.clone());
         Ok(Self { listener, router, address, state })
@@ -146,21 +191,17 @@ impl Application {
 /// How often a replica running turns looks for stops asked of another one.
 const STOP_POLL: std::time::Duration = std::time::Duration::from_millis(300);
 
-/// Every route of the server.
+/// Every route of the server: each feature's router with its own state.
 pub fn router(state: AppState) -> Router {
     let site_root = state.config.site_root.clone();
     // Without CADDIE_TOOL_SECRET the Caddie routes do not exist (404).
-    let caddie = if state.caddie.is_some() { crate::caddie::router() } else { Router::new() };
+    let caddie = state.caddie.map_or_else(Router::new, caddie::router);
     Router::new()
         .merge(caddie)
-        .merge(api::actions::router())
-        .merge(api::chat::router())
-        .merge(api::components::router())
-        .merge(api::conversations::router())
-        .merge(api::setup::router())
-        .merge(bistro::router())
-        .merge(embed::router())
-        .merge(demo::router())
+        .merge(api::router(state.api))
+        .merge(bistro::router(BistroState { pool: state.pool, bistro: state.bistro }))
+        .merge(embed::router(state.embed))
+        .merge(demo::router(state.demo))
         .route("/demo-model/v1/chat/completions", post(crate::llm::demo::chat_completions))
         .route("/health", get(|| async { "ok" }))
         .fallback_service(ServeDir::new(site_root).precompressed_br().precompressed_gzip())
@@ -176,7 +217,6 @@ pub fn router(state: AppState) -> Router {
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
             tracing::info_span!("http", method = %request.method(), path = %request.uri().path())
         }))
-        .with_state(state)
 }
 
 async fn shutdown_signal() {

@@ -7,6 +7,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
+use crate::host::ExecutionScope;
 use crate::ids::now_secs;
 
 pub const AUDIENCE: &str = "context-assistant";
@@ -99,6 +100,18 @@ pub struct Caller {
     pub workspace_id: String,
     pub external_user_id: String,
     pub permissions: Vec<String>,
+}
+
+impl Caller {
+    /// The execution scope a host is sent for this caller, with `request_id`.
+    pub fn scope(&self, request_id: &str) -> ExecutionScope {
+        ExecutionScope {
+            workspace_id: self.workspace_id.clone(),
+            external_user_id: self.external_user_id.clone(),
+            permissions: self.permissions.clone(),
+            request_id: request_id.to_owned(),
+        }
+    }
 }
 
 #[cfg(test)]

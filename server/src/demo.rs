@@ -4,6 +4,7 @@
 //! host's backend would; no secret is ever in the page.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::State;
@@ -11,24 +12,38 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 
-use crate::api::ApiError;
 use crate::auth;
-use crate::crypto::hash_api_key;
-use crate::db::{self, NewIntegration, NewWorkspace};
+use crate::crypto::{Vault, hash_api_key};
+use crate::db::{self, NewIntegration, NewWorkspace, Pool};
+use crate::http::ApiError;
 use crate::ids::random_bytes;
-use crate::state::AppState;
+use crate::secret::Secret;
+use crate::workspaces::PROVIDER;
 
 /// The demo workspace's fixed id.
 pub const DEMO_WORKSPACE: &str = "ws_demo";
 const GUEST_COOKIE: &str = "acme_guest";
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/", get(demo_page)).route("/demo/token", get(demo_token))
+/// What the demo's routes share.
+#[derive(Clone)]
+pub struct DemoState {
+    pub pool: Pool,
+    pub vault: Vault,
+    /// `CA_DEMO`: off shows a short page about the server instead.
+    pub enabled: bool,
+    /// The assistant's own origin, allowed to frame the demo's widget.
+    pub public_origin: Arc<str>,
+    /// The built-in bistro host's bearer secret, for the demo's integration.
+    pub bistro_secret: Secret,
+}
+
+pub fn router(state: DemoState) -> Router {
+    Router::new().route("/", get(demo_page)).route("/demo/token", get(demo_token)).with_state(state)
 }
 
 /// Creates the demo workspace once, then (every start) points its
 /// integration at this server's bistro host and allows this server's origin.
-pub async fn seed(state: &AppState, loopback: SocketAddr) -> anyhow::Result<()> {
+pub async fn seed(state: &DemoState, loopback: SocketAddr) -> anyhow::Result<()> {
     let origins = vec![state.public_origin.to_string(), format!("http://localhost:{}", loopback.port())];
     if db::workspace(&state.pool, DEMO_WORKSPACE).await?.is_none() {
         // The demo's api key is never shown: it is not administered over the API.
@@ -54,9 +69,9 @@ pub async fn seed(state: &AppState, loopback: SocketAddr) -> anyhow::Result<()> 
         &state.pool,
         NewIntegration {
             workspace_id: DEMO_WORKSPACE,
-            provider: crate::api::setup::PROVIDER,
+            provider: PROVIDER,
             base_url: &format!("http://{loopback}/bistro/api"),
-            secret_enc: &state.vault.seal(state.bistro.secret.expose()),
+            secret_enc: &state.vault.seal(state.bistro_secret.expose()),
             allowed_tools: &[],
             builtin: true,
         },
@@ -66,7 +81,7 @@ pub async fn seed(state: &AppState, loopback: SocketAddr) -> anyhow::Result<()> 
 }
 
 /// A token for the demo workspace, for `sub` — what a host's backend does.
-pub async fn mint_demo_token(state: &AppState, sub: &str) -> Result<String, ApiError> {
+pub async fn mint_demo_token(state: &DemoState, sub: &str) -> Result<String, ApiError> {
     let workspace = db::workspace(&state.pool, DEMO_WORKSPACE).await?.ok_or(ApiError::NotFound)?;
     let secret = state.vault.open(&workspace.embed_secret_enc)?;
     Ok(auth::mint(DEMO_WORKSPACE, secret.expose(), sub, &["menu:read".into(), "cart:write".into()], 3600))
@@ -74,8 +89,8 @@ pub async fn mint_demo_token(state: &AppState, sub: &str) -> Result<String, ApiE
 
 /// The Acme Bistro page. Each visitor gets a guest id in a cookie, so
 /// their conversations are theirs across reloads.
-async fn demo_page(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
-    if !state.config.demo {
+async fn demo_page(State(state): State<DemoState>, headers: HeaderMap) -> Result<Response, ApiError> {
+    if !state.enabled {
         return Ok(Html(ABOUT_PAGE).into_response());
     }
     let existing = guest_from_cookie(&headers);
@@ -93,8 +108,8 @@ async fn demo_page(State(state): State<AppState>, headers: HeaderMap) -> Result<
 
 /// A fresh token for the page's guest (the loader's `data-token-url`), as a
 /// host's backend would answer its own page when the first token expires.
-async fn demo_token(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
-    if !state.config.demo {
+async fn demo_token(State(state): State<DemoState>, headers: HeaderMap) -> Result<Response, ApiError> {
+    if !state.enabled {
         return Err(ApiError::NotFound);
     }
     let guest = guest_from_cookie(&headers).ok_or(ApiError::Unauthorized)?;

@@ -38,26 +38,7 @@ pub struct ExecutionScope {
     pub request_id: String,
 }
 
-/// A tool's verb, which decides its confirmation policy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verb {
-    Get,
-    Create,
-    Update,
-    Delete,
-}
-
-impl Verb {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verb::Get => "get",
-            Verb::Create => "create",
-            Verb::Update => "update",
-            Verb::Delete => "delete",
-        }
-    }
-}
+pub use widget::wire::Verb;
 
 /// One tool from `GET /tools`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -474,10 +455,23 @@ mod tests {
         assert!(format!("{error}").contains("private"), "{error}");
     }
 
+    // That the host's text never reaches the user or the model is proven
+    // end to end (tests/api/limits.rs, chat.rs): `user_message` is static.
     #[test]
-    fn user_messages_never_carry_the_hosts_text() {
+    fn the_log_keeps_the_hosts_text_and_each_failure_has_its_own_code() {
         let e = HostError::Failed { status: 500, message: "SELECT * FROM secrets failed".into() };
-        assert!(!e.user_message().contains("SELECT"));
         assert!(e.to_string().contains("SELECT"), "the log keeps it");
+        let all = [
+            HostError::Unauthorized(String::new()),
+            HostError::BadRequest(String::new()),
+            HostError::Forbidden(String::new()),
+            HostError::NotFound(String::new()),
+            HostError::Failed { status: 500, message: String::new() },
+            HostError::Invalid(String::new()),
+            HostError::Timeout(Duration::from_secs(1)),
+            HostError::Unreachable(String::new()),
+        ];
+        let codes: std::collections::HashSet<&str> = all.iter().map(HostError::code).collect();
+        assert_eq!(codes.len(), all.len(), "the model tells failures apart by code");
     }
 }

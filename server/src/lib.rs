@@ -1,6 +1,17 @@
 //! Context Assistant server: the HTTP API, the turn engine, the Remote
 //! Tools client, the offline demo model and the Acme Bistro demo host.
 //! `main.rs` only loads configuration and calls [`app::Application`].
+//!
+//! Dependencies point one way, down these layers (a module never imports
+//! from a layer above it):
+//!
+//! 1. `app`: wiring — builds every part once and merges the routers;
+//! 2. `api`, `caddie`, `bistro`, `demo`, `embed`: the HTTP edges, each
+//!    owning its router and taking only its own part of the state;
+//! 3. `engine`: the turn loop (knows no edge; `TurnFinished` tells who listens);
+//! 4. `host`, `llm`, `display`, `markdown`, `component`, `schema`,
+//!    `workspaces`, `widget_page`, `auth`, `http`, `precompress`: services;
+//! 5. `db` (every query), `config`, `crypto`, `secret`, `ids`, `telemetry`.
 
 pub mod api;
 pub mod app;
@@ -16,11 +27,13 @@ pub mod display;
 pub mod embed;
 pub mod engine;
 pub mod host;
+pub mod http;
 pub mod ids;
 pub mod llm;
 pub mod markdown;
 pub mod precompress;
 pub mod schema;
 pub mod secret;
-pub mod state;
 pub mod telemetry;
+pub mod widget_page;
+pub mod workspaces;

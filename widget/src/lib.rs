@@ -1,16 +1,26 @@
 //! The Context Assistant widget: a Leptos app, rendered by the server (the
 //! `ssr` feature) and hydrated in the browser (the `hydrate` feature) inside
 //! the iframe that `/embed.js` creates. No router: one page.
+//!
+//! - `state`: the chat's signals (messages, the pending action, busy flags);
+//! - `components/`: one file per part of the screen;
+//! - `client/` (browser only): the token hand-off with the host page, the
+//!   chat API, the turn's event stream, and their errors;
+//! - `js`: the JSON reader the browser runs; `sse`: the stream's framing;
+//! - `wire`: the types and words the server and the widget share.
 
-mod app;
+mod components;
+mod state;
+
 #[cfg(feature = "hydrate")]
 mod client;
+pub mod html;
 #[cfg(feature = "hydrate")]
 mod js;
 pub mod sse;
 pub mod wire;
 
-pub use app::{App, shell};
+pub use components::{App, shell};
 
 /// The browser entry point, called by Leptos' hydration script.
 #[cfg(feature = "hydrate")]
@@ -18,7 +28,7 @@ pub use app::{App, shell};
 pub fn hydrate() {
     use leptos::prelude::*;
     console_error_panic_hook::set_once();
-    let boot = client::read_boot();
+    let boot = client::token::read_boot();
     leptos::mount::hydrate_body(move || {
         provide_context(boot);
         view! { <App/> }

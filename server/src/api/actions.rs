@@ -11,58 +11,61 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::ApiError;
+use widget::wire::ActionStatus;
+
 use super::chat::stream_turn;
+use super::{ApiError, ApiState};
 use crate::auth::Caller;
 use crate::db::actions::{self, ActionRow};
-use crate::engine::TurnStart;
-use crate::engine::actions::pending_action;
+use crate::engine::{TurnStart, pending_action};
 use crate::ids::now_ms;
-use crate::state::AppState;
 
 /// Longest cancel reason kept, in characters.
 const MAX_REASON_CHARS: usize = 500;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<ApiState> {
     Router::new()
         .route("/v1/actions/{id}/confirm", post(confirm_action))
         .route("/v1/actions/{id}/apply", post(apply_action))
         .route("/v1/actions/{id}/cancel", post(cancel_action))
 }
 
-async fn owned_action(state: &AppState, caller: &Caller, id: &str) -> Result<ActionRow, ApiError> {
+async fn owned_action(state: &ApiState, caller: &Caller, id: &str) -> Result<ActionRow, ApiError> {
     actions::owned(&state.pool, id, &caller.workspace_id, &caller.external_user_id).await?.ok_or(ApiError::NotFound)
 }
 
 /// Why an action did not move: read its current state and say so.
-async fn refusal(state: &AppState, id: &str) -> ApiError {
+async fn refusal(state: &ApiState, id: &str) -> ApiError {
     let Ok(Some(mut action)) = actions::get(&state.pool, id).await else { return ApiError::NotFound };
-    let open = matches!(action.status.as_str(), "pending" | "confirmed_once");
-    if open && action.is_expired(now_ms()) {
+    if action.status.is_open() && action.is_expired(now_ms()) {
         let _ = actions::expire(&state.pool, id).await;
-        action.status = "expired".into();
+        action.status = ActionStatus::Expired;
     }
-    let (status, code, message) = match action.status.as_str() {
-        "expired" => (StatusCode::GONE, "expired", "this action has expired; ask again"),
-        "executing" => (StatusCode::CONFLICT, "action_in_progress", "this action is being applied"),
-        "succeeded" | "failed" => (StatusCode::CONFLICT, "already_applied", "this action was already applied"),
-        "cancelled" => (StatusCode::CONFLICT, "action_cancelled", "this action was cancelled"),
-        "pending" if action.confirmations_required == 2 => {
+    let (status, code, message) = match action.status {
+        ActionStatus::Expired => (StatusCode::GONE, "expired", "this action has expired; ask again"),
+        ActionStatus::Executing => (StatusCode::CONFLICT, "action_in_progress", "this action is being applied"),
+        ActionStatus::Succeeded | ActionStatus::Failed => {
+            (StatusCode::CONFLICT, "already_applied", "this action was already applied")
+        }
+        ActionStatus::Cancelled => (StatusCode::CONFLICT, "action_cancelled", "this action was cancelled"),
+        ActionStatus::Pending if action.needs_confirmation() => {
             (StatusCode::CONFLICT, "confirmation_required", "a delete must be confirmed before it is applied")
         }
-        _ => (StatusCode::CONFLICT, "action_in_progress", "this action cannot move right now"),
+        ActionStatus::Pending | ActionStatus::ConfirmedOnce => {
+            (StatusCode::CONFLICT, "action_in_progress", "this action cannot move right now")
+        }
     };
     ApiError::Action { status, code, message, action: Box::new(pending_action(&action)) }
 }
 
 /// The first of a delete's two confirmations.
 async fn confirm_action(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let action = owned_action(&state, &caller, &id).await?;
-    if action.confirmations_required != 2 {
+    if !action.needs_confirmation() {
         return Err(ApiError::Action {
             status: StatusCode::CONFLICT,
             code: "confirmation_not_required",
@@ -70,9 +73,9 @@ async fn confirm_action(
             action: Box::new(pending_action(&action)),
         });
     }
-    let moved = actions::transition(&state.pool, &id, &["pending"], "confirmed_once").await?;
+    let moved = actions::transition(&state.pool, &id, &[ActionStatus::Pending], ActionStatus::ConfirmedOnce).await?;
     let current = actions::get(&state.pool, &id).await?.ok_or(ApiError::NotFound)?;
-    if moved || (current.status == "confirmed_once" && !current.is_expired(now_ms())) {
+    if moved || (current.status == ActionStatus::ConfirmedOnce && !current.is_expired(now_ms())) {
         tracing::info!(action_id = %id, "delete confirmed once");
         return Ok(Json(json!({ "action": pending_action(&current) })).into_response());
     }
@@ -81,17 +84,17 @@ async fn confirm_action(
 
 /// Executes the action once and streams the model's reply.
 async fn apply_action(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let action = owned_action(&state, &caller, &id).await?;
-    let from: &[&str] = if action.confirmations_required == 2 { &["confirmed_once"] } else { &["pending"] };
-    if !actions::transition(&state.pool, &id, from, "executing").await? {
+    let from = if action.needs_confirmation() { ActionStatus::ConfirmedOnce } else { ActionStatus::Pending };
+    if !actions::transition(&state.pool, &id, &[from], ActionStatus::Executing).await? {
         return Err(refusal(&state, &id).await);
     }
     let mut action = action;
-    action.status = "executing".into();
+    action.status = ActionStatus::Executing;
     tracing::info!(action_id = %id, "action applied");
     let conversation_id = action.conversation_id.clone();
     Ok(stream_turn(&state, caller, conversation_id, TurnStart::Applied(action)).into_response())
@@ -105,7 +108,7 @@ struct CancelRequest {
 
 /// Cancels the action and streams the model's answer to the refusal.
 async fn cancel_action(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     caller: Caller,
     Path(id): Path<String>,
     body: axum::body::Bytes,
@@ -117,7 +120,8 @@ async fn cancel_action(
         serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("invalid body: {e}")))?
     };
     let action = owned_action(&state, &caller, &id).await?;
-    if !actions::transition(&state.pool, &id, &["pending", "confirmed_once"], "cancelled").await? {
+    let open = [ActionStatus::Pending, ActionStatus::ConfirmedOnce];
+    if !actions::transition(&state.pool, &id, &open, ActionStatus::Cancelled).await? {
         return Err(refusal(&state, &id).await);
     }
     let reason = request

@@ -14,25 +14,24 @@ use tokio_stream::StreamExt;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use widget::wire::TurnRequest;
 
-use super::{ApiError, ApiJson};
+use super::{ApiError, ApiJson, ApiState};
 use crate::auth::Caller;
 use crate::db;
 use crate::engine::events::EventSink;
 use crate::engine::{TurnInput, TurnStart};
 use crate::ids::new_id;
-use crate::state::AppState;
 
 /// Longest user message accepted, in characters.
 pub const MAX_MESSAGE_CHARS: usize = 8_000;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<ApiState> {
     Router::new().route("/v1/chat/turns", post(create_turn)).route("/v1/turns/{turn_id}/stop", post(stop_turn))
 }
 
 /// Starts a turn and streams its events. The turn runs on its own task: a
 /// closed stream does not lose the answer, which is saved either way.
 async fn create_turn(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     caller: Caller,
     ApiJson(request): ApiJson<TurnRequest>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
@@ -62,7 +61,7 @@ async fn create_turn(
 /// Runs a turn on its own task and streams its events; a heartbeat
 /// comment (`: ping`) keeps an idle stream open.
 pub fn stream_turn(
-    state: &AppState,
+    state: &ApiState,
     caller: Caller,
     conversation_id: String,
     start: TurnStart,
@@ -77,14 +76,14 @@ pub fn stream_turn(
         engine.run_turn(input, EventSink::new(sender), cancel).await;
         turns.finish(&turn_id);
     });
-    let events =
-        UnboundedReceiverStream::new(receiver).map(|event| Ok(Event::default().event(event.name()).data(event.data())));
+    let events = UnboundedReceiverStream::new(receiver)
+        .map(|event| Ok(Event::default().event(event.kind().as_str()).data(event.data())));
     Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)).text("ping"))
 }
 
 /// Cancels a running turn of the caller's; it ends with `cancelled`.
 async fn stop_turn(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     caller: Caller,
     Path(turn_id): Path<String>,
 ) -> Result<StatusCode, ApiError> {

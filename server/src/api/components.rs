@@ -11,14 +11,13 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 use widget::wire::{ComponentCall, ComponentCallResult, ComponentView};
 
-use super::{ApiError, ApiJson};
+use super::{ApiError, ApiJson, ApiState};
 use crate::auth::Caller;
 use crate::db::components;
 use crate::host::{HostError, Verb};
 use crate::ids::new_id;
-use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<ApiState> {
     Router::new().route("/v1/components/{id}/call", post(call_tool))
 }
 
@@ -28,7 +27,7 @@ fn host_error(error: HostError) -> ApiError {
 }
 
 async fn call_tool(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     caller: Caller,
     Path(id): Path<String>,
     ApiJson(call): ApiJson<ComponentCall>,
@@ -47,13 +46,12 @@ async fn call_tool(
         value @ Value::Object(_) => value,
         _ => return Err(ApiError::BadRequest("arguments must be a JSON object".into())),
     };
-    let engine = &state.engine;
-    let Some((target, allowed)) = engine.workspace_host(&caller.workspace_id).await? else {
+    let Some(host) = state.workspaces.host(&caller.workspace_id).await? else {
         return Err(ApiError::BadGateway("no_host", "No app is connected to the assistant.".into()));
     };
     let request_id = new_id("call");
-    let scope = engine.scope(&caller, &request_id);
-    let tools = engine.host.list_tools(&target, &scope, &allowed).await.map_err(host_error)?;
+    let scope = caller.scope(&request_id);
+    let tools = state.host.list_tools(&host.target, &scope, &host.allowed_tools).await.map_err(host_error)?;
     let Some(tool) = tools.iter().find(|t| t.name == call.tool) else {
         return Err(ApiError::Forbidden("tool_not_allowed", "that tool is not available".into()));
     };
@@ -67,7 +65,8 @@ async fn call_tool(
         return Err(ApiError::BadRequest(format!("the arguments do not fit the tool's inputSchema: {problems}")));
     }
     tracing::info!(component_id = %row.id, tool = %tool.name, request_id, "component tool call");
-    let output = engine.host.execute(&target, &tool.name, &request_id, &arguments, &scope).await.map_err(host_error)?;
+    let output =
+        state.host.execute(&host.target, &tool.name, &request_id, &arguments, &scope).await.map_err(host_error)?;
     let component = match crate::component::from_output(&output).filter(|c| c.kind == row.kind) {
         Some(c) => {
             components::refresh_kind(&state.pool, &row.conversation_id, &row.kind, &c.data.to_string()).await?;

@@ -5,16 +5,15 @@ use axum::extract::{Path, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
-use widget::wire::{ComponentView, ConversationMessage, ConversationView, DisplayCard};
+use widget::wire::{ComponentView, ConversationMessage, ConversationView, DisplayCard, Role};
 
-use super::ApiError;
+use super::{ApiError, ApiState};
 use crate::auth::Caller;
 use crate::db::{self, actions, components};
-use crate::engine::actions::pending_action;
+use crate::engine::pending_action;
 use crate::ids::now_ms;
-use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<ApiState> {
     Router::new()
         .route("/v1/conversations", get(list_conversations))
         .route("/v1/conversations/{id}", get(get_conversation))
@@ -33,7 +32,7 @@ struct ConversationListResponse {
 }
 
 async fn list_conversations(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     caller: Caller,
 ) -> Result<Json<ConversationListResponse>, ApiError> {
     let rows = db::list_conversations(&state.pool, &caller.workspace_id, &caller.external_user_id).await?;
@@ -46,7 +45,7 @@ async fn list_conversations(
 /// answer as one assistant message (its text from every model step, its
 /// cards and components from every tool result), and the open action, if any.
 async fn get_conversation(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     caller: Caller,
     Path(id): Path<String>,
 ) -> Result<Json<ConversationView>, ApiError> {
@@ -57,10 +56,10 @@ async fn get_conversation(
     let mut shown = components::in_conversation(&state.pool, &conversation.id).await?;
     let mut messages: Vec<ConversationMessage> = Vec::new();
     for row in rows {
-        if row.role == "user" {
+        if row.role == Role::User {
             messages.push(ConversationMessage {
                 id: row.id,
-                role: "user".into(),
+                role: Role::User,
                 text: row.content,
                 html: None,
                 cards: Vec::new(),
@@ -69,10 +68,10 @@ async fn get_conversation(
             });
             continue;
         }
-        if messages.last().is_none_or(|m| m.role != "assistant") {
+        if messages.last().is_none_or(|m| m.role != Role::Assistant) {
             messages.push(ConversationMessage {
                 id: row.id.clone(),
-                role: "assistant".into(),
+                role: Role::Assistant,
                 text: String::new(),
                 html: None,
                 cards: Vec::new(),
@@ -81,14 +80,14 @@ async fn get_conversation(
             });
         }
         let answer = messages.last_mut().expect("just pushed");
-        match row.role.as_str() {
-            "assistant" if !row.content.is_empty() => {
+        match row.role {
+            Role::Assistant if !row.content.is_empty() => {
                 if !answer.text.is_empty() {
                     answer.text.push_str("\n\n");
                 }
                 answer.text.push_str(&row.content);
             }
-            "tool" => {
+            Role::Tool => {
                 let cards: Vec<DisplayCard> =
                     row.cards.as_deref().and_then(|c| serde_json::from_str(c).ok()).unwrap_or_default();
                 answer.cards.extend(cards);
@@ -101,11 +100,11 @@ async fn get_conversation(
                     });
                 }
             }
-            _ => {}
+            Role::Assistant | Role::User => {}
         }
     }
-    messages.retain(|m| m.role == "user" || !m.text.is_empty() || !m.cards.is_empty() || !m.components.is_empty());
-    for m in messages.iter_mut().filter(|m| m.role == "assistant") {
+    messages.retain(|m| m.role == Role::User || !m.text.is_empty() || !m.cards.is_empty() || !m.components.is_empty());
+    for m in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
         m.html = Some(crate::markdown::render(&m.text));
     }
     let pending_action = match actions::open_in_conversation(&state.pool, &conversation.id).await? {

@@ -1,5 +1,6 @@
-//! The HTTP API (assistant-api.md): errors, extractors, and a router per
-//! resource.
+//! The HTTP API (assistant-api.md): a router per resource, and the chat
+//! API's caller. Each router takes only [`ApiState`], its own part of the
+//! application's state.
 
 pub mod actions;
 pub mod chat;
@@ -8,115 +9,60 @@ pub mod conversations;
 pub mod rate;
 pub mod setup;
 
-use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{FromRef, FromRequestParts};
+use axum::http::header;
 use axum::http::request::Parts;
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use serde::de::DeserializeOwned;
-use serde_json::json;
 
 use crate::auth::{self, Caller};
-use crate::db;
-use crate::state::AppState;
+use crate::crypto::Vault;
+use crate::db::{self, Pool};
+use crate::engine::Engine;
+use crate::engine::stop::TurnRegistry;
+use crate::host::HostClient;
+pub use crate::http::{ApiError, ApiJson, bearer};
+use crate::secret::Secret;
+use crate::workspaces::Workspaces;
 
-/// Every error the API answers: a status and `{"error", "code"}`.
-#[derive(Debug, thiserror::Error)]
-pub enum ApiError {
-    #[error("{0}")]
-    BadRequest(String),
-    #[error("a valid bearer token is required")]
-    Unauthorized,
-    #[error("{0}")]
-    Forbidden(&'static str, String),
-    #[error("not found")]
-    NotFound,
-    #[error("{1}")]
-    BadGateway(&'static str, String),
-    #[error("too many requests; try again in a few seconds")]
-    TooManyRequests,
-    /// A pending action that cannot move as asked: `409` or `410`, with the action.
-    #[error("{message}")]
-    Action { status: StatusCode, code: &'static str, message: &'static str, action: Box<widget::wire::PendingAction> },
-    /// Logged where it is turned into a response; the client sees a generic line.
-    #[error("internal error")]
-    Internal(#[from] anyhow::Error),
+/// What the API's handlers share.
+#[derive(Clone, FromRef)]
+pub struct ApiState {
+    pub pool: Pool,
+    pub vault: Vault,
+    pub workspaces: Workspaces,
+    pub engine: Engine,
+    pub turns: TurnRegistry,
+    pub host: HostClient,
+    /// `CA_ADMIN_TOKEN`: the bearer of workspace creation; none disables it.
+    pub admin_token: Option<Secret>,
+    /// `CA_ALLOW_PRIVATE_TOOL_HOSTS`.
+    pub allow_private_tool_hosts: bool,
+    /// The assistant's own origin, e.g. `http://127.0.0.1:3000`.
+    pub public_origin: Arc<str>,
+    /// Direct tool calls from components, per user.
+    pub component_calls: rate::RateLimiter,
 }
 
-impl ApiError {
-    fn status_and_code(&self) -> (StatusCode, &'static str) {
-        match self {
-            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
-            ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
-            ApiError::Forbidden(code, _) => (StatusCode::FORBIDDEN, code),
-            ApiError::NotFound => (StatusCode::NOT_FOUND, "not_found"),
-            ApiError::BadGateway(code, _) => (StatusCode::BAD_GATEWAY, code),
-            ApiError::TooManyRequests => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
-            ApiError::Action { status, code, .. } => (*status, code),
-            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-        }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let (status, code) = self.status_and_code();
-        if let ApiError::Internal(cause) = &self {
-            tracing::error!(error = format!("{cause:#}"), "request failed");
-        }
-        let mut body = json!({ "error": self.to_string(), "code": code });
-        if let ApiError::Action { action, .. } = &self {
-            body["action"] = serde_json::to_value(action).unwrap_or_default();
-        }
-        let mut response = (status, axum::Json(body)).into_response();
-        if status == StatusCode::UNAUTHORIZED {
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
-        }
-        response
-    }
-}
-
-/// JSON body whose rejection is a `400` naming the field at fault.
-pub struct ApiJson<T>(pub T);
-
-impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
-            Ok(axum::Json(value)) => Ok(ApiJson(value)),
-            Err(rejection) => Err(ApiError::BadRequest(json_rejection_message(&rejection))),
-        }
-    }
-}
-
-fn json_rejection_message(rejection: &JsonRejection) -> String {
-    match rejection {
-        JsonRejection::MissingJsonContentType(_) => "the body must be JSON (Content-Type: application/json)".into(),
-        // serde's message names the field: "missing field `message`", "invalid type: … at line 1 column 20".
-        JsonRejection::JsonDataError(e) => format!(
-            "invalid body: {}",
-            e.body_text().trim_start_matches("Failed to deserialize the JSON body into the target type: ")
-        ),
-        JsonRejection::JsonSyntaxError(_) => "the body is not valid JSON".into(),
-        other => other.body_text(),
-    }
-}
-
-/// The bearer token of a request, if any.
-pub fn bearer(parts: &Parts) -> Option<&str> {
-    let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+/// Every route of the API.
+pub fn router(state: ApiState) -> Router {
+    Router::new()
+        .merge(actions::router())
+        .merge(chat::router())
+        .merge(components::router())
+        .merge(conversations::router())
+        .merge(setup::router())
+        .with_state(state)
 }
 
 /// The chat API's caller, from the embed token (assistant-api.md §2), and
 /// the page it calls from: a browser's `Origin` must be the assistant's own
 /// (the widget's frame) or one of the workspace's `allowed_origins`.
-impl FromRequestParts<AppState> for Caller {
+impl FromRequestParts<ApiState> for Caller {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, Self::Rejection> {
         let token = bearer(parts).ok_or(ApiError::Unauthorized)?;
         let workspace_id = auth::unverified_workspace(token).map_err(|_| ApiError::Unauthorized)?;
         let Some(workspace) = db::workspace(&state.pool, &workspace_id).await? else {

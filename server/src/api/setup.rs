@@ -9,17 +9,15 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::{ApiError, ApiJson, bearer};
+use super::{ApiError, ApiJson, ApiState, bearer};
 use crate::crypto::hash_api_key;
-use crate::db::{self, NewIntegration, NewWorkspace};
+use crate::db::{self, NewIntegration};
 use crate::host::{ExecutionScope, HostTarget, is_private};
-use crate::ids::{new_id, random_bytes};
+use crate::ids::new_id;
 use crate::secret::Secret;
-use crate::state::AppState;
+use crate::workspaces::{CreatedWorkspace, PROVIDER};
 
-pub const PROVIDER: &str = "generic-rest";
-
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<ApiState> {
     Router::new()
         .route("/v1/workspaces", post(create_workspace))
         .route("/v1/integrations/{provider}/connect", post(connect_integration))
@@ -33,51 +31,20 @@ struct CreateWorkspaceRequest {
     allowed_origins: Vec<String>,
 }
 
-#[derive(Serialize)]
-pub(crate) struct CreateWorkspaceResponse {
-    pub id: String,
-    pub api_key: String,
-    pub embed_secret: String,
-}
-
 /// The two secrets are shown once: the api key is stored hashed, the embed
 /// secret encrypted.
 async fn create_workspace(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     _admin: Admin,
     ApiJson(request): ApiJson<CreateWorkspaceRequest>,
-) -> Result<(StatusCode, Json<CreateWorkspaceResponse>), ApiError> {
+) -> Result<(StatusCode, Json<CreatedWorkspace>), ApiError> {
     let name = request.name.trim();
     if name.is_empty() || name.chars().count() > 200 {
         return Err(ApiError::BadRequest("name must be 1 to 200 characters".into()));
     }
     let origins = request.allowed_origins.iter().map(|o| parse_origin(o)).collect::<Result<Vec<_>, _>>()?;
-    let created = new_workspace(&state, name, &origins).await?;
+    let created = state.workspaces.create(name, &origins).await?;
     Ok((StatusCode::CREATED, Json(created)))
-}
-
-/// Creates a workspace with fresh secrets (also used to seed the demo).
-pub(crate) async fn new_workspace(
-    state: &AppState,
-    name: &str,
-    origins: &[String],
-) -> anyhow::Result<CreateWorkspaceResponse> {
-    let id = new_id("ws");
-    let api_key = format!("cak_{}", hex::encode(random_bytes::<24>()));
-    let embed_secret = hex::encode(random_bytes::<32>());
-    db::insert_workspace(
-        &state.pool,
-        NewWorkspace {
-            id: &id,
-            name,
-            allowed_origins: origins,
-            api_key_hash: &hash_api_key(&api_key),
-            embed_secret_enc: &state.vault.seal(&embed_secret),
-        },
-    )
-    .await?;
-    tracing::info!(workspace_id = %id, "workspace created");
-    Ok(CreateWorkspaceResponse { id, api_key, embed_secret })
 }
 
 /// `https://shop.example` exactly: scheme, host and optional port, no path.
@@ -113,7 +80,7 @@ struct ConnectResponse {
 
 /// Verifies the host by calling its `GET /tools` once, then saves it.
 async fn connect_integration(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     workspace: WorkspaceKey,
     Path(provider): Path<String>,
     ApiJson(request): ApiJson<ConnectRequest>,
@@ -128,7 +95,7 @@ async fn connect_integration(
     if request.secret.is_empty() {
         return Err(ApiError::BadRequest("secret must not be empty".into()));
     }
-    if !state.config.allow_private_tool_hosts {
+    if !state.allow_private_tool_hosts {
         refuse_private_host(&base_url).await?;
     }
     let target = HostTarget { base_url: base_url.clone(), secret: Secret::new(request.secret.clone()), trusted: false };
@@ -138,7 +105,7 @@ async fn connect_integration(
         permissions: Vec::new(),
         request_id: new_id("req"),
     };
-    let tools = state.engine.host.list_tools(&target, &scope, &request.allowed_tools).await.map_err(|error| {
+    let tools = state.host.list_tools(&target, &scope, &request.allowed_tools).await.map_err(|error| {
         tracing::info!(workspace_id = %workspace.0, %error, "connect: the host's GET /tools failed");
         ApiError::BadGateway("host_check_failed", format!("the host's GET /tools failed: {}", error.user_message()))
     })?;
@@ -164,7 +131,7 @@ async fn connect_integration(
 }
 
 async fn disconnect_integration(
-    State(state): State<AppState>,
+    State(state): State<ApiState>,
     workspace: WorkspaceKey,
     Path(provider): Path<String>,
 ) -> Result<StatusCode, ApiError> {
@@ -194,11 +161,11 @@ async fn refuse_private_host(url: &Url) -> Result<(), ApiError> {
 /// The admin bearer (`CA_ADMIN_TOKEN`); without one, creation is disabled.
 struct Admin;
 
-impl FromRequestParts<AppState> for Admin {
+impl FromRequestParts<ApiState> for Admin {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        let Some(expected) = &state.config.admin_token else {
+    async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, Self::Rejection> {
+        let Some(expected) = &state.admin_token else {
             return Err(ApiError::Forbidden(
                 "admin_disabled",
                 "workspace creation is disabled: CA_ADMIN_TOKEN is not set".into(),
@@ -214,10 +181,10 @@ impl FromRequestParts<AppState> for Admin {
 /// A workspace authenticated by its api key.
 struct WorkspaceKey(String);
 
-impl FromRequestParts<AppState> for WorkspaceKey {
+impl FromRequestParts<ApiState> for WorkspaceKey {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, Self::Rejection> {
         let token = bearer(parts).ok_or(ApiError::Unauthorized)?;
         let workspace =
             db::workspace_by_api_key_hash(&state.pool, &hash_api_key(token)).await?.ok_or(ApiError::Unauthorized)?;

@@ -1,108 +1,19 @@
-//! The bistro's carts, kept server-side per customer (workspace + user).
-
-use sqlx::FromRow;
+//! A diner's cart: the lines are stored in the database (`db::carts`); the
+//! prices and totals come from the bistro's own menu, never from a client.
 
 use super::{MENU, MenuItem};
-use crate::db::Pool;
-use crate::ids::now_ms;
+pub use crate::db::carts::{CartLine, add, clear, lines, remove_one, set_notes};
 
-/// One line of a cart.
-#[derive(Debug, Clone, FromRow, PartialEq, Eq)]
-pub struct CartLine {
-    pub item: String,
-    pub quantity: i64,
-    pub notes: String,
+/// The menu's dish for a line, if it is still on the menu.
+pub fn menu_item(line: &CartLine) -> Option<&'static MenuItem> {
+    MENU.iter().find(|m| m.id == line.item)
 }
 
-impl CartLine {
-    pub fn menu_item(&self) -> Option<&'static MenuItem> {
-        MENU.iter().find(|m| m.id == self.item)
-    }
-
-    /// Whole dollars, from the server's own price.
-    pub fn total(&self) -> i64 {
-        self.menu_item().map_or(0, |m| i64::from(m.price) * self.quantity)
-    }
-}
-
-pub async fn lines(pool: &Pool, customer: &str) -> anyhow::Result<Vec<CartLine>> {
-    Ok(sqlx::query_as(
-        "SELECT item, quantity, notes FROM bistro_cart_lines WHERE customer_key = $1 ORDER BY added_at, item",
-    )
-    .bind(customer)
-    .fetch_all(pool)
-    .await?)
+/// Whole dollars, from the server's own price.
+pub fn line_total(line: &CartLine) -> i64 {
+    menu_item(line).map_or(0, |m| i64::from(m.price) * line.quantity)
 }
 
 pub fn subtotal(lines: &[CartLine]) -> i64 {
-    lines.iter().map(CartLine::total).sum()
-}
-
-/// Adds `quantity` of `item`; `notes`, when given, replace the line's notes.
-pub async fn add(pool: &Pool, customer: &str, item: &str, quantity: i64, notes: Option<&str>) -> anyhow::Result<()> {
-    let mut tx = pool.begin().await?;
-    let existing: Option<(i64, String)> =
-        sqlx::query_as("SELECT quantity, notes FROM bistro_cart_lines WHERE customer_key = $1 AND item = $2")
-            .bind(customer)
-            .bind(item)
-            .fetch_optional(&mut *tx)
-            .await?;
-    match existing {
-        Some((current, old_notes)) => {
-            sqlx::query("UPDATE bistro_cart_lines SET quantity = $1, notes = $2 WHERE customer_key = $3 AND item = $4")
-                .bind((current + quantity).min(99))
-                .bind(notes.unwrap_or(&old_notes))
-                .bind(customer)
-                .bind(item)
-                .execute(&mut *tx)
-                .await?;
-        }
-        None => {
-            sqlx::query(
-                "INSERT INTO bistro_cart_lines (customer_key, item, quantity, notes, added_at) VALUES ($1, $2, $3, $4, $5)",
-            )
-            .bind(customer)
-            .bind(item)
-            .bind(quantity.min(99))
-            .bind(notes.unwrap_or(""))
-            .bind(now_ms())
-            .execute(&mut *tx)
-            .await?;
-        }
-    }
-    tx.commit().await?;
-    Ok(())
-}
-
-/// Removes one unit of `item`; nothing to remove is not an error.
-pub async fn remove_one(pool: &Pool, customer: &str, item: &str) -> anyhow::Result<()> {
-    let mut tx = pool.begin().await?;
-    sqlx::query("UPDATE bistro_cart_lines SET quantity = quantity - 1 WHERE customer_key = $1 AND item = $2")
-        .bind(customer)
-        .bind(item)
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query("DELETE FROM bistro_cart_lines WHERE customer_key = $1 AND quantity <= 0")
-        .bind(customer)
-        .execute(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    Ok(())
-}
-
-/// Replaces the notes of `item`'s line; false when it is not in the cart.
-pub async fn set_notes(pool: &Pool, customer: &str, item: &str, notes: &str) -> anyhow::Result<bool> {
-    let updated = sqlx::query("UPDATE bistro_cart_lines SET notes = $1 WHERE customer_key = $2 AND item = $3")
-        .bind(notes)
-        .bind(customer)
-        .bind(item)
-        .execute(pool)
-        .await?
-        .rows_affected();
-    Ok(updated > 0)
-}
-
-pub async fn clear(pool: &Pool, customer: &str) -> anyhow::Result<()> {
-    sqlx::query("DELETE FROM bistro_cart_lines WHERE customer_key = $1").bind(customer).execute(pool).await?;
-    Ok(())
+    lines.iter().map(line_total).sum()
 }

@@ -7,6 +7,8 @@ pub mod cart;
 pub mod checkout;
 mod tools;
 
+use std::sync::Arc;
+
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
@@ -15,8 +17,8 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::db::Pool;
 use crate::secret::Secret;
-use crate::state::AppState;
 
 /// One dish (acme-bistro-api-contract.md §1): stable id, whole-dollar price.
 #[derive(Debug, Clone, Copy)]
@@ -53,7 +55,14 @@ impl Bistro {
     }
 }
 
-pub fn router() -> Router<AppState> {
+/// What the bistro's routes share: the database (carts) and its settings.
+#[derive(Clone)]
+pub struct BistroState {
+    pub pool: Pool,
+    pub bistro: Arc<Bistro>,
+}
+
+pub fn router(state: BistroState) -> Router {
     Router::new()
         .route("/bistro/api/tools", get(list_tools))
         .route("/bistro/api/context", get(get_context))
@@ -61,6 +70,7 @@ pub fn router() -> Router<AppState> {
         .route("/bistro/api/tools/execute", post(execute_tool))
         .route("/bistro/menu", get(menu_page))
         .route("/bistro/pay", get(pay_page))
+        .with_state(state)
 }
 
 #[derive(Deserialize)]
@@ -93,7 +103,7 @@ fn error(status: StatusCode, message: &str) -> Response {
 }
 
 /// Every API call must carry the bistro's secret (contract, "Authentication").
-fn authorized(state: &AppState, headers: &HeaderMap) -> bool {
+fn authorized(state: &BistroState, headers: &HeaderMap) -> bool {
     let token = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -102,7 +112,7 @@ fn authorized(state: &AppState, headers: &HeaderMap) -> bool {
     state.bistro.secret.matches(token)
 }
 
-async fn list_tools(State(state): State<AppState>, headers: HeaderMap) -> Response {
+async fn list_tools(State(state): State<BistroState>, headers: HeaderMap) -> Response {
     if !authorized(&state, &headers) {
         return error(StatusCode::UNAUTHORIZED, "bad secret");
     }
@@ -151,7 +161,7 @@ struct ScopeQuery {
 
 /// The page the diner is on and their cart as it is now: the menu's own
 /// buttons change the cart between turns, and the assistant sees it here.
-async fn get_context(State(state): State<AppState>, headers: HeaderMap, Query(q): Query<ScopeQuery>) -> Response {
+async fn get_context(State(state): State<BistroState>, headers: HeaderMap, Query(q): Query<ScopeQuery>) -> Response {
     if !authorized(&state, &headers) {
         return error(StatusCode::UNAUTHORIZED, "bad secret");
     }
@@ -169,7 +179,7 @@ async fn get_context(State(state): State<AppState>, headers: HeaderMap, Query(q)
     Json(json!({ "restaurant": "Acme Bistro", "currency": "USD", "page": "menu", "cart": cart })).into_response()
 }
 
-async fn preview_tool(State(state): State<AppState>, headers: HeaderMap, body: Option<Json<ToolCall>>) -> Response {
+async fn preview_tool(State(state): State<BistroState>, headers: HeaderMap, body: Option<Json<ToolCall>>) -> Response {
     if !authorized(&state, &headers) {
         return error(StatusCode::UNAUTHORIZED, "bad secret");
     }
@@ -180,7 +190,7 @@ async fn preview_tool(State(state): State<AppState>, headers: HeaderMap, body: O
     }
 }
 
-async fn execute_tool(State(state): State<AppState>, headers: HeaderMap, body: Option<Json<ToolCall>>) -> Response {
+async fn execute_tool(State(state): State<BistroState>, headers: HeaderMap, body: Option<Json<ToolCall>>) -> Response {
     if !authorized(&state, &headers) {
         return error(StatusCode::UNAUTHORIZED, "bad secret");
     }
@@ -260,7 +270,7 @@ struct PayQuery {
 
 /// The demo's stand-in for pay.acme.example: it shows the verified order
 /// and takes no payment; a link that does not verify starts over.
-async fn pay_page(State(state): State<AppState>, Query(q): Query<PayQuery>) -> Response {
+async fn pay_page(State(state): State<BistroState>, Query(q): Query<PayQuery>) -> Response {
     let verified = checkout::verify(
         &state.bistro.checkout_key,
         q.cart.as_deref(),

@@ -8,8 +8,7 @@ use serde_json::{Value, json};
 
 use super::cart::{self, CartLine};
 use super::checkout;
-use super::{MENU, MenuItem, customer, error, menu_cart, show_menu};
-use crate::state::AppState;
+use super::{BistroState, MENU, MenuItem, customer, error, menu_cart, show_menu};
 
 /// A refusal with its status (contract, "Error format").
 pub struct ToolError(StatusCode, String);
@@ -36,16 +35,16 @@ fn dish(arguments: &Value) -> Result<&'static MenuItem, ToolError> {
 }
 
 /// The dish, unless it is sold out.
-fn available(state: &AppState, item: &'static MenuItem) -> Result<&'static MenuItem, ToolError> {
+fn available(state: &BistroState, item: &'static MenuItem) -> Result<&'static MenuItem, ToolError> {
     if state.bistro.is_available(item.id) { Ok(item) } else { Err(bad(format!("{} is sold out", item.name))) }
 }
 
 /// Refuses a cart holding a sold-out dish: it must not reach a paid order.
-fn all_available(state: &AppState, lines: &[CartLine]) -> Result<(), ToolError> {
+fn all_available(state: &BistroState, lines: &[CartLine]) -> Result<(), ToolError> {
     match lines.iter().find(|l| !state.bistro.is_available(&l.item)) {
         Some(line) => Err(bad(format!(
             "{} is sold out: remove it before checking out",
-            line.menu_item().map_or(line.item.as_str(), |m| m.name)
+            cart::menu_item(line).map_or(line.item.as_str(), |m| m.name)
         ))),
         None => Ok(()),
     }
@@ -76,8 +75,8 @@ fn who(customer_key: Option<String>) -> Result<String, ToolError> {
 pub(super) fn cart_json(lines: &[CartLine]) -> Value {
     json!({
         "lines": lines.iter().map(|l| json!({
-            "item": l.item, "name": l.menu_item().map(|m| m.name), "quantity": l.quantity,
-            "notes": l.notes, "line_total": l.total(),
+            "item": l.item, "name": cart::menu_item(l).map(|m| m.name), "quantity": l.quantity,
+            "notes": l.notes, "line_total": cart::line_total(l),
         })).collect::<Vec<_>>(),
         "subtotal": cart::subtotal(lines),
     })
@@ -87,7 +86,7 @@ fn describe(lines: &[CartLine]) -> String {
     lines
         .iter()
         .map(|l| {
-            let name = l.menu_item().map_or(l.item.as_str(), |m| m.name);
+            let name = cart::menu_item(l).map_or(l.item.as_str(), |m| m.name);
             let notes = if l.notes.is_empty() { String::new() } else { format!(" ({})", l.notes) };
             format!("{} × {name}{notes}", l.quantity)
         })
@@ -97,7 +96,7 @@ fn describe(lines: &[CartLine]) -> String {
 
 /// What a tool would do, without doing it.
 pub async fn preview(
-    state: &AppState,
+    state: &BistroState,
     tool: &str,
     arguments: &Value,
     key: Option<String>,
@@ -134,7 +133,12 @@ pub async fn preview(
 }
 
 /// Does it.
-pub async fn execute(state: &AppState, tool: &str, arguments: &Value, key: Option<String>) -> Result<Value, ToolError> {
+pub async fn execute(
+    state: &BistroState,
+    tool: &str,
+    arguments: &Value,
+    key: Option<String>,
+) -> Result<Value, ToolError> {
     let name = customer(arguments);
     match tool {
         "show_menu" => {
@@ -153,7 +157,7 @@ pub async fn execute(state: &AppState, tool: &str, arguments: &Value, key: Optio
             Ok(json!({
                 "status": format!("Added {n} × {} for {name}. Cart subtotal: ${}.", item.name, cart::subtotal(&lines)),
                 "item": item.id, "quantity": n, "notes": notes.unwrap_or_default(),
-                "line_total": line.map_or(0, CartLine::total), "cart_subtotal": cart::subtotal(&lines),
+                "line_total": line.map_or(0, cart::line_total), "cart_subtotal": cart::subtotal(&lines),
                 "cart": cart_json(&lines),
                 "component": menu_cart(&state.bistro, cart_json(&lines), true),
             }))
@@ -182,7 +186,7 @@ pub async fn execute(state: &AppState, tool: &str, arguments: &Value, key: Optio
             Ok(json!({
                 "status": format!("Removed one {} for {name}. Cart subtotal: ${}.", item.name, cart::subtotal(&lines)),
                 "item": item.id,
-                "line_total": line.map_or(0, CartLine::total), "cart_subtotal": cart::subtotal(&lines),
+                "line_total": line.map_or(0, cart::line_total), "cart_subtotal": cart::subtotal(&lines),
                 "cart": cart_json(&lines),
                 "component": menu_cart(&state.bistro, cart_json(&lines), true),
             }))

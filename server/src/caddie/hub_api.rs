@@ -7,39 +7,30 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{caddie, signed, store, token};
+use super::{CaddieState, HubError, signed, store, token};
 use crate::ids::now_secs;
-use crate::state::AppState;
 
-fn refuse(status: StatusCode, code: &str, message: &str) -> Response {
-    (status, Json(json!({ "error": message, "code": code }))).into_response()
-}
-
-fn failed(e: anyhow::Error) -> Response {
-    tracing::error!(error = format!("{e:#}"), "caddie: hub call failed");
-    refuse(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error")
-}
-
-/// Verifies the call and burns its nonce; `Err` is the answer to send.
-async fn verified(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<(), Response> {
-    let caddie = caddie(state);
+/// Verifies the call and burns its nonce before anything else happens.
+async fn verified(state: &CaddieState, headers: &HeaderMap, body: &[u8]) -> Result<(), HubError> {
+    let caddie = &state.caddie;
     let now = now_secs();
     let (nonce, ts) = signed::check(headers, body, &caddie.keys, &caddie.config.slug, now).map_err(|refused| {
         tracing::info!(why = refused.1, "caddie: signed call refused");
-        refuse(refused.0, "bad_signature", "the call's signature headers are not valid")
+        HubError::refused(refused.0, "bad_signature", "the call's signature headers are not valid")
     })?;
-    match signed::remember_nonce(&state.pool, &nonce, ts, now).await {
-        Ok(true) => Ok(()),
-        Ok(false) => {
-            tracing::info!("caddie: replayed nonce");
-            Err(refuse(StatusCode::UNAUTHORIZED, "replayed", "this nonce was already used"))
-        }
-        Err(e) => Err(failed(e)),
+    if !store::remember_nonce(&state.pool, &nonce, now, ts + signed::MAX_SKEW_SECS + 1).await? {
+        tracing::info!("caddie: replayed nonce");
+        return Err(HubError::refused(StatusCode::UNAUTHORIZED, "replayed", "this nonce was already used"));
     }
+    Ok(())
+}
+
+/// The body as `T`, or a `400` naming what is wrong.
+fn body_of<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, HubError> {
+    serde_json::from_slice(body).map_err(|e| HubError::bad_request(format!("invalid body: {e}")))
 }
 
 #[derive(Deserialize)]
@@ -57,16 +48,15 @@ struct ProvisionRequest {
 }
 
 /// `POST /caddie/api/assignments` (§2): idempotent on `assignment_id`.
-pub async fn provision(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(answer) = verified(&state, &headers, &body).await {
-        return answer;
-    }
-    let request: ProvisionRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => return refuse(StatusCode::BAD_REQUEST, "bad_request", &format!("invalid body: {e}")),
-    };
+pub async fn provision(
+    State(state): State<CaddieState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, HubError> {
+    verified(&state, &headers, &body).await?;
+    let request: ProvisionRequest = body_of(&body)?;
     if request.contract.as_deref().is_some_and(|c| c != token::CONTRACT) {
-        return refuse(StatusCode::CONFLICT, "contract", "this tool speaks ct1");
+        return Err(HubError::refused(StatusCode::CONFLICT, "contract", "this tool speaks ct1"));
     }
     let shaped = token::is_id(&request.assignment_id, 64)
         && token::is_id(&request.project_id, 128)
@@ -74,15 +64,11 @@ pub async fn provision(State(state): State<AppState>, headers: HeaderMap, body: 
         && request.participants.len() <= 1000
         && request.participants.iter().all(|p| token::is_username(p));
     if !shaped {
-        return refuse(
-            StatusCode::BAD_REQUEST,
-            "bad_request",
-            "assignment_id, project_id, project_name or participants out of shape",
-        );
+        return Err(HubError::bad_request("assignment_id, project_id, project_name or participants out of shape"));
     }
     let stages = if request.stages.is_null() { json!([]) } else { request.stages };
     let config = if request.config.is_null() { json!({}) } else { request.config };
-    match super::provision(
+    let workspace_id = super::provision(
         &state,
         &request.assignment_id,
         &request.project_id,
@@ -91,11 +77,8 @@ pub async fn provision(State(state): State<AppState>, headers: HeaderMap, body: 
         &request.participants,
         &stages,
     )
-    .await
-    {
-        Ok(workspace_id) => Json(json!({ "status": "ready", "external_ref": workspace_id })).into_response(),
-        Err(e) => failed(e),
-    }
+    .await?;
+    Ok(Json(json!({ "status": "ready", "external_ref": workspace_id })))
 }
 
 /// The assistant's lifecycle on the six frozen states (§5): no
@@ -135,19 +118,15 @@ pub fn status_report(assignment_id: &str, activity: &store::SpaceActivity, seq: 
 /// `participants` query (repeated) is the hub's current list: grants of
 /// anyone de-listed are dropped.
 pub async fn status(
-    State(state): State<AppState>,
+    State(state): State<CaddieState>,
     headers: HeaderMap,
     Path(assignment_id): Path<String>,
     RawQuery(query): RawQuery,
-) -> Response {
-    if let Err(answer) = verified(&state, &headers, b"").await {
-        return answer;
-    }
-    let link = match store::link_by_assignment(&state.pool, &assignment_id).await {
-        Ok(Some(link)) => link,
-        Ok(None) => return refuse(StatusCode::NOT_FOUND, "not_found", "no such assignment"),
-        Err(e) => return failed(e),
-    };
+) -> Result<Json<Value>, HubError> {
+    verified(&state, &headers, b"").await?;
+    let link = store::link_by_assignment(&state.pool, &assignment_id)
+        .await?
+        .ok_or_else(|| HubError::refused(StatusCode::NOT_FOUND, "not_found", "no such assignment"))?;
     let query = query.unwrap_or_default();
     let listed: Vec<String> = url::form_urlencoded::parse(query.as_bytes())
         .filter(|(k, _)| k == "participants")
@@ -155,25 +134,17 @@ pub async fn status(
         .collect();
     if query.contains("participants=") {
         if !listed.iter().all(|p| p.is_empty() || token::is_username(p)) {
-            return refuse(StatusCode::BAD_REQUEST, "bad_request", "participants out of shape");
+            return Err(HubError::bad_request("participants out of shape"));
         }
         let listed: Vec<String> = listed.into_iter().filter(|p| !p.is_empty()).collect();
-        match store::apply_participants(&state.pool, &link, &listed).await {
-            Ok(dropped) if !dropped.is_empty() => {
-                tracing::info!(assignment_id, dropped = dropped.len(), "caddie: de-listed users lost their grants");
-            }
-            Ok(_) => {}
-            Err(e) => return failed(e),
+        let dropped = store::apply_participants(&state.pool, &link, &listed).await?;
+        if !dropped.is_empty() {
+            tracing::info!(assignment_id, dropped = dropped.len(), "caddie: de-listed users lost their grants");
         }
     }
-    let (activity, seq) = match (
-        store::space_activity(&state.pool, &link.workspace_id).await,
-        store::status_seq(&state.pool, &assignment_id).await,
-    ) {
-        (Ok(a), Ok(s)) => (a, s),
-        (Err(e), _) | (_, Err(e)) => return failed(e),
-    };
-    Json(status_report(&assignment_id, &activity, seq)).into_response()
+    let activity = store::space_activity(&state.pool, &link.workspace_id).await?;
+    let seq = store::status_seq(&state.pool, &assignment_id).await?;
+    Ok(Json(status_report(&assignment_id, &activity, seq)))
 }
 
 #[derive(Deserialize)]
@@ -184,44 +155,26 @@ struct RevokeRequest {
 
 /// `POST /caddie/api/revoke` (§7): drops the launch-provisioned grant, ends
 /// the user's sessions, acks. Idempotent: the hub retries until acked.
-pub async fn revoke(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Err(answer) = verified(&state, &headers, &body).await {
-        return answer;
-    }
-    let request: RevokeRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => return refuse(StatusCode::BAD_REQUEST, "bad_request", &format!("invalid body: {e}")),
-    };
+pub async fn revoke(
+    State(state): State<CaddieState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, HubError> {
+    verified(&state, &headers, &body).await?;
+    let request: RevokeRequest = body_of(&body)?;
     if !token::is_username(&request.username) || !token::is_id(&request.assignment_id, 64) {
-        return refuse(StatusCode::BAD_REQUEST, "bad_request", "username or assignment_id out of shape");
+        return Err(HubError::bad_request("username or assignment_id out of shape"));
     }
-    let outcome = async {
-        let mut dropped = false;
-        if let Some(link) = store::link_by_assignment(&state.pool, &request.assignment_id).await? {
-            dropped = store::revoke_launch_grant(&state.pool, &link.workspace_id, &request.username).await?;
-            if dropped {
-                let detail = json!({ "assignment_id": request.assignment_id });
-                store::audit(
-                    &state.pool,
-                    "caddie-hub",
-                    "revoke",
-                    Some(&link.workspace_id),
-                    Some(&request.username),
-                    &detail,
-                )
-                .await?;
-            }
+    let mut dropped = false;
+    if let Some(link) = store::link_by_assignment(&state.pool, &request.assignment_id).await? {
+        dropped = store::revoke_launch_grant(&state.pool, &link.workspace_id, &request.username).await?;
+        if dropped {
+            let detail = json!({ "assignment_id": request.assignment_id });
+            let (workspace, user) = (Some(link.workspace_id.as_str()), Some(request.username.as_str()));
+            store::audit(&state.pool, "caddie-hub", "revoke", workspace, user, &detail).await?;
         }
-        let sessions = store::delete_sessions_of(&state.pool, &request.username).await?;
-        anyhow::Ok((dropped, sessions))
     }
-    .await;
-    match outcome {
-        Ok((dropped, sessions)) => {
-            tracing::info!(assignment_id = %request.assignment_id, dropped, sessions, "caddie: revocation acked");
-            Json(json!({ "status": "revoked", "assignment_id": request.assignment_id, "username": request.username }))
-                .into_response()
-        }
-        Err(e) => failed(e),
-    }
+    let sessions = store::delete_sessions_of(&state.pool, &request.username).await?;
+    tracing::info!(assignment_id = %request.assignment_id, dropped, sessions, "caddie: revocation acked");
+    Ok(Json(json!({ "status": "revoked", "assignment_id": request.assignment_id, "username": request.username })))
 }

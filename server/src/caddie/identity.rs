@@ -10,10 +10,9 @@ use serde::Deserialize;
 
 use super::oidc::FlowSecrets;
 use super::{
-    Caddie, OPTOUT_COOKIE, SESSION_COOKIE, STATE_COOKIE, caddie, cookie_value, internal, pages, safe_next, see_other,
-    store, urlencode,
+    Caddie, CaddieError, CaddieState, OPTOUT_COOKIE, SESSION_COOKIE, STATE_COOKIE, cookie_value, pages, safe_next,
+    see_other, store, urlencode,
 };
-use crate::state::AppState;
 
 #[derive(Deserialize)]
 pub(super) struct LoginQuery {
@@ -26,13 +25,13 @@ pub(super) struct LoginQuery {
 /// Starts a sign-in: silent (`prompt=none`) unless asked otherwise or the
 /// user opted out of the silent probe by logging out.
 pub(super) async fn start_login(
-    State(state): State<AppState>,
+    State(state): State<CaddieState>,
     headers: HeaderMap,
     Query(q): Query<LoginQuery>,
-) -> Response {
-    let caddie = caddie(&state);
+) -> Result<Response, CaddieError> {
+    let caddie = &state.caddie;
     let Some(next) = q.next.as_deref().and_then(safe_next) else {
-        return pages::invalid_link(&caddie.config.hub_origin);
+        return Ok(pages::invalid_link(&caddie.config.hub_origin));
     };
     let opted_out = cookie_value(&headers, OPTOUT_COOKIE).as_deref() == Some("1");
     let prompt = if q.switch.as_deref() == Some("1") {
@@ -55,12 +54,15 @@ enum Prompt {
     Login,
 }
 
-async fn start_sign_in(state: &AppState, caddie: &Caddie, next: &str, prompt: Prompt) -> Response {
+async fn start_sign_in(
+    state: &CaddieState,
+    caddie: &Caddie,
+    next: &str,
+    prompt: Prompt,
+) -> Result<Response, CaddieError> {
     let interactive = prompt != Prompt::Silent;
     let flow = FlowSecrets::new();
-    if let Err(e) = store::insert_flow(&state.pool, &flow.state, &flow.verifier, &flow.nonce, next, interactive).await {
-        return internal(e);
-    }
+    store::insert_flow(&state.pool, &flow.state, &flow.verifier, &flow.nonce, next, interactive).await?;
     let prompt = match prompt {
         Prompt::Silent => Some("none"),
         Prompt::Interactive => None,
@@ -70,13 +72,13 @@ async fn start_sign_in(state: &AppState, caddie: &Caddie, next: &str, prompt: Pr
         Ok(url) => url,
         Err(e) => {
             tracing::warn!(error = format!("{e:#}"), "caddie: the identity provider cannot be reached");
-            return pages::sign_in_failed(&format!("/caddie/login?interactive=1&next={}", urlencode(next)));
+            return Ok(pages::sign_in_failed(&format!("/caddie/login?interactive=1&next={}", urlencode(next))));
         }
     };
     let mut response = see_other(url.as_str());
     // Binds the flow to this browser: a callback from another one is refused.
     response.headers_mut().append(header::SET_COOKIE, caddie.cookie(STATE_COOKIE, &flow.state, 600));
-    response
+    Ok(response)
 }
 
 #[derive(Deserialize)]
@@ -89,22 +91,21 @@ pub(super) struct CallbackQuery {
 /// The provider's answer: a code, or `login_required` and friends after a
 /// silent probe (then the interactive login, as a top-level page).
 pub(super) async fn finish_login(
-    State(state): State<AppState>,
+    State(state): State<CaddieState>,
     headers: HeaderMap,
     Query(q): Query<CallbackQuery>,
-) -> Response {
-    let caddie = caddie(&state);
+) -> Result<Response, CaddieError> {
+    let caddie = &state.caddie;
     let Some(flow_state) = q.state.filter(|s| s.len() <= 128) else {
-        return pages::invalid_link(&caddie.config.hub_origin);
+        return Ok(pages::invalid_link(&caddie.config.hub_origin));
     };
     let same_browser = cookie_value(&headers, STATE_COOKIE).is_some_and(|c| c == flow_state);
-    let flow = match store::take_flow(&state.pool, &flow_state).await {
-        Ok(Some(flow)) if same_browser => flow,
-        Ok(_) => {
+    let flow = match store::take_flow(&state.pool, &flow_state).await? {
+        Some(flow) if same_browser => flow,
+        _ => {
             tracing::info!("caddie: sign-in callback without a matching flow");
-            return pages::sign_in_failed("/caddie/login?interactive=1&next=/caddie/");
+            return Ok(pages::sign_in_failed("/caddie/login?interactive=1&next=/caddie/"));
         }
-        Err(e) => return internal(e),
     };
     let retry = format!("/caddie/login?interactive=1&next={}", urlencode(&flow.next_path));
     if let Some(error) = q.error {
@@ -116,39 +117,38 @@ pub(super) async fn finish_login(
             return start_sign_in(&state, caddie, &flow.next_path, Prompt::Interactive).await;
         }
         tracing::info!(error = %error.chars().take(64).collect::<String>(), "caddie: the provider refused the sign-in");
-        return pages::sign_in_failed(&retry);
+        return Ok(pages::sign_in_failed(&retry));
     }
     let Some(code) = q.code.filter(|c| !c.is_empty() && c.len() <= 2048) else {
-        return pages::sign_in_failed(&retry);
+        return Ok(pages::sign_in_failed(&retry));
     };
     let username = match caddie.oidc.sign_in(&code, &flow.verifier, &flow.nonce).await {
         Ok(username) => username,
         Err(e) => {
             tracing::warn!(error = format!("{e:#}"), "caddie: sign-in failed");
-            return pages::sign_in_failed(&retry);
+            return Ok(pages::sign_in_failed(&retry));
         }
     };
-    let token = match store::create_session(&state.pool, &username).await {
-        Ok(token) => token,
-        Err(e) => return internal(e),
-    };
+    let token = store::create_session(&state.pool, &username).await?;
     tracing::info!("caddie: signed in");
     let mut response = see_other(&flow.next_path);
     let headers = response.headers_mut();
     headers.append(header::SET_COOKIE, caddie.cookie(SESSION_COOKIE, &token, store::SESSION_TTL_MS / 1000));
     headers.append(header::SET_COOKIE, caddie.cookie(STATE_COOKIE, "", 0));
     headers.append(header::SET_COOKIE, caddie.cookie(OPTOUT_COOKIE, "", 0));
-    response
+    Ok(response)
 }
 
 /// Ends the session and sets the opt-out cookie, so the next sign-in is an
 /// explicit one; `next` (a sign-in URL of ours) switches accounts.
-pub(super) async fn log_out(State(state): State<AppState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
-    let caddie = caddie(&state);
-    if let Some(token) = cookie_value(&headers, SESSION_COOKIE)
-        && let Err(e) = store::delete_session(&state.pool, &token).await
-    {
-        return internal(e);
+pub(super) async fn log_out(
+    State(state): State<CaddieState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, CaddieError> {
+    let caddie = &state.caddie;
+    if let Some(token) = cookie_value(&headers, SESSION_COOKIE) {
+        store::delete_session(&state.pool, &token).await?;
     }
     let next = url::form_urlencoded::parse(&body)
         .find(|(k, _)| k == "next")
@@ -161,5 +161,5 @@ pub(super) async fn log_out(State(state): State<AppState>, headers: HeaderMap, b
     let headers = response.headers_mut();
     headers.append(header::SET_COOKIE, caddie.cookie(SESSION_COOKIE, "", 0));
     headers.append(header::SET_COOKIE, caddie.cookie(OPTOUT_COOKIE, "1", 365 * 24 * 3600));
-    response
+    Ok(response)
 }

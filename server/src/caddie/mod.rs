@@ -11,6 +11,7 @@
 //! space, `/caddie/spaces/{workspace}?cctx=`, which renders the widget full
 //! page wearing the host bar.
 
+mod error;
 pub mod hub_api;
 mod identity;
 pub mod keys;
@@ -20,17 +21,23 @@ pub mod pages;
 pub mod report;
 pub mod signed;
 mod space;
-pub mod store;
 pub mod token;
 
+use std::sync::Arc;
+
 use axum::Router;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 
 use crate::config::CaddieConfig;
+use crate::crypto::Vault;
+use crate::db::Pool;
+use crate::db::caddie as store;
 use crate::ids::now_secs;
-use crate::state::AppState;
+use crate::widget_page::WidgetPages;
+use crate::workspaces::Workspaces;
+pub use error::{CaddieError, HubError};
 use keys::Keys;
 use oidc::Oidc;
 
@@ -84,7 +91,17 @@ impl Caddie {
     }
 }
 
-pub fn router() -> Router<AppState> {
+/// What the Caddie routes share.
+#[derive(Clone)]
+pub struct CaddieState {
+    pub caddie: Arc<Caddie>,
+    pub pool: Pool,
+    pub vault: Vault,
+    pub workspaces: Workspaces,
+    pub pages: WidgetPages,
+}
+
+pub fn router(state: CaddieState) -> Router {
     Router::new()
         .route("/launch", get(launch::redeem_launch))
         .route("/caddie/open", get(launch::open_launch))
@@ -97,15 +114,7 @@ pub fn router() -> Router<AppState> {
         .route("/caddie/api/assignments", post(hub_api::provision))
         .route("/caddie/api/assignments/{assignment_id}/status", get(hub_api::status))
         .route("/caddie/api/revoke", post(hub_api::revoke))
-}
-
-fn caddie(state: &AppState) -> &Caddie {
-    state.caddie.as_deref().expect("the Caddie routes are mounted only when configured")
-}
-
-fn internal(error: anyhow::Error) -> Response {
-    tracing::error!(error = format!("{error:#}"), "caddie: request failed");
-    pages::page(StatusCode::INTERNAL_SERVER_ERROR, "Something went wrong", "<p>Please try again in a moment.</p>")
+        .with_state(state)
 }
 
 /// A cookie's value from the request.
@@ -121,9 +130,9 @@ fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
 }
 
 /// The signed-in user, from our own session cookie.
-async fn signed_in(state: &AppState, headers: &HeaderMap) -> anyhow::Result<Option<String>> {
+async fn signed_in(pool: &Pool, headers: &HeaderMap) -> anyhow::Result<Option<String>> {
     match cookie_value(headers, SESSION_COOKIE) {
-        Some(token) => store::session_user(&state.pool, &token).await,
+        Some(token) => store::session_user(pool, &token).await,
         None => Ok(None),
     }
 }
@@ -183,7 +192,7 @@ fn safe_next(next: &str) -> Option<&str> {
 /// refresh the participants and return the same space. The space's data is
 /// the assistant's own and survives the hub forgetting it.
 pub async fn provision(
-    state: &AppState,
+    state: &CaddieState,
     assignment_id: &str,
     project_id: &str,
     project_name: &str,
@@ -197,7 +206,7 @@ pub async fn provision(
         return Ok(link.workspace_id);
     }
     let name: String = project_name.chars().take(200).collect();
-    let workspace = crate::api::setup::new_workspace(state, &name, &[]).await?;
+    let workspace = state.workspaces.create(&name, &[]).await?;
     store::insert_link(
         &state.pool,
         store::NewLink {

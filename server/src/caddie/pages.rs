@@ -4,7 +4,7 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
-use widget::wire::escape_html as esc;
+use widget::html::escape as esc;
 
 const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
                    frame-ancestors 'self'; base-uri 'none'";

@@ -5,16 +5,32 @@
 //! answers 2xx. `seq` is per-assignment and monotonic, so the hub can
 //! ignore a stale report whatever order they arrive in.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use futures::future::BoxFuture;
 
 use super::{Caddie, hub_api, store};
 use crate::db::Pool;
-use crate::ids::{new_id, now_ms};
+use crate::engine::TurnFinished;
+use crate::ids::now_ms;
 
 /// How long a change waits for the first push.
 pub const FIRST_PUSH_TIMEOUT: Duration = Duration::from_secs(2);
 /// The longest wait between two attempts (the first waits the retry interval).
 pub const MAX_BACKOFF_MS: i64 = 10 * 60 * 1000;
+
+/// Reports a linked space's state to the hub after each of its turns.
+pub struct StatusReporter {
+    pub caddie: Arc<Caddie>,
+    pub pool: Pool,
+}
+
+impl TurnFinished for StatusReporter {
+    fn turn_finished<'a>(&'a self, workspace_id: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(after_change(&self.caddie, &self.pool, workspace_id))
+    }
+}
 
 /// Reports the state of `workspace_id`'s assignment, if it is a linked
 /// space: pushed now, else queued. Never fails the change that caused it.
@@ -27,48 +43,17 @@ pub async fn after_change(caddie: &Caddie, pool: &Pool, workspace_id: &str) {
 async fn report(caddie: &Caddie, pool: &Pool, workspace_id: &str) -> anyhow::Result<()> {
     let Some(link) = store::link_by_workspace(pool, workspace_id).await? else { return Ok(()) };
     let activity = store::space_activity(pool, workspace_id).await?;
-    let seq = next_seq(pool, &link.assignment_id).await?;
+    let seq = store::next_status_seq(pool, &link.assignment_id).await?;
     let body = hub_api::status_report(&link.assignment_id, &activity, seq).to_string();
     // Earlier reports still queued go first: the hub sees seq rise.
-    let queued_before: Option<(String,)> =
-        sqlx::query_as("SELECT id FROM caddie_status_queue WHERE assignment_id = $1 LIMIT 1")
-            .bind(&link.assignment_id)
-            .fetch_optional(pool)
-            .await?;
-    if queued_before.is_none() {
+    if !store::has_queued_reports(pool, &link.assignment_id).await? {
         match tokio::time::timeout(FIRST_PUSH_TIMEOUT, push(caddie, &body)).await {
             Ok(Ok(())) => return Ok(()),
             Ok(Err(e)) => tracing::info!(error = format!("{e:#}"), "caddie: status push failed; queued"),
             Err(_) => tracing::info!("caddie: status push timed out; queued"),
         }
     }
-    let now = now_ms();
-    sqlx::query(
-        "INSERT INTO caddie_status_queue (id, assignment_id, seq, body, attempts, next_at, created_at)
-         VALUES ($1, $2, $3, $4, 0, $5, $5)",
-    )
-    .bind(new_id("rep"))
-    .bind(&link.assignment_id)
-    .bind(seq)
-    .bind(&body)
-    .bind(now)
-    .execute(pool)
-    .await?;
-    Ok(())
-}
-
-async fn next_seq(pool: &Pool, assignment_id: &str) -> anyhow::Result<i64> {
-    let mut tx = pool.begin().await?;
-    sqlx::query("UPDATE caddie_links SET status_seq = status_seq + 1 WHERE assignment_id = $1")
-        .bind(assignment_id)
-        .execute(&mut *tx)
-        .await?;
-    let (seq,): (i64,) = sqlx::query_as("SELECT status_seq FROM caddie_links WHERE assignment_id = $1")
-        .bind(assignment_id)
-        .fetch_one(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    Ok(seq)
+    store::queue_report(pool, &link.assignment_id, seq, &body).await
 }
 
 /// `POST {hub}/api/tool/report`, signed.
@@ -85,35 +70,22 @@ async fn push(caddie: &Caddie, body: &str) -> anyhow::Result<()> {
 /// minutes.
 pub async fn deliver_due(caddie: &Caddie, pool: &Pool, base: Duration) -> anyhow::Result<usize> {
     let now = now_ms();
-    let assignments: Vec<(String,)> =
-        sqlx::query_as("SELECT DISTINCT assignment_id FROM caddie_status_queue ORDER BY assignment_id LIMIT 200")
-            .fetch_all(pool)
-            .await?;
     let mut delivered = 0;
-    for (assignment_id,) in assignments {
-        let queued: Vec<(String, String, i64, i64)> = sqlx::query_as(
-            "SELECT id, body, attempts, next_at FROM caddie_status_queue WHERE assignment_id = $1 ORDER BY seq LIMIT 50",
-        )
-        .bind(&assignment_id)
-        .fetch_all(pool)
-        .await?;
-        let Some((_, _, _, head_due)) = queued.first() else { continue };
-        if *head_due > now {
+    for assignment_id in store::assignments_with_reports(pool).await? {
+        let queued = store::queued_reports(pool, &assignment_id).await?;
+        if queued.first().is_none_or(|head| head.next_at > now) {
             continue;
         }
-        for (id, body, attempts, _) in queued {
-            match push(caddie, &body).await {
+        for report in queued {
+            match push(caddie, &report.body).await {
                 Ok(()) => {
-                    sqlx::query("DELETE FROM caddie_status_queue WHERE id = $1").bind(&id).execute(pool).await?;
+                    store::delete_report(pool, &report.id).await?;
                     delivered += 1;
                 }
                 Err(e) => {
+                    let attempts = report.attempts;
                     let wait = (base.as_millis() as i64).saturating_mul(1 << attempts.clamp(0, 20)).min(MAX_BACKOFF_MS);
-                    sqlx::query("UPDATE caddie_status_queue SET attempts = attempts + 1, next_at = $1 WHERE id = $2")
-                        .bind(now + wait)
-                        .bind(&id)
-                        .execute(pool)
-                        .await?;
+                    store::postpone_report(pool, &report.id, now + wait).await?;
                     tracing::info!(
                         error = format!("{e:#}"),
                         assignment_id,

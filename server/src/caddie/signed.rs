@@ -8,7 +8,6 @@ use sha2::Sha256;
 
 use super::keys::{KeyPair, Keys};
 use super::token::CONTRACT;
-use crate::db::Pool;
 
 /// Clock difference accepted either way, seconds.
 pub const MAX_SKEW_SECS: i64 = 300;
@@ -65,23 +64,6 @@ pub fn check(headers: &HeaderMap, body: &[u8], keys: &Keys, slug: &str, now: i64
         .verify_slice(&given)
         .map_err(|_| unauthorized("bad signature"))?;
     Ok((nonce.to_owned(), ts))
-}
-
-/// Records a verified call's nonce; false for a replay. The cache is in the
-/// database (it survives restarts) and a nonce leaves it only once its
-/// timestamp is outside the window for good.
-pub async fn remember_nonce(pool: &Pool, nonce: &str, ts: i64, now: i64) -> anyhow::Result<bool> {
-    sqlx::query("DELETE FROM caddie_nonces WHERE expires_at < $1").bind(now).execute(pool).await?;
-    let inserted = sqlx::query(
-        "INSERT INTO caddie_nonces (nonce, seen_at, expires_at) VALUES ($1, $2, $3) ON CONFLICT (nonce) DO NOTHING",
-    )
-    .bind(nonce)
-    .bind(now)
-    .bind(ts + MAX_SKEW_SECS + 1)
-    .execute(pool)
-    .await?
-    .rows_affected();
-    Ok(inserted == 1)
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@ use serde::Deserialize;
 use serde_json::json;
 use widget::wire::{CaddieBar, Theme, WidgetBoot};
 
-use super::{DEFAULT_LEVEL, caddie, internal, pages, signed_in, store, to_login, token};
-use crate::state::AppState;
+use super::{CaddieError, CaddieState, DEFAULT_LEVEL, pages, signed_in, store, to_login, token};
+use crate::db::{self, WorkspaceRow};
 
 #[derive(Deserialize)]
 pub(super) struct SpaceQuery {
@@ -21,78 +21,55 @@ pub(super) struct SpaceQuery {
 /// The space: the widget full page, wearing the host bar. Signed-in users
 /// with a grant only.
 pub(super) async fn show_space(
-    State(state): State<AppState>,
+    State(state): State<CaddieState>,
     Path(workspace_id): Path<String>,
     Query(q): Query<SpaceQuery>,
     request: Request,
-) -> Response {
-    let caddie = caddie(&state);
-    let hub = caddie.config.hub_origin.as_str().to_owned();
+) -> Result<Response, CaddieError> {
+    let hub = state.caddie.config.hub_origin.as_str().to_owned();
     if !token::is_id(&workspace_id, 64) {
-        return pages::not_ready(&hub);
+        return Ok(pages::not_ready(&hub));
     }
-    let headers = request.headers().clone();
-    let user = match signed_in(&state, &headers).await {
-        Ok(Some(user)) => user,
-        Ok(None) => {
-            let here =
-                request.uri().path_and_query().map_or_else(|| request.uri().path().to_owned(), |p| p.to_string());
-            return to_login(&here);
-        }
-        Err(e) => return internal(e),
+    let Some(user) = signed_in(&state.pool, request.headers()).await? else {
+        let here = request.uri().path_and_query().map_or_else(|| request.uri().path().to_owned(), |p| p.to_string());
+        return Ok(to_login(&here));
     };
-    let (link, workspace) = match (
-        store::link_by_workspace(&state.pool, &workspace_id).await,
-        crate::db::workspace(&state.pool, &workspace_id).await,
-    ) {
-        (Ok(Some(link)), Ok(Some(workspace))) => (link, workspace),
-        (Ok(_), Ok(_)) => return pages::not_ready(&hub),
-        (Err(e), _) | (_, Err(e)) => return internal(e),
-    };
+    let link = store::link_by_workspace(&state.pool, &workspace_id).await?;
+    let workspace = db::workspace(&state.pool, &workspace_id).await?;
+    let (Some(link), Some(workspace)) = (link, workspace) else { return Ok(pages::not_ready(&hub)) };
     let back = link.return_url.clone().unwrap_or_else(|| hub.clone());
-    match store::has_grant(&state.pool, &workspace_id, &user).await {
-        Ok(true) => {}
-        Ok(false) => return pages::no_access(&back),
-        Err(e) => return internal(e),
+    if !store::has_grant(&state.pool, &workspace_id, &user).await? {
+        return Ok(pages::no_access(&back));
     }
     // The bar: the launch's context while it lives, else the link (§6).
     let ctx = match q.cctx.as_deref() {
         Some(id) => store::ctx(&state.pool, id).await.ok().flatten().filter(|c| c.assignment_id == link.assignment_id),
         None => None,
     };
+    let tour = q.tour.as_deref() == Some("1");
     let bar = match ctx {
-        Some(c) => CaddieBar {
-            project_name: c.project_name,
-            stage_label: c.stage_label,
-            return_url: c.return_url,
-            tour: q.tour.as_deref() == Some("1"),
-        },
-        None => CaddieBar {
-            project_name: link.project_name.clone(),
-            stage_label: String::new(),
-            return_url: back,
-            tour: q.tour.as_deref() == Some("1"),
-        },
-    };
-    let token = match mint_space_token(&state, &workspace, &user) {
-        Ok(token) => token,
-        Err(e) => return internal(e),
+        Some(c) => {
+            CaddieBar { project_name: c.project_name, stage_label: c.stage_label, return_url: c.return_url, tour }
+        }
+        None => {
+            CaddieBar { project_name: link.project_name.clone(), stage_label: String::new(), return_url: back, tour }
+        }
     };
     let boot = WidgetBoot {
         workspace_id: workspace.id.clone(),
         allowed_origins: Vec::new(),
-        demo_model: state.engine.model.is_demo,
+        demo_model: state.pages.demo_model,
         title: workspace.name.clone(),
         theme: Theme::default(),
-        token: Some(token),
+        token: Some(mint_space_token(&state, &workspace, &user)?),
         caddie: Some(bar),
     };
-    let mut response = crate::embed::render_widget(&state, boot, &[], request).await;
+    let mut response = state.pages.render(boot, &[], request).await;
     response.headers_mut().insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    response
+    Ok(response)
 }
 
-fn mint_space_token(state: &AppState, workspace: &crate::db::WorkspaceRow, user: &str) -> anyhow::Result<String> {
+fn mint_space_token(state: &CaddieState, workspace: &WorkspaceRow, user: &str) -> anyhow::Result<String> {
     let secret = state.vault.open(&workspace.embed_secret_enc)?;
     let permissions = vec![format!("caddie:{DEFAULT_LEVEL}")];
     Ok(crate::auth::mint(&workspace.id, secret.expose(), user, &permissions, 3600))
@@ -100,65 +77,49 @@ fn mint_space_token(state: &AppState, workspace: &crate::db::WorkspaceRow, user:
 
 /// A fresh embed token for the full-page app, when the one it has expires.
 pub(super) async fn renew_space_token(
-    State(state): State<AppState>,
+    State(state): State<CaddieState>,
     headers: HeaderMap,
     Path(workspace_id): Path<String>,
-) -> Response {
-    let user = match signed_in(&state, &headers).await {
-        Ok(Some(user)) => user,
-        Ok(None) => return api_error(StatusCode::UNAUTHORIZED, "unauthorized", "sign in again"),
-        Err(e) => return internal(e),
+) -> Result<Response, CaddieError> {
+    let Some(user) = signed_in(&state.pool, &headers).await? else {
+        return Err(api_error(StatusCode::UNAUTHORIZED, "unauthorized", "sign in again"));
     };
-    let workspace = match crate::db::workspace(&state.pool, &workspace_id).await {
-        Ok(Some(w)) => w,
-        Ok(None) => return api_error(StatusCode::NOT_FOUND, "not_found", "not found"),
-        Err(e) => return internal(e),
-    };
-    match store::has_grant(&state.pool, &workspace.id, &user).await {
-        Ok(true) => {}
-        Ok(false) => return api_error(StatusCode::NOT_FOUND, "not_found", "not found"),
-        Err(e) => return internal(e),
+    let not_found = || api_error(StatusCode::NOT_FOUND, "not_found", "not found");
+    let workspace = db::workspace(&state.pool, &workspace_id).await?.ok_or_else(not_found)?;
+    if !store::has_grant(&state.pool, &workspace.id, &user).await? {
+        return Err(not_found());
     }
-    match mint_space_token(&state, &workspace, &user) {
-        Ok(token) => pages::no_store(Json(json!({ "token": token })).into_response()),
-        Err(e) => internal(e),
-    }
+    let token = mint_space_token(&state, &workspace, &user)?;
+    Ok(pages::no_store(Json(json!({ "token": token })).into_response()))
 }
 
-fn api_error(status: StatusCode, code: &str, message: &str) -> Response {
-    pages::no_store((status, Json(json!({ "error": message, "code": code }))).into_response())
+fn api_error(status: StatusCode, code: &str, message: &str) -> CaddieError {
+    CaddieError::Answer(pages::no_store((status, Json(json!({ "error": message, "code": code }))).into_response()))
 }
 
 /// `GET /caddie/api/context/{ctx}` (§6): for a signed-in user who may use
 /// the linked space (or is the link's user), exactly
 /// `{project_name, stage_label, return_url}`.
 pub(super) async fn get_context(
-    State(state): State<AppState>,
+    State(state): State<CaddieState>,
     headers: HeaderMap,
     Path(ctx_id): Path<String>,
-) -> Response {
-    let user = match signed_in(&state, &headers).await {
-        Ok(Some(user)) => user,
-        Ok(None) => return api_error(StatusCode::UNAUTHORIZED, "unauthorized", "sign in first"),
-        Err(e) => return internal(e),
+) -> Result<Response, CaddieError> {
+    let Some(user) = signed_in(&state.pool, &headers).await? else {
+        return Err(api_error(StatusCode::UNAUTHORIZED, "unauthorized", "sign in first"));
     };
-    let ctx = match store::ctx(&state.pool, &ctx_id).await {
-        Ok(Some(ctx)) => ctx,
-        Ok(None) => return api_error(StatusCode::NOT_FOUND, "not_found", "no such context, or it expired"),
-        Err(e) => return internal(e),
-    };
-    let allowed = match store::link_by_assignment(&state.pool, &ctx.assignment_id).await {
-        Ok(Some(link)) => {
-            ctx.sub == user || store::has_grant(&state.pool, &link.workspace_id, &user).await.unwrap_or(false)
-        }
-        Ok(None) => ctx.sub == user,
-        Err(e) => return internal(e),
-    };
+    let gone = || api_error(StatusCode::NOT_FOUND, "not_found", "no such context, or it expired");
+    let ctx = store::ctx(&state.pool, &ctx_id).await?.ok_or_else(gone)?;
+    let allowed = ctx.sub == user
+        || match store::link_by_assignment(&state.pool, &ctx.assignment_id).await? {
+            Some(link) => store::has_grant(&state.pool, &link.workspace_id, &user).await?,
+            None => false,
+        };
     if !allowed {
-        return api_error(StatusCode::NOT_FOUND, "not_found", "no such context, or it expired");
+        return Err(gone());
     }
-    pages::no_store(
+    Ok(pages::no_store(
         Json(json!({ "project_name": ctx.project_name, "stage_label": ctx.stage_label, "return_url": ctx.return_url }))
             .into_response(),
-    )
+    ))
 }

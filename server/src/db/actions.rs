@@ -1,7 +1,10 @@
 //! Pending actions and their state machine. Every transition is one
 //! conditional UPDATE whose row count says whether this caller won it.
+//! Statuses and verbs are stored as their wire words ([`ActionStatus`],
+//! [`Verb`]) and mapped back here, once.
 
 use sqlx::FromRow;
+use widget::wire::{ActionStatus, Verb};
 
 use super::Pool;
 use crate::ids::{new_id, now_ms};
@@ -16,11 +19,15 @@ pub struct ActionRow {
     pub permissions: String,
     pub call_id: String,
     pub tool: String,
-    pub verb: String,
+    #[sqlx(try_from = "String")]
+    pub verb: Verb,
     pub arguments: String,
     pub preview: String,
-    pub status: String,
-    pub confirmations_required: i64,
+    #[sqlx(try_from = "String")]
+    pub status: ActionStatus,
+    /// 2 for a delete (confirm, then apply), else 1.
+    #[sqlx(try_from = "i64")]
+    pub confirmations_required: u8,
     pub created_at: i64,
     pub expires_at: i64,
 }
@@ -37,6 +44,11 @@ impl ActionRow {
     pub fn is_expired(&self, now: i64) -> bool {
         self.expires_at <= now
     }
+
+    /// A delete: it must be confirmed before it is applied.
+    pub fn needs_confirmation(&self) -> bool {
+        self.confirmations_required == 2
+    }
 }
 
 const COLUMNS: &str = "id, conversation_id, workspace_id, external_user_id, permissions, call_id, tool, verb, \
@@ -50,10 +62,9 @@ pub struct NewAction<'a> {
     pub permissions: &'a [String],
     pub call_id: &'a str,
     pub tool: &'a str,
-    pub verb: &'a str,
+    pub verb: Verb,
     pub arguments: &'a serde_json::Value,
     pub preview: &'a str,
-    pub confirmations_required: i64,
     pub ttl_ms: i64,
 }
 
@@ -72,10 +83,10 @@ pub async fn insert(pool: &Pool, a: NewAction<'_>) -> anyhow::Result<ActionRow> 
     .bind(serde_json::to_string(a.permissions)?)
     .bind(a.call_id)
     .bind(a.tool)
-    .bind(a.verb)
+    .bind(a.verb.as_str())
     .bind(a.arguments.to_string())
     .bind(a.preview)
-    .bind(a.confirmations_required)
+    .bind(i64::from(a.verb.confirmations_required()))
     .bind(now)
     .bind(now + a.ttl_ms)
     .bind(now)
@@ -113,14 +124,14 @@ pub async fn open_in_conversation(pool: &Pool, conversation_id: &str) -> anyhow:
 
 /// Moves `id` from one of `from` to `to` if it has not expired; true when
 /// this call made the move.
-pub async fn transition(pool: &Pool, id: &str, from: &[&str], to: &str) -> anyhow::Result<bool> {
+pub async fn transition(pool: &Pool, id: &str, from: &[ActionStatus], to: ActionStatus) -> anyhow::Result<bool> {
     let now = now_ms();
-    // `from` holds our own status names, never user input.
+    // `from` holds our own status words, never user input.
     let from_list = from.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
     let done = sqlx::query(&format!(
         "UPDATE actions SET status = $1, updated_at = $2 WHERE id = $3 AND status IN ({from_list}) AND expires_at > $4"
     ))
-    .bind(to)
+    .bind(to.as_str())
     .bind(now)
     .bind(id)
     .bind(now)
@@ -130,9 +141,9 @@ pub async fn transition(pool: &Pool, id: &str, from: &[&str], to: &str) -> anyho
 }
 
 /// Records how an execution ended (from `executing` only).
-pub async fn finish(pool: &Pool, id: &str, status: &str) -> anyhow::Result<()> {
+pub async fn finish(pool: &Pool, id: &str, status: ActionStatus) -> anyhow::Result<()> {
     sqlx::query("UPDATE actions SET status = $1, updated_at = $2 WHERE id = $3 AND status = 'executing'")
-        .bind(status)
+        .bind(status.as_str())
         .bind(now_ms())
         .bind(id)
         .execute(pool)

@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Executor, FromRow};
+use widget::wire::{DisplayCard, Role, StopReason};
 
 use crate::ids::{new_id, now_ms};
 
@@ -113,7 +114,8 @@ pub struct ConversationRow {
 pub struct MessageRow {
     pub id: String,
     pub seq: i64,
-    pub role: String,
+    #[sqlx(try_from = "String")]
+    pub role: Role,
     pub content: String,
     pub tool_calls: Option<String>,
     pub tool_call_id: Option<String>,
@@ -291,13 +293,32 @@ pub async fn messages(pool: &Pool, conversation_id: &str) -> anyhow::Result<Vec<
 }
 
 /// A message to append to a conversation's transcript.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct NewMessage<'a> {
-    pub role: &'a str,
-    pub content: &'a str,
-    pub tool_calls: Option<String>,
-    pub tool_call_id: Option<&'a str>,
-    pub cards: Option<String>,
+    role: Role,
+    content: &'a str,
+    tool_calls: Option<String>,
+    tool_call_id: Option<&'a str>,
+    cards: Option<String>,
+}
+
+impl<'a> NewMessage<'a> {
+    /// A user's message, or an assistant's text.
+    pub fn new(role: Role, content: &'a str) -> Self {
+        Self { role, content, tool_calls: None, tool_call_id: None, cards: None }
+    }
+
+    /// The model's tool calls of this step (JSON), saved with its text.
+    pub fn with_tool_calls(mut self, calls_json: String) -> Self {
+        self.tool_calls = Some(calls_json);
+        self
+    }
+
+    /// The answer to tool call `call_id`, with the cards the user was shown.
+    pub fn tool_result(call_id: &'a str, content: &'a str, cards: &[DisplayCard]) -> Self {
+        let cards = (!cards.is_empty()).then(|| serde_json::to_string(cards).expect("cards serialize"));
+        Self { role: Role::Tool, content, tool_calls: None, tool_call_id: Some(call_id), cards }
+    }
 }
 
 /// Appends a message at the end of the transcript; returns its id. One
@@ -310,7 +331,7 @@ pub async fn append_message(pool: &Pool, conversation_id: &str, m: NewMessage<'_
     )
     .bind(&id)
     .bind(conversation_id)
-    .bind(m.role)
+    .bind(m.role.as_str())
     .bind(m.content)
     .bind(m.tool_calls)
     .bind(m.tool_call_id)
@@ -366,12 +387,12 @@ pub async fn stop_requests(pool: &Pool) -> anyhow::Result<Vec<String>> {
 pub async fn finish_turn(
     pool: &Pool,
     turn_id: &str,
-    stop_reason: &str,
+    stop_reason: StopReason,
     iterations: u32,
     tokens: u64,
 ) -> anyhow::Result<()> {
     sqlx::query("UPDATE turns SET stop_reason = $1, iterations = $2, tokens = $3, finished_at = $4 WHERE id = $5")
-        .bind(stop_reason)
+        .bind(stop_reason.as_str())
         .bind(i64::from(iterations))
         .bind(tokens as i64)
         .bind(now_ms())
@@ -382,4 +403,6 @@ pub async fn finish_turn(
 }
 
 pub mod actions;
+pub mod caddie;
+pub mod carts;
 pub mod components;

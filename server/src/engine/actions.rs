@@ -1,86 +1,32 @@
-//! Pending actions from the engine's side: proposing one (preview, then a
-//! frozen row) and executing one after the user's Apply.
+//! Pending actions from the engine's side: executing one after the user's
+//! Apply, the wire form of an action, and the sweep that records the
+//! honest outcome of executions a crash interrupted.
 
-use serde_json::Value;
-use widget::wire::PendingAction;
+use widget::wire::{ActionStatus, PendingAction, ToolStatus};
 
-use super::events::{EventSink, TurnEvent};
-use super::{Engine, ToolOutcome, TurnInput, tool_activity, tool_error};
-use crate::db::actions::{ActionRow, NewAction};
-use crate::host::{ExecutionScope, HostTarget, ToolSpec, Verb};
-use crate::llm::ToolCall;
+use super::outcome::{ToolOutcome, tool_error};
+use super::tools::tool_activity;
+use super::turn::Turn;
+use crate::db::actions::ActionRow;
+use crate::db::{self, NewMessage};
+use crate::host::ExecutionScope;
 
-impl Engine {
-    /// Previews a change with the host and freezes it as a pending action;
-    /// on failure returns what the model is told instead.
-    #[expect(clippy::too_many_arguments, reason = "one call site; a struct would only rename these")]
-    pub(super) async fn propose(
-        &self,
-        input: &TurnInput,
-        call: &ToolCall,
-        tool: &ToolSpec,
-        arguments: &Value,
-        target: Option<&HostTarget>,
-        scope: &ExecutionScope,
-        events: &EventSink,
-    ) -> Result<(), String> {
-        let Some(target) = target else {
-            return Err(tool_error("no tool host is connected", "no_host"));
-        };
-        let preview = self.host.preview(target, &tool.name, &call.id, arguments, scope).await.map_err(|error| {
-            tracing::warn!(tool = %tool.name, code = error.code(), %error, "preview failed");
-            tool_error(error.user_message(), error.code())
-        })?;
-        let preview: String = preview.chars().filter(|c| !c.is_control() || *c == '\n').take(1000).collect();
-        let action = crate::db::actions::insert(
-            &self.pool,
-            NewAction {
-                conversation_id: &input.conversation_id,
-                workspace_id: &input.caller.workspace_id,
-                external_user_id: &input.caller.external_user_id,
-                permissions: &input.caller.permissions,
-                call_id: &call.id,
-                tool: &tool.name,
-                verb: tool.verb.as_str(),
-                arguments,
-                preview: &preview,
-                confirmations_required: if tool.verb == Verb::Delete { 2 } else { 1 },
-                ttl_ms: self.limits.action_ttl.as_millis() as i64,
-            },
-        )
-        .await
-        .map_err(|error| {
-            tracing::error!(error = format!("{error:#}"), "cannot save the pending action");
-            tool_error("the change could not be prepared", "internal")
-        })?;
-        tracing::info!(action_id = %action.id, tool = %tool.name, "pending action proposed");
-        events.send(TurnEvent::PendingAction(pending_action(&action)));
-        Ok(())
-    }
-
+impl Turn<'_> {
     /// Calls the host's execute once for an action in `executing`, with the
     /// frozen arguments and scope and the action id as `requestId`.
-    pub(super) async fn execute_action(
-        &self,
-        input: &TurnInput,
-        action: &ActionRow,
-        events: &EventSink,
-    ) -> ToolOutcome {
-        let verb = match action.verb.as_str() {
-            "create" => Verb::Create,
-            "update" => Verb::Update,
-            _ => Verb::Delete,
-        };
-        let finish = |status: &'static str| async move {
-            if let Err(error) = crate::db::actions::finish(&self.pool, &action.id, status).await {
+    pub(super) async fn execute_action(&self, action: &ActionRow) -> ToolOutcome {
+        let engine = self.engine;
+        let activity = |status| tool_activity(self.events, &action.call_id, &action.tool, action.verb, status);
+        let finish = |status: ActionStatus| async move {
+            if let Err(error) = db::actions::finish(&engine.pool, &action.id, status).await {
                 tracing::error!(error = format!("{error:#}"), action_id = %action.id, "cannot record the action's end");
             }
         };
-        let target = match self.host_target(&input.caller.workspace_id).await {
-            Ok(Some((target, _))) => target,
+        let target = match engine.workspaces.host(&self.input.caller.workspace_id).await {
+            Ok(Some(host)) => host.target,
             _ => {
-                finish("failed").await;
-                tool_activity(events, &action.call_id, &action.tool, verb, "failed");
+                finish(ActionStatus::Failed).await;
+                activity(ToolStatus::Failed);
                 return ToolOutcome::error("no tool host is connected", "no_host");
             }
         };
@@ -90,18 +36,18 @@ impl Engine {
             permissions: action.permissions(),
             request_id: action.id.clone(),
         };
-        tool_activity(events, &action.call_id, &action.tool, verb, "started");
-        match self.host.execute(&target, &action.tool, &action.call_id, &action.arguments(), &scope).await {
+        activity(ToolStatus::Started);
+        match engine.host.execute(&target, &action.tool, &action.call_id, &action.arguments(), &scope).await {
             Ok(output) => {
-                finish("succeeded").await;
-                tool_activity(events, &action.call_id, &action.tool, verb, "succeeded");
+                finish(ActionStatus::Succeeded).await;
+                activity(ToolStatus::Succeeded);
                 tracing::info!(action_id = %action.id, "action executed");
                 ToolOutcome::output(output)
             }
             Err(error) => {
-                finish("failed").await;
+                finish(ActionStatus::Failed).await;
                 tracing::warn!(action_id = %action.id, code = error.code(), %error, "action failed at the host");
-                tool_activity(events, &action.call_id, &action.tool, verb, "failed");
+                activity(ToolStatus::Failed);
                 ToolOutcome::error(error.user_message(), error.code())
             }
         }
@@ -115,34 +61,25 @@ pub const STUCK_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_sec
 /// (a crash or restart between the host call and its answer): failed, and
 /// the model is told the outcome is unknown, so it neither claims success
 /// nor retries blindly. Nothing is sent to the host again.
-pub async fn abandon_stuck(pool: &crate::db::Pool, tool_timeout: std::time::Duration) -> anyhow::Result<usize> {
+pub async fn abandon_stuck(pool: &db::Pool, tool_timeout: std::time::Duration) -> anyhow::Result<usize> {
     // Longer than any execute call may take, so a live call is never touched.
     let cutoff = crate::ids::now_ms() - tool_timeout.as_millis() as i64 - 60_000;
-    let moved = crate::db::actions::abandon_stuck(pool, cutoff).await?;
+    let moved = db::actions::abandon_stuck(pool, cutoff).await?;
     for action in &moved {
         let content = tool_error(
             "the outcome is unknown: the assistant was interrupted while the app carried out this change; \
              tell the user to check before asking again",
             "outcome_unknown",
         );
-        crate::db::append_message(
-            pool,
-            &action.conversation_id,
-            crate::db::NewMessage {
-                role: "tool",
-                content: &content,
-                tool_call_id: Some(&action.call_id),
-                ..Default::default()
-            },
-        )
-        .await?;
+        db::append_message(pool, &action.conversation_id, NewMessage::tool_result(&action.call_id, &content, &[]))
+            .await?;
         tracing::warn!(action_id = %action.id, "interrupted execution recorded as failed with an unknown outcome");
     }
     Ok(moved.len())
 }
 
 /// Sweeps interrupted executions now and every minute.
-pub fn sweep_stuck_actions(pool: crate::db::Pool, tool_timeout: std::time::Duration) {
+pub fn sweep_stuck_actions(pool: db::Pool, tool_timeout: std::time::Duration) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(STUCK_SWEEP_EVERY);
         loop {
@@ -159,12 +96,12 @@ pub fn pending_action(action: &ActionRow) -> PendingAction {
     PendingAction {
         action_id: action.id.clone(),
         tool: action.tool.clone(),
-        verb: action.verb.clone(),
+        verb: action.verb,
         preview: action.preview.clone(),
         arguments: action.arguments(),
-        confirmations_required: if action.confirmations_required == 2 { 2 } else { 1 },
+        confirmations_required: action.confirmations_required,
         expires_at: rfc3339(action.expires_at),
-        status: action.status.clone(),
+        status: action.status,
     }
 }
 

@@ -3,8 +3,8 @@
 use serde::Serialize;
 use tokio::sync::mpsc::UnboundedSender;
 use widget::wire::{
-    ComponentEvent, DisplayCards, FinishedMessage, PendingAction, TextDelta, ToolActivity, TurnDone, TurnError,
-    TurnStarted,
+    ComponentEvent, DisplayCards, EventKind, FinishedMessage, PendingAction, TextDelta, ToolActivity, TurnDone,
+    TurnError, TurnStarted,
 };
 
 /// One event of a turn's stream, named as the API spec names it.
@@ -23,17 +23,17 @@ pub enum TurnEvent {
 
 impl TurnEvent {
     /// The SSE `event:` name.
-    pub fn name(&self) -> &'static str {
+    pub fn kind(&self) -> EventKind {
         match self {
-            TurnEvent::Turn(_) => "turn",
-            TurnEvent::Text(_) => "text",
-            TurnEvent::Tool(_) => "tool",
-            TurnEvent::Display(_) => "display",
-            TurnEvent::Component(_) => "component",
-            TurnEvent::PendingAction(_) => "pending_action",
-            TurnEvent::Message(_) => "message",
-            TurnEvent::Done(_) => "done",
-            TurnEvent::Error(_) => "error",
+            TurnEvent::Turn(_) => EventKind::Turn,
+            TurnEvent::Text(_) => EventKind::Text,
+            TurnEvent::Tool(_) => EventKind::Tool,
+            TurnEvent::Display(_) => EventKind::Display,
+            TurnEvent::Component(_) => EventKind::Component,
+            TurnEvent::PendingAction(_) => EventKind::PendingAction,
+            TurnEvent::Message(_) => EventKind::Message,
+            TurnEvent::Done(_) => EventKind::Done,
+            TurnEvent::Error(_) => EventKind::Error,
         }
     }
 
@@ -68,31 +68,5 @@ impl EventSink {
 
     pub fn send(&self, event: TurnEvent) {
         let _ = self.0.send(event);
-    }
-}
-
-/// Why a turn ended (`done.stop_reason`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    Completed,
-    PendingAction,
-    IterationLimit,
-    TimeLimit,
-    TokenLimit,
-    Cancelled,
-    Error,
-}
-
-impl StopReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StopReason::Completed => "completed",
-            StopReason::PendingAction => "pending_action",
-            StopReason::IterationLimit => "iteration_limit",
-            StopReason::TimeLimit => "time_limit",
-            StopReason::TokenLimit => "token_limit",
-            StopReason::Cancelled => "cancelled",
-            StopReason::Error => "error",
-        }
     }
 }

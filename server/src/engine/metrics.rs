@@ -25,3 +25,34 @@ pub(crate) fn record(overhead: Duration) {
         SAMPLES.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(overhead);
     }
 }
+
+/// Times one model step: its wall time, less the time spent waiting for
+/// the model and the host.
+pub(crate) struct StepClock {
+    started: std::time::Instant,
+    waited: Duration,
+}
+
+impl StepClock {
+    pub fn start() -> Self {
+        Self { started: std::time::Instant::now(), waited: Duration::ZERO }
+    }
+
+    /// Awaits `work` (the model or the host), counting it as waiting.
+    pub async fn waiting<F: std::future::Future>(&mut self, work: F) -> F::Output {
+        let started = std::time::Instant::now();
+        let output = work.await;
+        self.waited += started.elapsed();
+        output
+    }
+
+    /// Milliseconds spent waiting so far (for logs).
+    pub fn waited_ms(&self) -> f64 {
+        self.waited.as_secs_f64() * 1000.0
+    }
+
+    /// Records the step's own time.
+    pub fn record(&self) {
+        record(self.started.elapsed().saturating_sub(self.waited));
+    }
+}

@@ -3,6 +3,8 @@
 
 use serde_json::Value;
 
+use widget::wire::Role;
+
 use crate::db::MessageRow;
 use crate::llm::{ChatMessage, ToolCall};
 
@@ -30,29 +32,28 @@ pub fn system_prompt(context: &Value) -> String {
 /// call left unanswered by an interrupted turn is answered as not run).
 pub fn transcript(rows: &[MessageRow]) -> Vec<ChatMessage> {
     let start = rows.len().saturating_sub(HISTORY_LIMIT);
-    let start = (start..rows.len()).find(|&i| rows[i].role == "user").unwrap_or(rows.len());
+    let start = (start..rows.len()).find(|&i| rows[i].role == Role::User).unwrap_or(rows.len());
     let mut out: Vec<ChatMessage> = Vec::new();
     let mut unanswered: Vec<String> = Vec::new();
     for row in &rows[start..] {
-        if row.role != "tool" {
+        if row.role != Role::Tool {
             close_unanswered(&mut out, &mut unanswered);
         }
-        match row.role.as_str() {
-            "user" => out.push(ChatMessage::User(row.content.clone())),
-            "assistant" => {
+        match row.role {
+            Role::User => out.push(ChatMessage::User(row.content.clone())),
+            Role::Assistant => {
                 let tool_calls: Vec<ToolCall> =
                     row.tool_calls.as_deref().and_then(|j| serde_json::from_str(j).ok()).unwrap_or_default();
                 unanswered = tool_calls.iter().map(|c| c.id.clone()).collect();
                 out.push(ChatMessage::Assistant { text: row.content.clone(), tool_calls });
             }
-            "tool" => {
+            Role::Tool => {
                 let Some(call_id) = row.tool_call_id.clone() else { continue };
                 if let Some(pos) = unanswered.iter().position(|id| *id == call_id) {
                     unanswered.remove(pos);
                     out.push(ChatMessage::Tool { call_id, content: row.content.clone() });
                 }
             }
-            _ => {}
         }
     }
     close_unanswered(&mut out, &mut unanswered);
@@ -73,7 +74,7 @@ mod tests {
         MessageRow {
             id: "m".into(),
             seq: 0,
-            role: role.into(),
+            role: Role::parse(role).unwrap(),
             content: content.into(),
             tool_calls: tool_calls.map(Into::into),
             tool_call_id: tool_call_id.map(Into::into),

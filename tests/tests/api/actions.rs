@@ -252,7 +252,7 @@ async fn an_execution_interrupted_by_a_crash_is_recorded_as_failed_with_an_unkno
         crate::helpers::pending(&rig.say("create a task called Other").await)["action_id"].as_str().unwrap().to_owned();
     sqlx::query("UPDATE actions SET status = 'executing' WHERE id = $1").bind(&fresh).execute(pool).await.unwrap();
 
-    let moved = server::engine::actions::abandon_stuck(pool, std::time::Duration::from_secs(10)).await.unwrap();
+    let moved = server::engine::abandon_stuck(pool, std::time::Duration::from_secs(10)).await.unwrap();
 
     assert_eq!(moved, 1, "only the one older than any execute call can take");
     let (status, _, body) = rig.act(&id, "apply", None).await;

@@ -206,7 +206,7 @@ impl Rig {
         let app = env.iter().fold(app, |app, (k, v)| app.env(k, *v)).start().await;
         let participants: Vec<String> = participants.iter().map(|p| p.to_string()).collect();
         let workspace = server::caddie::provision(
-            &app.state,
+            app.state.caddie.as_ref().expect("Caddie is configured"),
             ASSIGNMENT,
             "prj-1",
             "Apollo (linked)",
@@ -790,13 +790,13 @@ async fn the_reconcile_reports_the_state_and_drops_delisted_grants(db: Db) {
     let (_, report) = rig.hub_call(&base, HubCall::new(&path, None, "nonce-1002-aaaa")).await;
     assert_eq!(report["state"], "in_progress");
     server::db::start_turn(pool, "turn_x", &conversation).await.unwrap();
-    server::db::finish_turn(pool, "turn_x", "error", 1, 0).await.unwrap();
+    server::db::finish_turn(pool, "turn_x", widget::wire::StopReason::Error, 1, 0).await.unwrap();
     let (_, report) = rig.hub_call(&base, HubCall::new(&path, None, "nonce-1003-aaaa")).await;
     assert_eq!(report["state"], "needs_attention");
 
     // Participants diff: bob is de-listed, his launch-provisioned grant goes.
     for user in ["alice", "bob"] {
-        server::caddie::store::grant_from_launch(pool, &rig.workspace, user, "client", ASSIGNMENT).await.unwrap();
+        server::db::caddie::grant_from_launch(pool, &rig.workspace, user, "client", ASSIGNMENT).await.unwrap();
     }
     let listed = format!("{path}?participants=alice");
     let (status, _) = rig.hub_call(&base, HubCall::new(&listed, None, "nonce-1004-aaaa")).await;
@@ -822,7 +822,7 @@ async fn revocation_drops_the_grant_ends_sessions_and_acks_every_time(db: Db) {
     assert_eq!((status, ack["status"].as_str()), (200, Some("revoked")));
     assert!(rig.grants().await.is_empty());
     let token = browser.cookies["ca_session"].clone();
-    assert_eq!(server::caddie::store::session_user(&rig.app.state.pool, &token).await.unwrap(), None);
+    assert_eq!(server::db::caddie::session_user(&rig.app.state.pool, &token).await.unwrap(), None);
     let page = browser.visit(&format!("/caddie/spaces/{}", rig.workspace)).await;
     assert_ne!(page.status, 200, "no way back in without a new launch");
     let (status, _) = rig.hub_call(&base, HubCall::new("/caddie/api/revoke", Some(&body), "nonce-2002-aaaa")).await;
@@ -969,16 +969,16 @@ async fn expired_sessions_and_contexts_are_deleted_and_live_ones_kept() {
     let mut browser = rig.browser();
     browser.visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
     let pool = &rig.app.state.pool;
-    let stale = server::caddie::store::create_session(pool, "old_user").await.unwrap();
+    let stale = server::db::caddie::create_session(pool, "old_user").await.unwrap();
     sqlx::query("UPDATE user_sessions SET expires_at = 0 WHERE username = 'old_user'").execute(pool).await.unwrap();
     sqlx::query("UPDATE caddie_launch_ctx SET expires_at = 0").execute(pool).await.unwrap();
 
-    let deleted = server::caddie::store::delete_expired(pool).await.unwrap();
+    let deleted = server::db::caddie::delete_expired(pool).await.unwrap();
 
     assert_eq!(deleted, 2, "the stale session and the launch context");
-    assert_eq!(server::caddie::store::session_user(pool, &stale).await.unwrap(), None);
+    assert_eq!(server::db::caddie::session_user(pool, &stale).await.unwrap(), None);
     let live = &browser.cookies["ca_session"];
-    assert_eq!(server::caddie::store::session_user(pool, live).await.unwrap().as_deref(), Some("alice"));
+    assert_eq!(server::db::caddie::session_user(pool, live).await.unwrap().as_deref(), Some("alice"));
 }
 
 #[tokio::test]

@@ -105,7 +105,7 @@ pub struct TestApp {
     pub address: SocketAddr,
     pub database_url: String,
     pub client: reqwest::Client,
-    pub state: server::state::AppState,
+    pub state: server::app::AppState,
     pub data_dir: tempfile::TempDir,
     _pg: Option<PgDatabase>,
 }
@@ -117,7 +117,7 @@ impl TestApp {
 
     /// An embed token for the demo workspace and user `sub`.
     pub async fn demo_token(&self, sub: &str) -> String {
-        server::demo::mint_demo_token(&self.state, sub).await.expect("demo workspace exists")
+        server::demo::mint_demo_token(&self.state.demo, sub).await.expect("demo workspace exists")
     }
 
     /// Posts a chat turn and reads the whole event stream.

@@ -2,7 +2,10 @@
 //! events (assistant-api.md §3) and the conversation view. One definition,
 //! used by both sides.
 
+mod vocab;
+
 use serde::{Deserialize, Serialize};
+pub use vocab::{ActionStatus, EventKind, Role, StopReason, ToolStatus, UnknownWord, Verb};
 
 /// A sanitized link card (remote-tools-contract.md, "Displayable results").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,8 +38,8 @@ pub struct TextDelta {
 pub struct ToolActivity {
     pub call_id: String,
     pub name: String,
-    pub verb: String,
-    pub status: String,
+    pub verb: Verb,
+    pub status: ToolStatus,
 }
 
 /// `display`: sanitized cards from one tool result.
@@ -163,72 +166,6 @@ impl MenuCartData {
     }
 }
 
-/// Text for HTML, in element content and in quoted attribute values.
-pub fn escape_html(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// The MenuCart's markup. Every text from the host goes through
-/// [`escape_html`]; controls name their dish by its index in `items`, and
-/// carry a `data-focus` key so focus survives a redraw.
-pub fn menu_cart_html(menu: &MenuCartData, chat_busy: bool) -> String {
-    use std::fmt::Write;
-    let mut html = String::new();
-    for (kind, items) in menu.groups() {
-        let _ = write!(html, "<h3 class=\"ca-mc-kind\">{}</h3><ul class=\"ca-mc-items\">", escape_html(&kind));
-        for item in items {
-            let index = menu.items.iter().position(|i| i.id == item.id).unwrap_or_default();
-            let (name, quantity) = (escape_html(&item.name), menu.quantity(&item.id));
-            let unavailable = if item.available { "" } else { " ca-mc-unavailable" };
-            let _ = write!(
-                html,
-                "<li class=\"ca-mc-item{unavailable}\"><div class=\"ca-mc-line\"><span class=\"ca-mc-name\">{name}</span>\
-                 <span class=\"ca-mc-price\">${}</span>{}\
-                 <span class=\"ca-mc-qty\" role=\"group\" aria-label=\"{name}, quantity\">\
-                 <button type=\"button\" class=\"ca-mc-step\" data-action=\"remove\" data-index=\"{index}\" \
-                 data-focus=\"remove-{index}\" aria-label=\"Remove one {name}\"{}>−</button>\
-                 <span class=\"ca-mc-count\">{quantity}</span>\
-                 <button type=\"button\" class=\"ca-mc-step\" data-action=\"add\" data-index=\"{index}\" \
-                 data-focus=\"add-{index}\" aria-label=\"Add one {name}\"{}>+</button></span></div>",
-                item.price,
-                if item.available { "" } else { "<span class=\"ca-mc-soldout\">Sold out</span>" },
-                if quantity == 0 { " disabled" } else { "" },
-                if item.available { "" } else { " disabled" },
-            );
-            if quantity > 0 {
-                let _ = write!(
-                    html,
-                    "<input type=\"text\" class=\"ca-mc-notes\" maxlength=\"200\" placeholder=\"Note for the kitchen\" \
-                     aria-label=\"Note for the {name}\" value=\"{}\" data-index=\"{index}\" data-focus=\"notes-{index}\">",
-                    escape_html(&menu.notes(&item.id))
-                );
-            }
-            html.push_str("</li>");
-        }
-        html.push_str("</ul>");
-    }
-    let _ = write!(
-        html,
-        "<p class=\"ca-mc-total\"><span>Total </span><strong class=\"ca-mc-sum\">${}</strong>\
-         <span class=\"ca-mc-hint\"> — shown for your information; the bistro confirms the amount at checkout.</span></p>\
-         <button type=\"button\" class=\"ca-button ca-mc-checkout\" data-action=\"checkout\" data-focus=\"checkout\"{}>Checkout</button>",
-        menu.display_total(),
-        if menu.cart.lines.is_empty() || chat_busy { " disabled" } else { "" },
-    );
-    html
-}
-
 /// `message`: the finished assistant message; `html` is sanitized.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FinishedMessage {
@@ -240,7 +177,7 @@ pub struct FinishedMessage {
 /// `done`: always last.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TurnDone {
-    pub stop_reason: String,
+    pub stop_reason: StopReason,
 }
 
 /// `error`: a generic message for the user; details stay in the server log.
@@ -256,16 +193,15 @@ pub struct TurnError {
 pub struct PendingAction {
     pub action_id: String,
     pub tool: String,
-    pub verb: String,
+    pub verb: Verb,
     /// The host's own summary, shown as plain text.
     pub preview: String,
     pub arguments: serde_json::Value,
-    /// 1 for create/update; 2 for delete.
+    /// 1 for create/update; 2 for delete ([`Verb::confirmations_required`]).
     pub confirmations_required: u8,
     /// RFC 3339.
     pub expires_at: String,
-    /// `pending`, `confirmed_once`, `executing`, `succeeded`, `failed`, `cancelled` or `expired`.
-    pub status: String,
+    pub status: ActionStatus,
 }
 
 /// `POST /v1/chat/turns` body.
@@ -280,7 +216,7 @@ pub struct TurnRequest {
 pub struct ConversationMessage {
     pub id: String,
     /// `user` or `assistant`.
-    pub role: String,
+    pub role: Role,
     pub text: String,
     /// Sanitized HTML for assistant messages; absent for the user's own text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -385,37 +321,7 @@ impl Theme {
 
 #[cfg(test)]
 mod tests {
-    use super::{MenuCartData, Theme, escape_html, menu_cart_html};
-
-    #[test]
-    fn the_menu_cart_escapes_everything_the_host_sends() {
-        let hostile = r#"<img src=x onerror=alert(1)>"' & </span>"#;
-        let menu: MenuCartData = serde_json::from_value(serde_json::json!({
-            "items": [{"id": hostile, "name": hostile, "price": 3, "kind": hostile}],
-            "cart": {"lines": [{"item": hostile, "quantity": 1, "notes": hostile}]},
-        }))
-        .unwrap();
-        let html = menu_cart_html(&menu, false);
-        assert!(!html.contains("<img") && !html.contains("</span>\"' &"), "{html}");
-        assert_eq!(html.matches(&escape_html(hostile)).count(), 7, "kind, name ×5 (text and labels), notes");
-        assert!(html.contains(r#"value="&lt;img src=x onerror=alert(1)&gt;&quot;&#39; &amp; &lt;/span&gt;""#));
-        assert!(html.contains(r#"data-index="0""#) && !html.contains("data-item"));
-    }
-
-    #[test]
-    fn the_menu_cart_disables_what_cannot_be_done() {
-        let menu: MenuCartData = serde_json::from_value(serde_json::json!({
-            "items": [{"id": "a", "name": "A", "price": 3, "kind": "K"},
-                      {"id": "b", "name": "B", "price": 5, "kind": "K", "available": false}],
-        }))
-        .unwrap();
-        let html = menu_cart_html(&menu, false);
-        assert!(html.contains(r#"data-focus="remove-0" aria-label="Remove one A" disabled"#), "− at zero");
-        assert!(html.contains(r#"data-focus="add-0" aria-label="Add one A">"#), "+ while available");
-        assert!(html.contains(r#"data-focus="add-1" aria-label="Add one B" disabled"#), "+ when sold out");
-        assert!(html.contains(r#"data-focus="checkout" disabled"#), "nothing to check out");
-        assert!(!html.contains("ca-mc-notes"), "a note only for a dish in the cart");
-    }
+    use super::{MenuCartData, Theme};
 
     #[test]
     fn the_menu_cart_groups_by_kind_and_totals_for_display() {

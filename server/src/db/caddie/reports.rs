@@ -1,0 +1,77 @@
+//! The queue of status reports the hub has not yet accepted
+//! (caddie-tool-contract-ct1.md §5), delivered in `seq` order per
+//! assignment.
+
+use crate::db::Pool;
+use crate::ids::{new_id, now_ms};
+
+/// One queued report.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct QueuedReport {
+    pub id: String,
+    pub body: String,
+    pub attempts: i64,
+    pub next_at: i64,
+}
+
+/// True when reports of this assignment are still waiting: a new one must
+/// queue behind them, so the hub sees `seq` rise.
+pub async fn has_queued_reports(pool: &Pool, assignment_id: &str) -> anyhow::Result<bool> {
+    let row: Option<(String,)> = sqlx::query_as("SELECT id FROM caddie_status_queue WHERE assignment_id = $1 LIMIT 1")
+        .bind(assignment_id)
+        .fetch_optional(pool)
+        .await?;
+    Ok(row.is_some())
+}
+
+/// Queues a report, due at once.
+pub async fn queue_report(pool: &Pool, assignment_id: &str, seq: i64, body: &str) -> anyhow::Result<()> {
+    let now = now_ms();
+    sqlx::query(
+        "INSERT INTO caddie_status_queue (id, assignment_id, seq, body, attempts, next_at, created_at)
+         VALUES ($1, $2, $3, $4, 0, $5, $5)",
+    )
+    .bind(new_id("rep"))
+    .bind(assignment_id)
+    .bind(seq)
+    .bind(body)
+    .bind(now)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Assignments with queued reports (at most 200 per round).
+pub async fn assignments_with_reports(pool: &Pool) -> anyhow::Result<Vec<String>> {
+    let rows: Vec<(String,)> =
+        sqlx::query_as("SELECT DISTINCT assignment_id FROM caddie_status_queue ORDER BY assignment_id LIMIT 200")
+            .fetch_all(pool)
+            .await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
+/// An assignment's queued reports, oldest `seq` first (at most 50).
+pub async fn queued_reports(pool: &Pool, assignment_id: &str) -> anyhow::Result<Vec<QueuedReport>> {
+    Ok(sqlx::query_as(
+        "SELECT id, body, attempts, next_at FROM caddie_status_queue WHERE assignment_id = $1 ORDER BY seq LIMIT 50",
+    )
+    .bind(assignment_id)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// The hub accepted this report.
+pub async fn delete_report(pool: &Pool, id: &str) -> anyhow::Result<()> {
+    sqlx::query("DELETE FROM caddie_status_queue WHERE id = $1").bind(id).execute(pool).await?;
+    Ok(())
+}
+
+/// The hub did not accept it: one more attempt, at `next_at`.
+pub async fn postpone_report(pool: &Pool, id: &str, next_at: i64) -> anyhow::Result<()> {
+    sqlx::query("UPDATE caddie_status_queue SET attempts = attempts + 1, next_at = $1 WHERE id = $2")
+        .bind(next_at)
+        .bind(id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,62 @@
+//! The turn's last phase: the reply is saved (with a notice when a limit
+//! or the stop button cut it short), the finished message is sent, the
+//! turn's end is recorded, subscribers hear of it, and `done` goes last.
+
+use widget::wire::{FinishedMessage, Role, StopReason, TurnDone};
+
+use super::events::TurnEvent;
+use super::progress::Progress;
+use super::turn::Turn;
+use crate::db::{self, NewMessage};
+
+impl Turn<'_> {
+    pub(super) async fn close(&self, reason: StopReason) {
+        let engine = self.engine;
+        let Progress { mut text, mut step_text, iterations, tokens, held_message_id, .. } =
+            std::mem::take(&mut *self.progress.lock());
+        if let Some(notice) = limit_notice(reason) {
+            for t in [&mut text, &mut step_text] {
+                if !t.is_empty() {
+                    t.push_str("\n\n");
+                }
+                t.push_str(&format!("_{notice}_"));
+            }
+        }
+        let message_id = match held_message_id {
+            Some(id) => Some(id),
+            None if !step_text.is_empty() => {
+                let reply = NewMessage::new(Role::Assistant, &step_text);
+                let saved = db::append_message(&engine.pool, &self.input.conversation_id, reply).await;
+                saved.map_err(|e| tracing::error!(error = format!("{e:#}"), "cannot save the reply")).ok()
+            }
+            None => None,
+        };
+        if let Some(message_id) = message_id
+            && !text.is_empty()
+        {
+            let html = crate::markdown::render(&text);
+            self.events.send(TurnEvent::Message(FinishedMessage { message_id, html, text }));
+        }
+        if let Err(error) = db::finish_turn(&engine.pool, &self.input.turn_id, reason, iterations, tokens).await {
+            tracing::error!(error = format!("{error:#}"), "cannot record the end of the turn");
+        }
+        tracing::info!(stop_reason = reason.as_str(), iterations, tokens, "turn finished");
+        if let Some(hook) = &engine.on_turn_finished {
+            hook.turn_finished(&self.input.caller.workspace_id).await;
+        }
+        self.events.send(TurnEvent::Done(TurnDone { stop_reason: reason }));
+    }
+}
+
+/// What the reply says when a limit or the user cut it short.
+fn limit_notice(reason: StopReason) -> Option<&'static str> {
+    match reason {
+        StopReason::IterationLimit => {
+            Some("I stopped here: this request needed more steps than I may take in one turn.")
+        }
+        StopReason::TimeLimit => Some("I stopped here: this request took longer than I may spend on one turn."),
+        StopReason::TokenLimit => Some("I stopped here: this request used more of the model than one turn allows."),
+        StopReason::Cancelled => Some("Stopped."),
+        StopReason::Completed | StopReason::PendingAction | StopReason::Error => None,
+    }
+}

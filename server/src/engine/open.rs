@@ -1,0 +1,40 @@
+//! The turn's first phase: what starts it is saved before anything else.
+//! A user's message supersedes any action still waiting for an answer; an
+//! applied action is executed once (outside the time limit and the stop
+//! button: once the host is called, its answer is recorded); a declined
+//! one is answered to the model as declined.
+
+use serde_json::json;
+use widget::wire::Role;
+
+use super::TurnStart;
+use super::outcome::{ToolOutcome, tool_error};
+use super::turn::Turn;
+use crate::db::{self, NewMessage};
+
+impl Turn<'_> {
+    pub(super) async fn open(&self) -> anyhow::Result<()> {
+        let (pool, conversation_id) = (&self.engine.pool, &self.input.conversation_id);
+        db::start_turn(pool, &self.input.turn_id, conversation_id).await?;
+        match &self.input.start {
+            TurnStart::Message(text) => {
+                for action in db::actions::supersede_open(pool, conversation_id).await? {
+                    let content = tool_error("not run: the user sent a new message instead of answering", "superseded");
+                    self.deliver(&action.call_id, ToolOutcome::answer(content)).await?;
+                }
+                db::append_message(pool, conversation_id, NewMessage::new(Role::User, text)).await?;
+            }
+            TurnStart::Applied(action) => {
+                let outcome = self.execute_action(action).await;
+                self.deliver(&action.call_id, outcome).await?;
+            }
+            TurnStart::Declined(action, reason) => {
+                let content = json!({ "error": "not run: the user declined this change", "code": "declined",
+                    "user_reason": reason })
+                .to_string();
+                self.deliver(&action.call_id, ToolOutcome::answer(content)).await?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,126 @@
+//! What a tool call comes to, and the one place it goes: the cards are
+//! admitted (each link once per turn, within the turn's share), the result
+//! is saved for the model, and the cards and component are shown.
+
+use serde_json::{Value, json};
+use widget::wire::{ComponentEvent, DisplayCards};
+
+use super::events::TurnEvent;
+use super::turn::Turn;
+use crate::component::HostComponent;
+use crate::db::{self, NewMessage};
+use crate::display::cards_from_output;
+
+/// Characters of one tool result handed to the model, at most.
+pub const MAX_TOOL_RESULT_CHARS: usize = 16_000;
+
+/// What a tool call comes to: what the model is told, and what the user sees.
+#[derive(Debug, Default)]
+pub(super) struct ToolOutcome {
+    pub content: String,
+    pub cards: Vec<widget::wire::DisplayCard>,
+    pub component: Option<HostComponent>,
+}
+
+impl ToolOutcome {
+    /// An answer to the model alone (a refusal, a mistake, a decline).
+    pub fn answer(content: String) -> Self {
+        Self { content, ..Self::default() }
+    }
+
+    pub fn error(message: &str, code: &str) -> Self {
+        Self::answer(tool_error(message, code))
+    }
+
+    /// A host's output: the model sees it without what is only shown.
+    pub fn output(output: Value) -> Self {
+        let cards = cards_from_output(&output);
+        let component = crate::component::from_output(&output);
+        Self { content: for_model(output), cards, component }
+    }
+}
+
+impl Turn<'_> {
+    /// Saves and shows `outcome` as the answer to `call_id`; returns what
+    /// the model is told.
+    pub(super) async fn deliver(&self, call_id: &str, outcome: ToolOutcome) -> anyhow::Result<String> {
+        let ToolOutcome { content, cards, component } = outcome;
+        let admitted = self.progress.lock().cards.admit(cards);
+        let saved = NewMessage::tool_result(call_id, &content, &admitted);
+        let message_id = db::append_message(&self.engine.pool, &self.input.conversation_id, saved).await?;
+        if !admitted.is_empty() {
+            self.events.send(TurnEvent::Display(DisplayCards { call_id: call_id.to_owned(), cards: admitted }));
+        }
+        if let Some(component) = component {
+            self.show_component(call_id, &message_id, component).await;
+        }
+        Ok(content)
+    }
+
+    /// Saves a result's component and shows it: a new one, or fresh data
+    /// for the ones of its kind already shown. A component that cannot be
+    /// saved is not shown (the reply goes on without it).
+    async fn show_component(&self, call_id: &str, message_id: &str, component: HostComponent) {
+        let shown = db::components::show(
+            &self.engine.pool,
+            &self.input.conversation_id,
+            message_id,
+            call_id,
+            &component.kind,
+            &component.data,
+            &component.tools,
+            component.update,
+        )
+        .await;
+        let (component_id, update) = match shown {
+            Ok(db::components::Shown::New(id)) => (id, false),
+            Ok(db::components::Shown::Updated(id)) => (id, true),
+            Err(error) => {
+                tracing::error!(error = format!("{error:#}"), "cannot save a component");
+                return;
+            }
+        };
+        self.events.send(TurnEvent::Component(ComponentEvent {
+            call_id: call_id.to_owned(),
+            kind: component.kind,
+            data: component.data,
+            component_id,
+            update,
+        }));
+    }
+}
+
+/// A tool result that tells the model why nothing ran.
+pub(super) fn tool_error(message: &str, code: &str) -> String {
+    json!({ "error": message, "code": code }).to_string()
+}
+
+/// The output as the model sees it: without `display` and `component`
+/// (the user sees those) and bounded in size.
+fn for_model(mut output: Value) -> String {
+    if let Some(map) = output.as_object_mut() {
+        map.remove("display");
+        map.remove("component");
+    }
+    let text = output.to_string();
+    if text.chars().count() <= MAX_TOOL_RESULT_CHARS {
+        return text;
+    }
+    let partial: String = text.chars().take(MAX_TOOL_RESULT_CHARS).collect();
+    json!({ "truncated": true, "partial": partial }).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_model_does_not_see_display_and_long_output_is_bounded() {
+        let text = for_model(json!({"status": "ok", "display": [{"title": "x"}], "component": {"kind": "k"}}));
+        assert_eq!(text, r#"{"status":"ok"}"#);
+        let long = for_model(json!({"blob": "x".repeat(MAX_TOOL_RESULT_CHARS * 2)}));
+        let parsed: Value = serde_json::from_str(&long).unwrap();
+        assert_eq!(parsed["truncated"], true);
+        assert!(long.len() < MAX_TOOL_RESULT_CHARS + 100);
+    }
+}

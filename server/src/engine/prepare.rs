@@ -1,0 +1,61 @@
+//! Before the first model step: the workspace's tool host, its tools and
+//! context fetched once and concurrently with the user's execution scope,
+//! the context quoted into the system prompt as untrusted data, and the
+//! conversation's transcript.
+
+use serde_json::json;
+
+use super::prompt;
+use super::turn::{Stop, Turn};
+use crate::db;
+use crate::host::{ExecutionScope, HostTarget, ToolSpec};
+use crate::llm::ChatMessage;
+
+/// What the model steps work with.
+pub(super) struct Prepared {
+    /// The workspace's tool host, if one is connected.
+    pub target: Option<HostTarget>,
+    /// Who the turn acts for; the turn id is the `requestId`.
+    pub scope: ExecutionScope,
+    /// The tools the host offers this user, less those the workspace disallows.
+    pub tools: Vec<ToolSpec>,
+    /// What the model is sent: the system prompt, the transcript, and
+    /// every step and tool result of this turn so far.
+    pub messages: Vec<ChatMessage>,
+}
+
+impl Turn<'_> {
+    pub(super) async fn prepare(&self) -> Result<Prepared, Stop> {
+        let engine = self.engine;
+        let scope = self.input.caller.scope(&self.input.turn_id);
+        let host = engine.workspaces.host(&self.input.caller.workspace_id).await.map_err(|error| {
+            tracing::error!(error = format!("{error:#}"), "cannot load the workspace's integration");
+            Stop::Failed("The assistant is not set up correctly.")
+        })?;
+        let (tools, context) = match &host {
+            None => (Vec::new(), json!({})),
+            Some(host) => {
+                let (tools, context) = tokio::join!(
+                    engine.host.list_tools(&host.target, &scope, &host.allowed_tools),
+                    engine.host.context(&host.target, &scope)
+                );
+                let tools = tools.map_err(|error| {
+                    tracing::warn!(%error, code = error.code(), "GET /tools failed");
+                    Stop::Failed(error.user_message())
+                })?;
+                let context = context.unwrap_or_else(|error| {
+                    tracing::warn!(%error, code = error.code(), "GET /context failed; continuing without it");
+                    json!({})
+                });
+                (tools, context)
+            }
+        };
+        let history = db::messages(&engine.pool, &self.input.conversation_id).await.map_err(|error| {
+            tracing::error!(error = format!("{error:#}"), "cannot read the conversation");
+            Stop::Failed("The conversation could not be loaded.")
+        })?;
+        let mut messages = vec![ChatMessage::System(prompt::system_prompt(&context))];
+        messages.extend(prompt::transcript(&history));
+        Ok(Prepared { target: host.map(|h| h.target), scope, tools, messages })
+    }
+}

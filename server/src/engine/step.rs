@@ -1,0 +1,81 @@
+//! One model step: the model streams its text and asks for tools; each
+//! call is checked ([`plan`](super::plan)); the `get`s run at once, several
+//! together; the step's first change is previewed and, if the host accepts
+//! it, ends the turn as a pending action. Every outcome is delivered in the
+//! calls' order.
+
+use widget::wire::{Role, StopReason, TextDelta};
+
+use super::events::TurnEvent;
+use super::metrics::StepClock;
+use super::outcome::ToolOutcome;
+use super::plan::plan_step;
+use super::prepare::Prepared;
+use super::turn::{Stop, Turn};
+use crate::db::{self, NewMessage};
+use crate::llm::ChatMessage;
+
+/// How a step that did not stop the turn ended.
+pub(super) enum StepEnd {
+    /// The model answered without calling a tool: the turn is complete.
+    Answered,
+    /// Tool results went back to the model: another step follows.
+    Continue,
+}
+
+impl Turn<'_> {
+    pub(super) async fn step(&self, prepared: &mut Prepared, iteration: u32) -> Result<StepEnd, Stop> {
+        let mut clock = StepClock::start();
+        self.progress.start_step(iteration);
+        let model = self.engine.model.step(&prepared.messages, &prepared.tools, |delta| {
+            let delta = self.progress.push_text(delta);
+            self.events.send(TurnEvent::Text(TextDelta { delta }));
+        });
+        let step = clock.waiting(model).await.map_err(|error| {
+            tracing::warn!(%error, "model step failed");
+            Stop::Failed("The assistant's model could not answer. Please try again.")
+        })?;
+        tracing::debug!(iteration, duration_ms = clock.waited_ms(), "model step");
+        let tokens = self.progress.add_tokens(step.tokens);
+        if step.tool_calls.is_empty() {
+            clock.record();
+            return Ok(StepEnd::Answered);
+        }
+
+        let calls_json = serde_json::to_string(&step.tool_calls).expect("tool calls serialize");
+        let asked = NewMessage::new(Role::Assistant, &step.text).with_tool_calls(calls_json);
+        let step_row =
+            db::append_message(&self.engine.pool, &self.input.conversation_id, asked).await.map_err(Stop::unsaved)?;
+        self.progress.lock().step_text.clear();
+        prepared.messages.push(ChatMessage::Assistant { text: step.text.clone(), tool_calls: step.tool_calls.clone() });
+
+        let (plans, change) = plan_step(&step.tool_calls, &prepared.tools);
+        let runs = step.tool_calls.iter().zip(&plans).map(|(call, plan)| self.run_planned(call, plan, prepared));
+        let outcomes = clock.waiting(futures::future::join_all(runs)).await;
+        for (call, outcome) in step.tool_calls.iter().zip(outcomes) {
+            let Some(outcome) = outcome else { continue };
+            let content = self.deliver(&call.id, outcome).await.map_err(Stop::unsaved)?;
+            prepared.messages.push(ChatMessage::Tool { call_id: call.id.clone(), content });
+        }
+
+        if let Some(change) = change {
+            let call = &step.tool_calls[change.index];
+            match clock.waiting(self.propose(call, change.tool, &change.arguments, prepared)).await {
+                Ok(()) => {
+                    clock.record();
+                    self.progress.lock().held_message_id = Some(step_row);
+                    return Err(Stop::Limit(StopReason::PendingAction));
+                }
+                Err(content) => {
+                    let content = self.deliver(&call.id, ToolOutcome::answer(content)).await.map_err(Stop::unsaved)?;
+                    prepared.messages.push(ChatMessage::Tool { call_id: call.id.clone(), content });
+                }
+            }
+        }
+        clock.record();
+        if tokens >= self.engine.limits.max_turn_tokens {
+            return Err(Stop::Limit(StopReason::TokenLimit));
+        }
+        Ok(StepEnd::Continue)
+    }
+}

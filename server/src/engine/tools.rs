@@ -1,0 +1,109 @@
+//! Calling the host for a step: `get` tools run at once (each reported as
+//! a `tool` event), and a change is previewed and frozen as a pending
+//! action with the arguments the host previewed.
+
+use serde_json::Value;
+use widget::wire::{ToolActivity, ToolStatus, Verb};
+
+use super::actions::pending_action;
+use super::events::{EventSink, TurnEvent};
+use super::outcome::{ToolOutcome, tool_error};
+use super::plan::Plan;
+use super::prepare::Prepared;
+use super::turn::Turn;
+use crate::db::actions::NewAction;
+use crate::host::ToolSpec;
+use crate::llm::ToolCall;
+
+/// Longest host preview kept, in characters.
+const MAX_PREVIEW_CHARS: usize = 1000;
+
+impl Turn<'_> {
+    /// What a planned call comes to now; `None` for the deferred change.
+    pub(super) async fn run_planned(
+        &self,
+        call: &ToolCall,
+        plan: &Plan<'_>,
+        prepared: &Prepared,
+    ) -> Option<ToolOutcome> {
+        match plan {
+            Plan::Get(tool, arguments) => Some(self.run_get(call, tool, arguments, prepared).await),
+            Plan::Answer(content) => Some(ToolOutcome::answer(content.clone())),
+            Plan::Deferred => None,
+        }
+    }
+
+    /// Runs a `get` tool: what the model is told, and the cards.
+    async fn run_get(&self, call: &ToolCall, tool: &ToolSpec, arguments: &Value, prepared: &Prepared) -> ToolOutcome {
+        let Some(target) = &prepared.target else {
+            return ToolOutcome::error("no tool host is connected", "no_host");
+        };
+        let activity = |status| tool_activity(self.events, &call.id, &tool.name, tool.verb, status);
+        activity(ToolStatus::Started);
+        let started = std::time::Instant::now();
+        let result = self.engine.host.execute(target, &tool.name, &call.id, arguments, &prepared.scope).await;
+        tracing::debug!(tool = %tool.name, duration_ms = started.elapsed().as_secs_f64() * 1000.0, "tool call");
+        match result {
+            Ok(output) => {
+                activity(ToolStatus::Succeeded);
+                ToolOutcome::output(output)
+            }
+            Err(error) => {
+                tracing::warn!(tool = %tool.name, code = error.code(), %error, "tool call failed");
+                activity(ToolStatus::Failed);
+                ToolOutcome::error(error.user_message(), error.code())
+            }
+        }
+    }
+
+    /// Previews a change with the host and freezes it as a pending action;
+    /// on failure returns what the model is told instead.
+    pub(super) async fn propose(
+        &self,
+        call: &ToolCall,
+        tool: &ToolSpec,
+        arguments: &Value,
+        prepared: &Prepared,
+    ) -> Result<(), String> {
+        let Some(target) = &prepared.target else {
+            return Err(tool_error("no tool host is connected", "no_host"));
+        };
+        let engine = self.engine;
+        let preview =
+            engine.host.preview(target, &tool.name, &call.id, arguments, &prepared.scope).await.map_err(|error| {
+                tracing::warn!(tool = %tool.name, code = error.code(), %error, "preview failed");
+                tool_error(error.user_message(), error.code())
+            })?;
+        let preview: String =
+            preview.chars().filter(|c| !c.is_control() || *c == '\n').take(MAX_PREVIEW_CHARS).collect();
+        let caller = &self.input.caller;
+        let action = crate::db::actions::insert(
+            &engine.pool,
+            NewAction {
+                conversation_id: &self.input.conversation_id,
+                workspace_id: &caller.workspace_id,
+                external_user_id: &caller.external_user_id,
+                permissions: &caller.permissions,
+                call_id: &call.id,
+                tool: &tool.name,
+                verb: tool.verb,
+                arguments,
+                preview: &preview,
+                ttl_ms: engine.limits.action_ttl.as_millis() as i64,
+            },
+        )
+        .await
+        .map_err(|error| {
+            tracing::error!(error = format!("{error:#}"), "cannot save the pending action");
+            tool_error("the change could not be prepared", "internal")
+        })?;
+        tracing::info!(action_id = %action.id, tool = %tool.name, "pending action proposed");
+        self.events.send(TurnEvent::PendingAction(pending_action(&action)));
+        Ok(())
+    }
+}
+
+/// A `tool` event.
+pub(super) fn tool_activity(events: &EventSink, call_id: &str, name: &str, verb: Verb, status: ToolStatus) {
+    events.send(TurnEvent::Tool(ToolActivity { call_id: call_id.to_owned(), name: name.to_owned(), verb, status }));
+}

@@ -1,0 +1,94 @@
+//! A turn from top to bottom: open → prepare → model steps → close, within
+//! the turn's time limit and its stop button. Every phase is a method of
+//! [`Turn`], the one context a turn's phases share.
+
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+use widget::wire::{StopReason, TurnDone, TurnError, TurnStarted};
+
+use super::events::{EventSink, TurnEvent};
+use super::progress::SharedProgress;
+use super::step::StepEnd;
+use super::{Engine, TurnInput};
+
+/// What every phase of one turn reads: the engine, what started the turn,
+/// where its events go, and what it has said so far.
+pub(super) struct Turn<'a> {
+    pub engine: &'a Engine,
+    pub input: &'a TurnInput,
+    pub events: &'a EventSink,
+    pub progress: SharedProgress,
+}
+
+/// How the model steps ended early.
+pub(super) enum Stop {
+    Limit(StopReason),
+    /// A failure the user is told about in general terms.
+    Failed(&'static str),
+}
+
+impl Stop {
+    /// A write of the transcript failed: logged here; the user hears it in
+    /// general terms.
+    pub fn unsaved(error: anyhow::Error) -> Self {
+        tracing::error!(error = format!("{error:#}"), "cannot save the transcript");
+        Stop::Failed("The conversation could not be saved.")
+    }
+}
+
+impl Engine {
+    /// Runs a turn to its end, sending events to `events` and saving the
+    /// transcript. Never panics on bad input from the host or the model.
+    /// Every log line of the turn carries its ids.
+    pub async fn run_turn(&self, input: TurnInput, events: EventSink, cancel: CancellationToken) {
+        let span = tracing::info_span!("turn", turn_id = %input.turn_id, conversation_id = %input.conversation_id,
+            workspace_id = %input.caller.workspace_id);
+        let turn = Turn { engine: self, input: &input, events: &events, progress: SharedProgress::default() };
+        turn.run(cancel).instrument(span).await;
+    }
+}
+
+impl Turn<'_> {
+    async fn run(&self, cancel: CancellationToken) {
+        self.events.send(TurnEvent::Turn(TurnStarted {
+            turn_id: self.input.turn_id.clone(),
+            conversation_id: self.input.conversation_id.clone(),
+        }));
+        if let Err(error) = self.open().await {
+            tracing::error!(error = format!("{error:#}"), "cannot start the turn");
+            self.events.send(TurnEvent::Error(TurnError {
+                message: "Your request could not be saved. Please try again.".into(),
+                code: "turn_failed".into(),
+            }));
+            self.events.send(TurnEvent::Done(TurnDone { stop_reason: StopReason::Error }));
+            return;
+        }
+        let outcome = tokio::select! {
+            result = tokio::time::timeout(self.engine.limits.turn_timeout, self.steps()) => {
+                result.unwrap_or(Err(Stop::Limit(StopReason::TimeLimit)))
+            }
+            () = cancel.cancelled() => Err(Stop::Limit(StopReason::Cancelled)),
+        };
+        let reason = match outcome {
+            Ok(()) => StopReason::Completed,
+            Err(Stop::Limit(reason)) => reason,
+            Err(Stop::Failed(message)) => {
+                self.events.send(TurnEvent::Error(TurnError { message: message.into(), code: "turn_failed".into() }));
+                StopReason::Error
+            }
+        };
+        self.close(reason).await;
+    }
+
+    /// The host's tools and context, then model steps until the model
+    /// answers without calling a tool or a limit is hit.
+    async fn steps(&self) -> Result<(), Stop> {
+        let mut prepared = self.prepare().await?;
+        for iteration in 1..=self.engine.limits.max_iterations {
+            if let StepEnd::Answered = self.step(&mut prepared, iteration).await? {
+                return Ok(());
+            }
+        }
+        Err(Stop::Limit(StopReason::IterationLimit))
+    }
+}

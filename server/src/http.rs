@@ -1,0 +1,101 @@
+//! The HTTP vocabulary every edge shares (assistant-api.md): one error
+//! type answered as a status and `{"error", "code"}`, a JSON body whose
+//! rejection names the field at fault, and the bearer token of a request.
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Request};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+/// Every error the API answers: a status and `{"error", "code"}`.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("a valid bearer token is required")]
+    Unauthorized,
+    #[error("{0}")]
+    Forbidden(&'static str, String),
+    #[error("not found")]
+    NotFound,
+    #[error("{1}")]
+    BadGateway(&'static str, String),
+    #[error("too many requests; try again in a few seconds")]
+    TooManyRequests,
+    /// A pending action that cannot move as asked: `409` or `410`, with the action.
+    #[error("{message}")]
+    Action { status: StatusCode, code: &'static str, message: &'static str, action: Box<widget::wire::PendingAction> },
+    /// Logged where it is turned into a response; the client sees a generic line.
+    #[error("internal error")]
+    Internal(#[from] anyhow::Error),
+}
+
+impl ApiError {
+    fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::Forbidden(code, _) => (StatusCode::FORBIDDEN, code),
+            ApiError::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::BadGateway(code, _) => (StatusCode::BAD_GATEWAY, code),
+            ApiError::TooManyRequests => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            ApiError::Action { status, code, .. } => (*status, code),
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        if let ApiError::Internal(cause) = &self {
+            tracing::error!(error = format!("{cause:#}"), "request failed");
+        }
+        let mut body = json!({ "error": self.to_string(), "code": code });
+        if let ApiError::Action { action, .. } = &self {
+            body["action"] = serde_json::to_value(action).unwrap_or_default();
+        }
+        let mut response = (status, axum::Json(body)).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+/// JSON body whose rejection is a `400` naming the field at fault.
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(value)) => Ok(ApiJson(value)),
+            Err(rejection) => Err(ApiError::BadRequest(json_rejection_message(&rejection))),
+        }
+    }
+}
+
+fn json_rejection_message(rejection: &JsonRejection) -> String {
+    match rejection {
+        JsonRejection::MissingJsonContentType(_) => "the body must be JSON (Content-Type: application/json)".into(),
+        // serde's message names the field: "missing field `message`", "invalid type: … at line 1 column 20".
+        JsonRejection::JsonDataError(e) => format!(
+            "invalid body: {}",
+            e.body_text().trim_start_matches("Failed to deserialize the JSON body into the target type: ")
+        ),
+        JsonRejection::JsonSyntaxError(_) => "the body is not valid JSON".into(),
+        other => other.body_text(),
+    }
+}
+
+/// The bearer token of a request, if any.
+pub fn bearer(parts: &Parts) -> Option<&str> {
+    let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+}

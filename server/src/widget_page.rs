@@ -1,0 +1,78 @@
+//! Rendering the widget app as a page: server-side by Leptos, hydrated in
+//! the browser, under a per-response nonce and a CSP whose
+//! `frame-ancestors` lists who may frame it. Both the embed (`/widget`) and
+//! Caddie's full-page space render through here.
+
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use leptos::config::LeptosOptions;
+use leptos::prelude::provide_context;
+use widget::wire::WidgetBoot;
+
+/// Renders the widget page.
+#[derive(Clone)]
+pub struct WidgetPages {
+    options: LeptosOptions,
+    /// True when the built-in offline demo model answers (the widget says so).
+    pub demo_model: bool,
+}
+
+impl WidgetPages {
+    pub fn new(options: LeptosOptions, demo_model: bool) -> Self {
+        Self { options, demo_model }
+    }
+
+    /// Renders the widget app with `boot`, under a nonce CSP that lets only
+    /// `ancestors` (and this origin) frame it.
+    pub async fn render(&self, boot: WidgetBoot, ancestors: &[String], request: Request) -> Response {
+        let nonce = leptos::nonce::Nonce::new();
+        let csp = content_security_policy(&nonce.to_string(), ancestors);
+        let options = self.options.clone();
+        let handler = leptos_axum::render_app_to_stream_with_context(
+            {
+                let nonce = nonce.clone();
+                move || {
+                    provide_context(nonce.clone());
+                    provide_context(boot.clone());
+                }
+            },
+            move || widget::shell(options.clone()),
+        );
+        let mut response = handler(request).await;
+        let headers = response.headers_mut();
+        match HeaderValue::from_str(&csp) {
+            Ok(value) => {
+                headers.insert(header::CONTENT_SECURITY_POLICY, value);
+            }
+            Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        }
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        response
+    }
+}
+
+/// Scripts only from this origin or with the nonce; framing only by the
+/// workspace's pages (each origin was validated when the workspace was made).
+pub fn content_security_policy(nonce: &str, allowed_origins: &[String]) -> String {
+    let ancestors: Vec<&str> = allowed_origins
+        .iter()
+        .map(String::as_str)
+        .filter(|o| o.bytes().all(|b| b.is_ascii_graphic() && b != b';' && b != b','))
+        .collect();
+    format!(
+        "default-src 'none'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self' 'nonce-{nonce}'; \
+         img-src 'self' https:; connect-src 'self'; base-uri 'none'; form-action 'none'; \
+         frame-ancestors 'self' {}",
+        ancestors.join(" ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hostile_origins_cannot_inject_directives() {
+        let csp = super::content_security_policy("n", &["https://ok.example".into(), "https://x; script-src *".into()]);
+        assert!(csp.ends_with("frame-ancestors 'self' https://ok.example"), "{csp}");
+    }
+}

@@ -1,0 +1,89 @@
+//! Answering the pending action: `confirm` returns the action in its new
+//! state; `apply` and `cancel` stream the assistant's reply into a new
+//! message. A refusal says why, from the server's code.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use wasm_bindgen::JsCast;
+
+use super::{WidgetError, api, stream, token, turns};
+use crate::js;
+use crate::state::{Answer, Chat};
+use crate::wire::Role;
+
+pub fn answer(chat: Chat, answer: Answer, reason: Option<String>) {
+    let (Some(action), Some(token)) = (chat.action.get_untracked(), chat.token.get_untracked()) else { return };
+    chat.action_busy.set(true);
+    chat.action_error.set(None);
+    spawn_local(async move {
+        let path = format!("/v1/actions/{}/{}", action.action_id, answer.path());
+        let body = (answer == Answer::Cancel)
+            .then(|| js::stringify(&js::object(&[("reason", js::text_or_null(reason.as_deref()))])));
+        let response = match api::call("POST", &path, &token, body).await {
+            Ok(response) => response,
+            Err(error) => return refused(chat, error),
+        };
+        if answer == Answer::Confirm {
+            let updated = js::pending_action(&js::get(&api::json_of(&response).await, "action"));
+            chat.action.set(updated.or(Some(action)));
+            chat.action_busy.set(false);
+            focus_action_card();
+            return;
+        }
+        chat.action.set(None);
+        chat.action_busy.set(false);
+        let reply = chat.push(Role::Assistant, "");
+        chat.busy.set(true);
+        chat.announce
+            .set(if answer == Answer::Apply { "Applying the change." } else { "Cancelling the change." }.into());
+        let outcome = stream::read(chat, reply, response).await;
+        turns::settle(chat, reply, outcome);
+    });
+}
+
+/// The answer did not go through: say why, next to the action while it is
+/// still open, else as the chat's error.
+fn refused(chat: Chat, error: WidgetError) {
+    chat.action_busy.set(false);
+    match error {
+        WidgetError::Unreachable => {
+            chat.action_error.set(Some("The assistant could not be reached. Try again.".into()));
+        }
+        WidgetError::Expired => {
+            token::renew(chat);
+            chat.action_error.set(Some(error.message()));
+        }
+        error => {
+            let current = match &error {
+                WidgetError::Refused { body, .. } => js::pending_action(&js::get(body, "action")),
+                _ => None,
+            };
+            let message = match error.code() {
+                Some("expired") => "This change expired before it was applied. Ask the assistant again.",
+                Some("already_applied") => "This change was already applied.",
+                Some("action_in_progress") => "This change is already being applied.",
+                Some("action_cancelled") => "This change was cancelled.",
+                Some("confirmation_required") => "Please confirm the delete first.",
+                _ => "The change could not be answered. Try again.",
+            };
+            let open = current.as_ref().is_some_and(|a| a.status.is_open());
+            chat.action.set(if open { current } else { None });
+            if open {
+                chat.action_error.set(Some(message.into()));
+            } else {
+                chat.error.set(Some(message.into()));
+            }
+        }
+    }
+}
+
+/// Moves keyboard focus to the action card once it is drawn.
+pub fn focus_action_card() {
+    request_animation_frame(|| {
+        if let Some(card) = document().get_element_by_id("ca-action")
+            && let Ok(card) = card.dyn_into::<web_sys::HtmlElement>()
+        {
+            let _ = card.focus();
+        }
+    });
+}

@@ -1,0 +1,106 @@
+//! One way to call the chat API with the embed token, and the one error
+//! type of the browser side: every caller gets a [`WidgetError`] and
+//! handles an expired token the same way (`token::renew`).
+
+use leptos::prelude::*;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{Headers, RequestInit, Response};
+
+use crate::js;
+
+/// Why a call or a turn did not go through.
+#[derive(Debug, Clone)]
+pub enum WidgetError {
+    /// There is no token yet.
+    NotConnected,
+    /// `fetch` failed: offline, or the server is down.
+    Unreachable,
+    /// `401`: the token expired (a fresh one is asked for).
+    Expired,
+    /// The conversation asked for is gone (a turn answered `404`).
+    ConversationGone,
+    /// Another refusal: the status, the server's `{"error", "code"}` and the
+    /// whole body (a refused action answer carries the action's current state).
+    Refused { status: u16, message: Option<String>, code: Option<String>, body: JsValue },
+    /// A stream answer without a body.
+    NoBody,
+    /// The stream ended before its `done`.
+    Lost,
+    /// The turn's own `error` event: a message for the user.
+    Turn(String),
+}
+
+impl WidgetError {
+    /// What the user is told.
+    pub fn message(&self) -> String {
+        match self {
+            WidgetError::NotConnected => "Not connected yet.".into(),
+            WidgetError::Unreachable => "The assistant could not be reached. Check your connection and retry.".into(),
+            WidgetError::Expired => "Your session expired. Reconnecting — try again in a moment.".into(),
+            WidgetError::ConversationGone => "That conversation is gone. Retry to start a new one.".into(),
+            WidgetError::Refused { message, .. } => {
+                message.clone().unwrap_or_else(|| "Something went wrong. Please retry.".into())
+            }
+            WidgetError::NoBody => "The reply had no body.".into(),
+            WidgetError::Lost => "The connection was lost before the reply finished. Retry to ask again.".into(),
+            WidgetError::Turn(message) => message.clone(),
+        }
+    }
+
+    /// The server's error code, when it refused.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            WidgetError::Refused { code, .. } => code.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// True for a `404`.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, WidgetError::Refused { status: 404, .. })
+    }
+}
+
+/// Calls the chat API with the embed token. A `2xx` answer is `Ok`; every
+/// other outcome is the matching [`WidgetError`].
+pub async fn call(method: &str, path: &str, token: &str, body: Option<String>) -> Result<Response, WidgetError> {
+    let response = send(method, path, Some(token), body).await.map_err(|_| WidgetError::Unreachable)?;
+    match response.status() {
+        200..=299 => Ok(response),
+        401 => Err(WidgetError::Expired),
+        status => {
+            let body = js::parse(&text_of(&response).await.unwrap_or_default());
+            let (message, code) = (js::string(&body, "error"), js::string(&body, "code"));
+            Err(WidgetError::Refused { status, message, code, body })
+        }
+    }
+}
+
+/// `fetch` of a same-origin path; with a bearer token when given.
+pub async fn send(method: &str, path: &str, token: Option<&str>, body: Option<String>) -> Result<Response, JsValue> {
+    let headers = Headers::new()?;
+    if let Some(token) = token {
+        headers.set("Authorization", &format!("Bearer {token}"))?;
+    }
+    let init = RequestInit::new();
+    init.set_method(method);
+    if let Some(body) = body {
+        headers.set("Content-Type", "application/json")?;
+        init.set_body(&JsValue::from_str(&body));
+    }
+    init.set_headers(&headers);
+    let request = web_sys::Request::new_with_str_and_init(path, &init)?;
+    let response = JsFuture::from(window().fetch_with_request(&request)).await?;
+    response.dyn_into::<Response>()
+}
+
+/// The answer's body as text.
+pub async fn text_of(response: &Response) -> Result<String, JsValue> {
+    JsFuture::from(response.text()?).await?.as_string().ok_or_else(|| JsValue::from_str("not text"))
+}
+
+/// The answer's body as a JSON value (`undefined` when it is not JSON).
+pub async fn json_of(response: &Response) -> JsValue {
+    js::parse(&text_of(response).await.unwrap_or_default())
+}

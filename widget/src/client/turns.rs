@@ -1,0 +1,123 @@
+//! The user's messages: sending one and streaming the turn into a new
+//! bubble, stopping a running turn, settling the reply, and restoring the
+//! conversation after a reload.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use wasm_bindgen::JsValue;
+
+use super::{WidgetError, api, host_page, stream, token};
+use crate::js;
+use crate::state::{Bubble, Chat};
+use crate::wire::Role;
+
+/// Sends the user's message and streams the turn into a new bubble.
+pub fn send(chat: Chat, text: String) {
+    chat.error.set(None);
+    // A new message answers an open action by moving on: the server cancels it.
+    chat.action.set(None);
+    chat.last_sent.set(Some(text.clone()));
+    let asked = chat.push(Role::User, &text);
+    let reply = chat.push(Role::Assistant, "");
+    host_page::post_message_event(Role::User, None);
+    chat.busy.set(true);
+    chat.announce.set("The assistant is replying.".into());
+    spawn_local(async move {
+        let outcome = run(chat, reply, &text).await;
+        chat.busy.set(false);
+        if let Err(WidgetError::Expired) = outcome {
+            // Ask for a fresh token; the message goes again when it arrives.
+            chat.bubbles.update(|b| b.retain(|x| x.id != reply.id && x.id != asked.id));
+            token::retry_after_renewal(chat, text);
+            return;
+        }
+        settle(chat, reply, outcome);
+    });
+}
+
+async fn run(chat: Chat, reply: Bubble, text: &str) -> Result<(), WidgetError> {
+    let token = chat.token.get_untracked().ok_or(WidgetError::NotConnected)?;
+    let conversation = chat.conversation_id.get_untracked();
+    let body = js::stringify(&js::object(&[
+        ("conversation_id", js::text_or_null(conversation.as_deref())),
+        ("message", JsValue::from_str(text)),
+    ]));
+    let response = match api::call("POST", "/v1/chat/turns", &token, Some(body)).await {
+        Err(error) if error.is_not_found() => {
+            chat.conversation_id.set(None);
+            host_page::forget_conversation();
+            return Err(WidgetError::ConversationGone);
+        }
+        answer => answer?,
+    };
+    stream::read(chat, reply, response).await
+}
+
+/// Settles a streamed reply: done, or failed with a message and Retry.
+pub fn settle(chat: Chat, reply: Bubble, outcome: Result<(), WidgetError>) {
+    chat.busy.set(false);
+    chat.activity.set(None);
+    chat.turn_id.set(None);
+    match outcome {
+        Ok(()) => {
+            // A turn that only proposed a change has no text of its own.
+            drop_if_empty(chat, reply);
+            chat.announce.set("The reply is complete.".into());
+        }
+        Err(error) => {
+            // An empty, failed reply is removed; a partial one stays, marked.
+            if !drop_if_empty(chat, reply) {
+                reply.interrupted.set(true);
+            }
+            let message = error.message();
+            chat.error.set(Some(message.clone()));
+            chat.announce.set(message);
+        }
+    }
+}
+
+/// Removes a reply that has neither text, cards nor components; true if it did.
+fn drop_if_empty(chat: Chat, reply: Bubble) -> bool {
+    let empty = reply.text.with_untracked(String::is_empty)
+        && reply.cards.with_untracked(Vec::is_empty)
+        && reply.components.with_untracked(Vec::is_empty);
+    if empty {
+        chat.bubbles.update(|b| b.retain(|x| x.id != reply.id));
+    }
+    empty
+}
+
+/// Asks the server to stop the running turn.
+pub fn stop(chat: Chat) {
+    let (Some(turn_id), Some(token)) = (chat.turn_id.get_untracked(), chat.token.get_untracked()) else { return };
+    spawn_local(async move {
+        let _ = api::call("POST", &format!("/v1/turns/{turn_id}/stop"), &token, None).await;
+    });
+}
+
+/// Brings back the last conversation after a reload.
+pub async fn restore(chat: Chat) {
+    let Some(id) = host_page::remembered_conversation() else { return };
+    let Some(token) = chat.token.get_untracked() else { return };
+    let response = match api::call("GET", &format!("/v1/conversations/{id}"), &token, None).await {
+        Ok(response) => response,
+        Err(error) if error.is_not_found() => return host_page::forget_conversation(),
+        Err(WidgetError::Expired) => return token::renew(chat),
+        Err(_) => return,
+    };
+    let view = api::json_of(&response).await;
+    let Some(id) = js::string(&view, "id") else { return };
+    chat.conversation_id.set(Some(id));
+    chat.action.set(js::pending_action(&js::get(&view, "pending_action")));
+    for message in js::list(&view, "messages") {
+        let role = if js::role(&message) == Some(Role::User) { Role::User } else { Role::Assistant };
+        let bubble = chat.push(role, &js::string(&message, "text").unwrap_or_default());
+        bubble.html.set(js::string(&message, "html"));
+        bubble.cards.set(js::cards(&message, "cards"));
+        for c in js::list(&message, "components") {
+            if let (Some(id), Some(kind)) = (js::string(&c, "component_id"), js::string(&c, "kind")) {
+                chat.show_component(bubble, id, kind, js::stringify(&js::get(&c, "data")), false);
+            }
+        }
+    }
+}

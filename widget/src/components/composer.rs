@@ -1,0 +1,48 @@
+//! Where the user writes: Enter sends, Shift+Enter starts a new line; Stop
+//! while a reply streams.
+
+use leptos::prelude::*;
+
+use crate::state::Chat;
+
+#[component]
+pub fn Composer() -> impl IntoView {
+    let chat = expect_context::<Chat>();
+    let draft = RwSignal::new(String::new());
+    let submit = move || {
+        let text = draft.get_untracked().trim().to_owned();
+        if text.is_empty() || chat.busy.get_untracked() || chat.token.get_untracked().is_none() {
+            return;
+        }
+        draft.set(String::new());
+        chat.send(text);
+    };
+    view! {
+        <form class="ca-composer" on:submit=move |ev| {
+            ev.prevent_default();
+            submit();
+        }>
+            <label class="ca-sr-only" for="ca-input">"Message"</label>
+            <textarea id="ca-input" class="ca-input" rows="1" maxlength="8000"
+                placeholder=move || if chat.token.get().is_some() { "Type a message…" } else { "Connecting…" }
+                prop:value=move || draft.get()
+                on:input=move |ev| draft.set(event_target_value(&ev))
+                on:keydown=move |ev: leptos::ev::KeyboardEvent| {
+                    if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() {
+                        ev.prevent_default();
+                        submit();
+                    }
+                }
+            ></textarea>
+            {move || if chat.busy.get() {
+                view! {
+                    <button type="button" class="ca-button ca-stop" on:click=move |_| chat.stop()>"Stop"</button>
+                }.into_any()
+            } else {
+                view! {
+                    <button type="submit" class="ca-button ca-send" disabled=move || chat.token.get().is_none()>"Send"</button>
+                }.into_any()
+            }}
+        </form>
+    }
+}

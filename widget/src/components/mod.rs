@@ -1,0 +1,143 @@
+//! The widget's screen, one file per part: the page shell and the app
+//! frame here, then the Caddie host bar, the messages (with their cards and
+//! components), the action card, the MenuCart and the composer.
+
+mod action_card;
+mod composer;
+mod host_bar;
+mod menu_cart;
+mod messages;
+
+use leptos::prelude::*;
+
+use crate::state::Chat;
+use crate::wire::{CaddieBar, WidgetBoot};
+use composer::Composer;
+use host_bar::CaddieHostBar;
+use messages::MessageList;
+
+#[cfg(feature = "hydrate")]
+pub use menu_cart::Arg;
+
+/// The whole HTML document of the widget page (server side).
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    let boot = use_context::<WidgetBoot>().unwrap_or_default();
+    let boot_json = serde_json::to_string(&boot).unwrap_or_default();
+    let css = format!("/pkg/{}.css", options.output_name);
+    let title = format!("{} assistant", boot.title);
+    // `:root:root` outranks the stylesheet's dark-mode rule, so a host's accent holds in both modes.
+    let theme_css = boot.theme.css();
+    let nonce = use_nonce();
+    view! {
+        <!DOCTYPE html>
+        <html lang="en" data-theme=boot.theme.mode.clone()>
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1, interactive-widget=resizes-content"/>
+                <meta name="ca-boot" content=boot_json/>
+                <title>{title}</title>
+                <link rel="stylesheet" href=css/>
+                {(!theme_css.is_empty()).then(|| view! { <style nonce=nonce>{format!(":root:root{{{theme_css}}}")}</style> })}
+                <HydrationScripts options/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+/// The widget.
+#[component]
+pub fn App() -> impl IntoView {
+    let boot = use_context::<WidgetBoot>().unwrap_or_default();
+    let chat = Chat::new();
+    // The full-page app's token comes with the page: server and browser
+    // render the same connected composer.
+    chat.token.set(boot.token.clone());
+    provide_context(chat);
+    #[cfg(feature = "hydrate")]
+    crate::client::token::start(chat, boot.clone());
+    let demo = boot.demo_model;
+    let caddie = boot.caddie.clone();
+    let full_page = caddie.is_some();
+    let bar = RwSignal::new(caddie.clone().unwrap_or_default());
+    #[cfg(feature = "hydrate")]
+    if full_page {
+        crate::client::host_page::caddie_context(bar);
+    }
+    let touring = RwSignal::new(caddie.as_ref().is_some_and(|c| c.tour));
+    view! {
+        <div class="ca-widget" class:ca-full-page=full_page>
+            {full_page.then(|| view! { <CaddieHostBar bar/> })}
+            <header class="ca-header">
+                <h1 class="ca-title">{boot.title.clone()}</h1>
+                {demo.then(|| view! {
+                    <span class="ca-demo" title="Answers come from the built-in offline demo model, which follows simple rules">
+                        "Demo model (offline)"
+                    </span>
+                })}
+                <button type="button" class="ca-icon-button ca-new" title="New conversation"
+                    on:click=move |_| chat.reset() disabled=move || chat.busy.get()>
+                    <span aria-hidden="true">"+"</span>
+                    <span class="ca-sr-only">"New conversation"</span>
+                </button>
+                {if full_page {
+                    view! {
+                        <a class="ca-done" href=move || project_url(bar, false)>"Done"</a>
+                    }.into_any()
+                } else {
+                    view! {
+                        <button type="button" class="ca-icon-button ca-close" on:click=move |_| close_widget()>
+                            <span aria-hidden="true">"×"</span>
+                            <span class="ca-sr-only">"Close chat"</span>
+                        </button>
+                    }.into_any()
+                }}
+            </header>
+            <Show when=move || touring.get()>
+                <section class="ca-tour" role="region" aria-labelledby="ca-tour-title">
+                    <h2 id="ca-tour-title">"Your assistant for this stage"</h2>
+                    <p>"Ask anything in the box below. When the assistant wants to change something, it shows you \
+                        the change first and does nothing until you press Apply."</p>
+                    <div class="ca-action-buttons">
+                        <a class="ca-button ca-link-button" href=move || project_url(bar, true)>"Finish the tour"</a>
+                        <button type="button" class="ca-button ca-secondary" on:click=move |_| touring.set(false)>"Skip"</button>
+                    </div>
+                </section>
+            </Show>
+            <MessageList/>
+            <p class="ca-activity" aria-hidden="true">{move || chat.activity.get()}</p>
+            {move || chat.error.get().map(|message| view! {
+                <div class="ca-error" role="alert">
+                    <span>{message}</span>
+                    <button type="button" class="ca-retry" on:click=move |_| {
+                        chat.error.set(None);
+                        if let Some(text) = chat.last_sent.get_untracked() {
+                            chat.send(text);
+                        }
+                    }>"Retry"</button>
+                </div>
+            })}
+            <Composer/>
+            <p class="ca-sr-only" aria-live="polite" aria-atomic="true">{move || chat.announce.get()}</p>
+        </div>
+    }
+}
+
+/// `returnToProject()` as a link, so it works before the page is hydrated:
+/// the hub's project page, with `?tour=done` at the end of the guided
+/// introduction.
+fn project_url(bar: RwSignal<CaddieBar>, tour_done: bool) -> String {
+    let url = bar.with(|b| b.return_url.clone());
+    if !tour_done || url.is_empty() {
+        return url;
+    }
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}tour=done")
+}
+
+fn close_widget() {
+    #[cfg(feature = "hydrate")]
+    crate::client::host_page::post_to_host("ca:close");
+}

@@ -1,0 +1,204 @@
+//! The chat's state: every message on screen, the conversation and turn
+//! ids, the token, busy flags, errors and the pending action — all signals,
+//! so a streamed token redraws only its own message. The components read
+//! it from context; the browser-only client (`client/`) writes it.
+
+use leptos::prelude::*;
+
+use crate::wire::{DisplayCard, PendingAction, Role};
+
+/// One message on screen. Signals, so streaming updates only its own text.
+#[derive(Clone, Copy)]
+pub struct Bubble {
+    pub id: u64,
+    pub role: Role,
+    pub text: RwSignal<String>,
+    /// Sanitized HTML from the server, once the message is finished.
+    pub html: RwSignal<Option<String>>,
+    pub cards: RwSignal<Vec<DisplayCard>>,
+    /// Rich results shown with the message, rendered by kind.
+    pub components: RwSignal<Vec<Component>>,
+    /// The stream broke before the message was finished.
+    pub interrupted: RwSignal<bool>,
+}
+
+/// A rich result on screen. `data` changes in place when a later result
+/// (or the component's own buttons) refreshes its kind.
+#[derive(Clone)]
+pub struct Component {
+    pub id: String,
+    pub kind: String,
+    /// The kind's data as JSON text.
+    pub data: RwSignal<String>,
+}
+
+/// How the user answers a pending action (`POST /v1/actions/{id}/{answer}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// A delete's first confirmation.
+    Confirm,
+    Apply,
+    Cancel,
+}
+
+impl Answer {
+    /// The last segment of the action's URL.
+    #[cfg_attr(not(feature = "hydrate"), expect(dead_code, reason = "used by the browser-only client"))]
+    pub fn path(self) -> &'static str {
+        match self {
+            Answer::Confirm => "confirm",
+            Answer::Apply => "apply",
+            Answer::Cancel => "cancel",
+        }
+    }
+}
+
+/// The chat's state, shared by the components (`Copy`: all signals).
+#[derive(Clone, Copy)]
+pub struct Chat {
+    pub bubbles: RwSignal<Vec<Bubble>>,
+    pub conversation_id: RwSignal<Option<String>>,
+    pub token: RwSignal<Option<String>>,
+    pub busy: RwSignal<bool>,
+    #[cfg_attr(not(feature = "hydrate"), expect(dead_code, reason = "used by the browser-only client"))]
+    pub turn_id: RwSignal<Option<String>>,
+    /// "Running show menu…" while a `get` tool runs.
+    pub activity: RwSignal<Option<String>>,
+    /// Polite announcements for screen readers: a reply started, finished.
+    pub announce: RwSignal<String>,
+    pub error: RwSignal<Option<String>>,
+    /// The last message sent, for Retry.
+    pub last_sent: RwSignal<Option<String>>,
+    /// The change waiting for the user's answer, if any.
+    pub action: RwSignal<Option<PendingAction>>,
+    /// An answer to the action is on its way.
+    pub action_busy: RwSignal<bool>,
+    /// Why the last answer to the action did not go through.
+    pub action_error: RwSignal<Option<String>>,
+    next_id: StoredValue<u64>,
+    /// The App's owner, for the signals of every message.
+    owner: StoredValue<Option<Owner>>,
+}
+
+impl Chat {
+    pub fn new() -> Self {
+        Self {
+            bubbles: RwSignal::new(Vec::new()),
+            conversation_id: RwSignal::new(None),
+            token: RwSignal::new(None),
+            busy: RwSignal::new(false),
+            turn_id: RwSignal::new(None),
+            activity: RwSignal::new(None),
+            announce: RwSignal::new(String::new()),
+            error: RwSignal::new(None),
+            last_sent: RwSignal::new(None),
+            action: RwSignal::new(None),
+            action_busy: RwSignal::new(false),
+            action_error: RwSignal::new(None),
+            next_id: StoredValue::new(0),
+            owner: StoredValue::new(Owner::current()),
+        }
+    }
+
+    /// Runs `f` under the chat's own owner: signals made for a message must
+    /// outlive whatever view's handler made them (a Retry button that is
+    /// gone once clicked, say).
+    fn owned<T>(&self, f: impl FnOnce() -> T) -> T {
+        match self.owner.get_value() {
+            Some(owner) => owner.with(f),
+            None => f(),
+        }
+    }
+
+    /// Appends a message and returns it.
+    #[cfg_attr(not(feature = "hydrate"), expect(dead_code, reason = "used by the browser-only client"))]
+    pub fn push(&self, role: Role, text: &str) -> Bubble {
+        let id = self.next_id.get_value();
+        self.next_id.set_value(id + 1);
+        let bubble = self.owned(|| Bubble {
+            id,
+            role,
+            text: RwSignal::new(text.to_owned()),
+            html: RwSignal::new(None),
+            cards: RwSignal::new(Vec::new()),
+            components: RwSignal::new(Vec::new()),
+            interrupted: RwSignal::new(false),
+        });
+        self.bubbles.update(|b| b.push(bubble));
+        bubble
+    }
+
+    /// Shows a component with `reply`, or — for an update — refreshes the
+    /// ones of its kind already on screen. Every component of a kind shows
+    /// the newest data: they are views of one thing, such as a cart.
+    #[cfg_attr(not(feature = "hydrate"), expect(dead_code, reason = "used by the browser-only client"))]
+    pub fn show_component(&self, reply: Bubble, id: String, kind: String, data: String, update: bool) {
+        let shown = self.refresh_kind(&kind, &data);
+        if update && shown {
+            return;
+        }
+        let data = self.owned(|| RwSignal::new(data));
+        reply.components.update(|c| c.push(Component { id, kind, data }));
+    }
+
+    /// Gives every component of `kind` new data; false if none is shown.
+    pub fn refresh_kind(&self, kind: &str, data: &str) -> bool {
+        let mut shown = false;
+        for bubble in self.bubbles.get_untracked() {
+            bubble.components.with_untracked(|components| {
+                for c in components.iter().filter(|c| c.kind == kind) {
+                    c.data.set(data.to_owned());
+                    shown = true;
+                }
+            });
+        }
+        shown
+    }
+
+    /// Sends `text` as the user's next message.
+    pub fn send(&self, text: String) {
+        if text.trim().is_empty() || self.busy.get_untracked() || self.token.get_untracked().is_none() {
+            return;
+        }
+        #[cfg(feature = "hydrate")]
+        crate::client::turns::send(*self, text);
+        #[cfg(not(feature = "hydrate"))]
+        let _ = text;
+    }
+
+    /// Asks the server to stop the running turn.
+    pub fn stop(&self) {
+        #[cfg(feature = "hydrate")]
+        crate::client::turns::stop(*self);
+    }
+
+    /// Answers the pending action.
+    pub fn answer(&self, answer: Answer, reason: Option<String>) {
+        if self.action_busy.get_untracked() || self.busy.get_untracked() {
+            return;
+        }
+        #[cfg(feature = "hydrate")]
+        crate::client::actions::answer(*self, answer, reason);
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (answer, reason);
+    }
+
+    /// Starts a new, empty conversation.
+    pub fn reset(&self) {
+        if self.busy.get_untracked() {
+            return;
+        }
+        self.action.set(None);
+        self.bubbles.set(Vec::new());
+        self.conversation_id.set(None);
+        self.error.set(None);
+        #[cfg(feature = "hydrate")]
+        crate::client::host_page::forget_conversation();
+    }
+}
+
+impl Default for Chat {
+    fn default() -> Self {
+        Self::new()
+    }
+}
