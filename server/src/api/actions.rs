@@ -14,10 +14,11 @@ use serde_json::json;
 use widget::wire::ActionStatus;
 
 use super::chat::stream_turn;
-use super::{ApiError, ApiState};
+use super::state::ApiState;
 use crate::auth::Caller;
 use crate::db::actions::{self, ActionRow};
 use crate::engine::{TurnStart, pending_action};
+use crate::http::ApiError;
 use crate::ids::now_ms;
 
 /// Longest cancel reason kept, in characters.

@@ -14,11 +14,12 @@ use tokio_stream::StreamExt;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use widget::wire::TurnRequest;
 
-use super::{ApiError, ApiJson, ApiState};
+use super::state::ApiState;
 use crate::auth::Caller;
 use crate::db;
 use crate::engine::events::EventSink;
 use crate::engine::{TurnInput, TurnStart};
+use crate::http::{ApiError, ApiJson};
 use crate::ids::new_id;
 
 /// Longest user message accepted, in characters.

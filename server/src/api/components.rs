@@ -11,10 +11,11 @@ use axum::{Json, Router};
 use serde_json::{Value, json};
 use widget::wire::{ComponentCall, ComponentCallResult, ComponentView};
 
-use super::{ApiError, ApiJson, ApiState};
+use super::state::ApiState;
 use crate::auth::Caller;
 use crate::db::components;
 use crate::host::{HostError, Verb};
+use crate::http::{ApiError, ApiJson};
 use crate::ids::new_id;
 
 pub fn router() -> Router<ApiState> {

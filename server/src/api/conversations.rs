@@ -7,10 +7,11 @@ use axum::{Json, Router};
 use serde::Serialize;
 use widget::wire::{ComponentView, ConversationMessage, ConversationView, DisplayCard, Role};
 
-use super::{ApiError, ApiState};
+use super::state::ApiState;
 use crate::auth::Caller;
 use crate::db::{self, actions, components};
 use crate::engine::pending_action;
+use crate::http::ApiError;
 use crate::ids::now_ms;
 
 pub fn router() -> Router<ApiState> {

@@ -1,6 +1,6 @@
-//! The HTTP API (assistant-api.md): a router per resource, and the chat
-//! API's caller. Each router takes only [`ApiState`], its own part of the
-//! application's state.
+//! The HTTP API (assistant-api.md): a router per resource, each taking
+//! only [`ApiState`], the API's own part of the application's state; the
+//! chat API's caller comes from the embed token (`state.rs`).
 
 pub mod actions;
 pub mod chat;
@@ -8,42 +8,12 @@ pub mod components;
 pub mod conversations;
 pub mod rate;
 pub mod setup;
-
-use std::sync::Arc;
+mod state;
 
 use axum::Router;
-use axum::extract::{FromRef, FromRequestParts};
-use axum::http::header;
-use axum::http::request::Parts;
 
-use crate::auth::{self, Caller};
-use crate::crypto::Vault;
-use crate::db::{self, Pool};
-use crate::engine::Engine;
-use crate::engine::stop::TurnRegistry;
-use crate::host::HostClient;
 pub use crate::http::{ApiError, ApiJson, bearer};
-use crate::secret::Secret;
-use crate::workspaces::Workspaces;
-
-/// What the API's handlers share.
-#[derive(Clone, FromRef)]
-pub struct ApiState {
-    pub pool: Pool,
-    pub vault: Vault,
-    pub workspaces: Workspaces,
-    pub engine: Engine,
-    pub turns: TurnRegistry,
-    pub host: HostClient,
-    /// `CA_ADMIN_TOKEN`: the bearer of workspace creation; none disables it.
-    pub admin_token: Option<Secret>,
-    /// `CA_ALLOW_PRIVATE_TOOL_HOSTS`.
-    pub allow_private_tool_hosts: bool,
-    /// The assistant's own origin, e.g. `http://127.0.0.1:3000`.
-    pub public_origin: Arc<str>,
-    /// Direct tool calls from components, per user.
-    pub component_calls: rate::RateLimiter,
-}
+pub use state::ApiState;
 
 /// Every route of the API.
 pub fn router(state: ApiState) -> Router {
@@ -54,36 +24,4 @@ pub fn router(state: ApiState) -> Router {
         .merge(conversations::router())
         .merge(setup::router())
         .with_state(state)
-}
-
-/// The chat API's caller, from the embed token (assistant-api.md §2), and
-/// the page it calls from: a browser's `Origin` must be the assistant's own
-/// (the widget's frame) or one of the workspace's `allowed_origins`.
-impl FromRequestParts<ApiState> for Caller {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, Self::Rejection> {
-        let token = bearer(parts).ok_or(ApiError::Unauthorized)?;
-        let workspace_id = auth::unverified_workspace(token).map_err(|_| ApiError::Unauthorized)?;
-        let Some(workspace) = db::workspace(&state.pool, &workspace_id).await? else {
-            return Err(ApiError::Unauthorized);
-        };
-        let secret = state.vault.open(&workspace.embed_secret_enc)?;
-        let claims = auth::verify(token, &workspace.id, secret.expose()).map_err(|error| {
-            tracing::info!(workspace_id = %workspace.id, %error, "embed token refused");
-            ApiError::Unauthorized
-        })?;
-        if let Some(origin) = parts.headers.get(header::ORIGIN) {
-            let origin = origin.to_str().unwrap_or("");
-            let own: &str = &state.public_origin;
-            if origin != own && !workspace.allowed_origins().iter().any(|o| o == origin) {
-                tracing::info!(workspace_id = %workspace.id, origin, "chat call from an origin outside allowed_origins");
-                return Err(ApiError::Forbidden(
-                    "origin_not_allowed",
-                    "this page's origin is not allowed for the workspace".into(),
-                ));
-            }
-        }
-        Ok(Caller { workspace_id: claims.ws, external_user_id: claims.sub, permissions: claims.permissions })
-    }
 }

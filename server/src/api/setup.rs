@@ -9,10 +9,11 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::{ApiError, ApiJson, ApiState, bearer};
+use super::state::ApiState;
 use crate::crypto::hash_api_key;
 use crate::db::{self, NewIntegration};
 use crate::host::{ExecutionScope, HostTarget, is_private};
+use crate::http::{ApiError, ApiJson, bearer};
 use crate::ids::new_id;
 use crate::secret::Secret;
 use crate::workspaces::{CreatedWorkspace, PROVIDER};

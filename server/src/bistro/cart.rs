@@ -1,7 +1,7 @@
 //! A diner's cart: the lines are stored in the database (`db::carts`); the
 //! prices and totals come from the bistro's own menu, never from a client.
 
-use super::{MENU, MenuItem};
+use super::menu::{MENU, MenuItem};
 pub use crate::db::carts::{CartLine, add, clear, lines, remove_one, set_notes};
 
 /// The menu's dish for a line, if it is still on the menu.

@@ -10,8 +10,8 @@
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use super::MENU;
 use super::cart::CartLine;
+use super::menu::MENU;
 use crate::secret::Secret;
 
 /// How long a checkout link is good for.

@@ -2,15 +2,21 @@
 //! execute. Prices, availability and the cart are the server's own; the
 //! arguments only name dishes and quantities.
 
+use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::cart::{self, CartLine};
 use super::checkout;
-use super::{BistroState, MENU, MenuItem, customer, error, menu_cart, show_menu};
+use super::menu::{BistroState, MENU, MenuItem, customer, menu_cart, show_menu};
 
 /// A refusal with its status (contract, "Error format").
+/// A JSON error answer, `{"error": message}`.
+pub(super) fn error(status: StatusCode, message: &str) -> Response {
+    (status, Json(json!({ "error": message }))).into_response()
+}
+
 pub struct ToolError(StatusCode, String);
 
 impl IntoResponse for ToolError {

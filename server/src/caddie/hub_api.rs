@@ -10,7 +10,10 @@ use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{CaddieState, HubError, signed, store, token};
+use super::error::HubError;
+use super::state::CaddieState;
+use super::{signed, token};
+use crate::db::caddie as store;
 use crate::ids::now_secs;
 
 /// Verifies the call and burns its nonce before anything else happens.
@@ -68,7 +71,7 @@ pub async fn provision(
     }
     let stages = if request.stages.is_null() { json!([]) } else { request.stages };
     let config = if request.config.is_null() { json!({}) } else { request.config };
-    let workspace_id = super::provision(
+    let workspace_id = super::provision::provision(
         &state,
         &request.assignment_id,
         &request.project_id,

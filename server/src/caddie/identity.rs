@@ -8,11 +8,13 @@ use axum::http::{HeaderMap, header};
 use axum::response::Response;
 use serde::Deserialize;
 
+use super::error::CaddieError;
 use super::oidc::FlowSecrets;
-use super::{
-    Caddie, CaddieError, CaddieState, OPTOUT_COOKIE, SESSION_COOKIE, STATE_COOKIE, cookie_value, pages, safe_next,
-    see_other, store, urlencode,
+use super::pages;
+use super::state::{
+    Caddie, CaddieState, OPTOUT_COOKIE, SESSION_COOKIE, STATE_COOKIE, cookie_value, safe_next, see_other, urlencode,
 };
+use crate::db::caddie as store;
 
 #[derive(Deserialize)]
 pub(super) struct LoginQuery {

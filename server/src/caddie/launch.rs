@@ -9,10 +9,12 @@ use axum::response::Response;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{
-    Caddie, CaddieError, CaddieState, DEFAULT_LEVEL, PARTICIPANTS_FRESH_MS, pages, see_other, signed_in, store,
-    to_login, token, urlencode,
+use super::error::CaddieError;
+use super::state::{
+    Caddie, CaddieState, DEFAULT_LEVEL, PARTICIPANTS_FRESH_MS, see_other, signed_in, to_login, urlencode,
 };
+use super::{pages, token};
+use crate::db::caddie as store;
 use crate::ids::{now_ms, now_secs};
 
 #[derive(Deserialize)]

@@ -10,8 +10,10 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
-use super::{Caddie, hub_api, store};
+use super::hub_api;
+use super::state::Caddie;
 use crate::db::Pool;
+use crate::db::caddie as store;
 use crate::engine::TurnFinished;
 use crate::ids::now_ms;
 

@@ -9,7 +9,10 @@ use serde::Deserialize;
 use serde_json::json;
 use widget::wire::{CaddieBar, Theme, WidgetBoot};
 
-use super::{CaddieError, CaddieState, DEFAULT_LEVEL, pages, signed_in, store, to_login, token};
+use super::error::CaddieError;
+use super::state::{CaddieState, DEFAULT_LEVEL, signed_in, to_login};
+use super::{pages, token};
+use crate::db::caddie as store;
 use crate::db::{self, WorkspaceRow};
 
 #[derive(Deserialize)]

@@ -4,9 +4,8 @@
 
 use widget::wire::{ActionStatus, PendingAction, ToolStatus};
 
+use super::context::Turn;
 use super::outcome::{ToolOutcome, tool_error};
-use super::tools::tool_activity;
-use super::turn::Turn;
 use crate::db::actions::ActionRow;
 use crate::db::{self, NewMessage};
 use crate::host::ExecutionScope;
@@ -16,7 +15,7 @@ impl Turn<'_> {
     /// frozen arguments and scope and the action id as `requestId`.
     pub(super) async fn execute_action(&self, action: &ActionRow) -> ToolOutcome {
         let engine = self.engine;
-        let activity = |status| tool_activity(self.events, &action.call_id, &action.tool, action.verb, status);
+        let activity = |status| self.events.tool_activity(&action.call_id, &action.tool, action.verb, status);
         let finish = |status: ActionStatus| async move {
             if let Err(error) = db::actions::finish(&engine.pool, &action.id, status).await {
                 tracing::error!(error = format!("{error:#}"), action_id = %action.id, "cannot record the action's end");

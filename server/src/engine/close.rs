@@ -4,9 +4,9 @@
 
 use widget::wire::{FinishedMessage, Role, StopReason, TurnDone};
 
+use super::context::Turn;
 use super::events::TurnEvent;
 use super::progress::Progress;
-use super::turn::Turn;
 use crate::db::{self, NewMessage};
 
 impl Turn<'_> {

@@ -3,8 +3,8 @@
 use serde::Serialize;
 use tokio::sync::mpsc::UnboundedSender;
 use widget::wire::{
-    ComponentEvent, DisplayCards, EventKind, FinishedMessage, PendingAction, TextDelta, ToolActivity, TurnDone,
-    TurnError, TurnStarted,
+    ComponentEvent, DisplayCards, EventKind, FinishedMessage, PendingAction, TextDelta, ToolActivity, ToolStatus,
+    TurnDone, TurnError, TurnStarted, Verb,
 };
 
 /// One event of a turn's stream, named as the API spec names it.
@@ -68,5 +68,10 @@ impl EventSink {
 
     pub fn send(&self, event: TurnEvent) {
         let _ = self.0.send(event);
+    }
+
+    /// A `tool` event: a tool call started, succeeded or failed.
+    pub fn tool_activity(&self, call_id: &str, name: &str, verb: Verb, status: ToolStatus) {
+        self.send(TurnEvent::Tool(ToolActivity { call_id: call_id.to_owned(), name: name.to_owned(), verb, status }));
     }
 }

@@ -2,7 +2,8 @@
 //! action) in, a streamed, persisted answer out. A turn reads top to
 //! bottom through files named for its phases:
 //!
-//! 1. [`turn`]: runs the phases in order, within the time limit and the stop button;
+//! 1. [`turn`]: runs the phases in order, within the time limit and the stop
+//!    button, on one [`context`] (`Turn`) that every phase shares;
 //! 2. [`open`]: saves what starts the turn (a message, an applied or declined action);
 //! 3. [`prepare`]: the host's tools and context (once, concurrently) and the transcript;
 //! 4. [`step`]: one model step and its tool calls, as often as the limits allow —
@@ -10,7 +11,8 @@
 //!    [`outcome`] is the one place a tool's outcome is saved and shown;
 //! 5. [`close`]: saves the reply, tells who listens ([`TurnFinished`]), sends `done`.
 //!
-//! Around a turn: [`actions`] (executing an applied action, the wire form,
+//! Around a turn: [`service`] (the [`Engine`] and what starts a turn),
+//! [`actions`] (executing an applied action, the wire form,
 //! the sweep of interrupted executions), [`events`] (the stream), [`stop`]
 //! (stopping a turn on any replica), [`prompt`] and [`metrics`].
 //!
@@ -20,6 +22,7 @@
 
 mod actions;
 mod close;
+mod context;
 pub mod events;
 mod hooks;
 pub mod metrics;
@@ -29,53 +32,13 @@ mod plan;
 mod prepare;
 mod progress;
 mod prompt;
+mod service;
 mod step;
 pub mod stop;
 mod tools;
 mod turn;
 
-use std::sync::Arc;
-
 pub use actions::{STUCK_SWEEP_EVERY, abandon_stuck, pending_action, sweep_stuck_actions};
 pub use hooks::TurnFinished;
 pub use outcome::MAX_TOOL_RESULT_CHARS;
-
-use crate::auth::Caller;
-use crate::config::TurnLimits;
-use crate::db::Pool;
-use crate::db::actions::ActionRow;
-use crate::host::HostClient;
-use crate::llm::Model;
-use crate::workspaces::Workspaces;
-
-/// What a turn needs; shared by all turns.
-#[derive(Clone)]
-pub struct Engine {
-    pub pool: Pool,
-    pub workspaces: Workspaces,
-    pub host: HostClient,
-    pub model: Model,
-    pub limits: TurnLimits,
-    /// Told when a turn has ended, before its `done` is sent.
-    pub on_turn_finished: Option<Arc<dyn TurnFinished>>,
-}
-
-/// What starts a turn.
-#[derive(Clone, Debug)]
-pub enum TurnStart {
-    /// The user wrote a message.
-    Message(String),
-    /// The user applied this action; its status is already `executing`.
-    Applied(ActionRow),
-    /// The user cancelled this action, perhaps saying why.
-    Declined(ActionRow, Option<String>),
-}
-
-/// One turn to run.
-#[derive(Clone, Debug)]
-pub struct TurnInput {
-    pub caller: Caller,
-    pub conversation_id: String,
-    pub turn_id: String,
-    pub start: TurnStart,
-}
+pub use service::{Engine, TurnInput, TurnStart};

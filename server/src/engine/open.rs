@@ -7,9 +7,9 @@
 use serde_json::json;
 use widget::wire::Role;
 
-use super::TurnStart;
+use super::context::Turn;
 use super::outcome::{ToolOutcome, tool_error};
-use super::turn::Turn;
+use super::service::TurnStart;
 use crate::db::{self, NewMessage};
 
 impl Turn<'_> {

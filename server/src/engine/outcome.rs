@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 use widget::wire::{ComponentEvent, DisplayCards};
 
+use super::context::Turn;
 use super::events::TurnEvent;
-use super::turn::Turn;
 use crate::component::HostComponent;
 use crate::db::{self, NewMessage};
 use crate::display::cards_from_output;

@@ -5,8 +5,8 @@
 
 use serde_json::json;
 
+use super::context::{Stop, Turn};
 use super::prompt;
-use super::turn::{Stop, Turn};
 use crate::db;
 use crate::host::{ExecutionScope, HostTarget, ToolSpec};
 use crate::llm::ChatMessage;

@@ -6,12 +6,12 @@
 
 use widget::wire::{Role, StopReason, TextDelta};
 
+use super::context::{Stop, Turn};
 use super::events::TurnEvent;
 use super::metrics::StepClock;
 use super::outcome::ToolOutcome;
 use super::plan::plan_step;
 use super::prepare::Prepared;
-use super::turn::{Stop, Turn};
 use crate::db::{self, NewMessage};
 use crate::llm::ChatMessage;
 

@@ -3,14 +3,14 @@
 //! action with the arguments the host previewed.
 
 use serde_json::Value;
-use widget::wire::{ToolActivity, ToolStatus, Verb};
+use widget::wire::ToolStatus;
 
 use super::actions::pending_action;
-use super::events::{EventSink, TurnEvent};
+use super::context::Turn;
+use super::events::TurnEvent;
 use super::outcome::{ToolOutcome, tool_error};
 use super::plan::Plan;
 use super::prepare::Prepared;
-use super::turn::Turn;
 use crate::db::actions::NewAction;
 use crate::host::ToolSpec;
 use crate::llm::ToolCall;
@@ -38,7 +38,7 @@ impl Turn<'_> {
         let Some(target) = &prepared.target else {
             return ToolOutcome::error("no tool host is connected", "no_host");
         };
-        let activity = |status| tool_activity(self.events, &call.id, &tool.name, tool.verb, status);
+        let activity = |status| self.events.tool_activity(&call.id, &tool.name, tool.verb, status);
         activity(ToolStatus::Started);
         let started = std::time::Instant::now();
         let result = self.engine.host.execute(target, &tool.name, &call.id, arguments, &prepared.scope).await;
@@ -101,9 +101,4 @@ impl Turn<'_> {
         self.events.send(TurnEvent::PendingAction(pending_action(&action)));
         Ok(())
     }
-}
-
-/// A `tool` event.
-pub(super) fn tool_activity(events: &EventSink, call_id: &str, name: &str, verb: Verb, status: ToolStatus) {
-    events.send(TurnEvent::Tool(ToolActivity { call_id: call_id.to_owned(), name: name.to_owned(), verb, status }));
 }

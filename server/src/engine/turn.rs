@@ -1,40 +1,16 @@
 //! A turn from top to bottom: open → prepare → model steps → close, within
 //! the turn's time limit and its stop button. Every phase is a method of
-//! [`Turn`], the one context a turn's phases share.
+//! [`Turn`], the one context a turn's phases share (`context.rs`).
 
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use widget::wire::{StopReason, TurnDone, TurnError, TurnStarted};
 
+use super::context::{Stop, Turn};
 use super::events::{EventSink, TurnEvent};
 use super::progress::SharedProgress;
+use super::service::{Engine, TurnInput};
 use super::step::StepEnd;
-use super::{Engine, TurnInput};
-
-/// What every phase of one turn reads: the engine, what started the turn,
-/// where its events go, and what it has said so far.
-pub(super) struct Turn<'a> {
-    pub engine: &'a Engine,
-    pub input: &'a TurnInput,
-    pub events: &'a EventSink,
-    pub progress: SharedProgress,
-}
-
-/// How the model steps ended early.
-pub(super) enum Stop {
-    Limit(StopReason),
-    /// A failure the user is told about in general terms.
-    Failed(&'static str),
-}
-
-impl Stop {
-    /// A write of the transcript failed: logged here; the user hears it in
-    /// general terms.
-    pub fn unsaved(error: anyhow::Error) -> Self {
-        tracing::error!(error = format!("{error:#}"), "cannot save the transcript");
-        Stop::Failed("The conversation could not be saved.")
-    }
-}
 
 impl Engine {
     /// Runs a turn to its end, sending events to `events` and saving the

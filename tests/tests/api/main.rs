@@ -4,6 +4,7 @@
 mod helpers;
 
 mod actions;
+mod architecture;
 mod bistro;
 mod caddie;
 mod chat;

@@ -1,0 +1,150 @@
+//! The bistro's Remote Tools API (remote-tools-contract.md): `GET /tools`,
+//! `GET /context`, `POST /tools/preview` and `POST /tools/execute`, each
+//! behind the bistro's bearer secret.
+
+use axum::Json;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::cart;
+use super::menu::{BistroState, MENU};
+use super::tools::{self, error};
+
+#[derive(Deserialize)]
+pub(super) struct ToolCall {
+    tool: String,
+    #[serde(default)]
+    arguments: Value,
+    #[serde(default)]
+    execution: Execution,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Execution {
+    #[serde(default)]
+    workspace_id: String,
+    #[serde(default)]
+    external_user_id: String,
+}
+
+impl Execution {
+    /// Whose cart: the workspace and the user the assistant acts for.
+    fn customer_key(&self) -> Option<String> {
+        (!self.external_user_id.is_empty()).then(|| format!("{}:{}", self.workspace_id, self.external_user_id))
+    }
+}
+
+/// Every API call must carry the bistro's secret (contract, "Authentication").
+fn authorized(state: &BistroState, headers: &HeaderMap) -> bool {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    state.bistro.secret.matches(token)
+}
+
+pub(super) async fn list_tools(State(state): State<BistroState>, headers: HeaderMap) -> Response {
+    if !authorized(&state, &headers) {
+        return error(StatusCode::UNAUTHORIZED, "bad secret");
+    }
+    let ids: Vec<&str> = MENU.iter().map(|i| i.id).collect();
+    Json(json!({ "tools": [
+        { "name": "show_menu", "verb": "get",
+          "description": "Show Acme Bistro's menu (every dish with its id, name, price in whole US dollars and kind) \
+                          and the diner's current cart. Use it before talking about dishes, prices or the cart.",
+          "inputSchema": { "type": "object", "properties": {
+              "customer": { "type": "string", "description": "The diner's name, if known" } } } },
+        { "name": "add_to_cart", "verb": "update",
+          "description": "Add a dish to the diner's cart, with an optional note for the kitchen.",
+          "inputSchema": { "type": "object", "required": ["item"], "properties": {
+              "item": { "type": "string", "enum": ids, "description": "The dish's id from show_menu" },
+              "quantity": { "type": "integer", "minimum": 1, "maximum": 20, "default": 1 },
+              "notes": { "type": "string", "maxLength": 200, "description": "e.g. no basil" },
+              "customer": { "type": "string" } } } },
+        { "name": "set_notes", "verb": "update",
+          "description": "Change the kitchen note of a dish already in the diner's cart (an empty note removes it).",
+          "inputSchema": { "type": "object", "required": ["item", "notes"], "properties": {
+              "item": { "type": "string", "enum": ids },
+              "notes": { "type": "string", "maxLength": 200 }, "customer": { "type": "string" } } } },
+        { "name": "remove_from_cart", "verb": "update",
+          "description": "Remove one of a dish from the diner's cart.",
+          "inputSchema": { "type": "object", "required": ["item"], "properties": {
+              "item": { "type": "string", "enum": ids }, "customer": { "type": "string" } } } },
+        { "name": "create_checkout", "verb": "create",
+          "description": "Make a signed payment link for the diner's cart, valid 15 minutes. The diner pays on the link.",
+          "inputSchema": { "type": "object", "properties": { "customer": { "type": "string" } } } },
+        { "name": "clear_cart", "verb": "delete",
+          "description": "Empty the diner's cart.",
+          "inputSchema": { "type": "object", "properties": { "customer": { "type": "string" } } } },
+    ]}))
+    .into_response()
+}
+
+/// The scope of a GET call, as query parameters.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ScopeQuery {
+    #[serde(default)]
+    workspace_id: String,
+    #[serde(default)]
+    external_user_id: String,
+}
+
+/// The page the diner is on and their cart as it is now: the menu's own
+/// buttons change the cart between turns, and the assistant sees it here.
+pub(super) async fn get_context(
+    State(state): State<BistroState>,
+    headers: HeaderMap,
+    Query(q): Query<ScopeQuery>,
+) -> Response {
+    if !authorized(&state, &headers) {
+        return error(StatusCode::UNAUTHORIZED, "bad secret");
+    }
+    let execution = Execution { workspace_id: q.workspace_id, external_user_id: q.external_user_id };
+    let cart = match execution.customer_key() {
+        Some(key) => match cart::lines(&state.pool, &key).await {
+            Ok(lines) => tools::cart_json(&lines),
+            Err(e) => {
+                tracing::error!(error = format!("{e:#}"), "bistro: cannot read the cart");
+                return error(StatusCode::INTERNAL_SERVER_ERROR, "the kitchen's system failed");
+            }
+        },
+        None => json!({ "lines": [], "subtotal": 0 }),
+    };
+    Json(json!({ "restaurant": "Acme Bistro", "currency": "USD", "page": "menu", "cart": cart })).into_response()
+}
+
+pub(super) async fn preview_tool(
+    State(state): State<BistroState>,
+    headers: HeaderMap,
+    body: Option<Json<ToolCall>>,
+) -> Response {
+    if !authorized(&state, &headers) {
+        return error(StatusCode::UNAUTHORIZED, "bad secret");
+    }
+    let Some(Json(call)) = body else { return error(StatusCode::BAD_REQUEST, "body must be a tool call") };
+    match tools::preview(&state, &call.tool, &call.arguments, call.execution.customer_key()).await {
+        Ok(preview) => Json(json!({ "preview": preview })).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+pub(super) async fn execute_tool(
+    State(state): State<BistroState>,
+    headers: HeaderMap,
+    body: Option<Json<ToolCall>>,
+) -> Response {
+    if !authorized(&state, &headers) {
+        return error(StatusCode::UNAUTHORIZED, "bad secret");
+    }
+    let Some(Json(call)) = body else { return error(StatusCode::BAD_REQUEST, "body must be a tool call") };
+    match tools::execute(&state, &call.tool, &call.arguments, call.execution.customer_key()).await {
+        Ok(output) => Json(json!({ "output": output })).into_response(),
+        Err(e) => e.into_response(),
+    }
+}

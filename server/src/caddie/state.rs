@@ -1,0 +1,149 @@
+//! What the Caddie routes share: the tool's keys, IdP client and hub
+//! client ([`Caddie`]), the routes' state, the cookies, and the small
+//! helpers every flow uses (who is signed in, redirects, signed headers).
+
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Redirect, Response};
+
+use super::keys::Keys;
+use super::oidc::Oidc;
+use super::{pages, signed, token};
+use crate::config::CaddieConfig;
+use crate::crypto::Vault;
+use crate::db::Pool;
+use crate::db::caddie as store;
+use crate::ids::now_secs;
+use crate::widget_page::WidgetPages;
+use crate::workspaces::Workspaces;
+
+/// The grant level a launch provisions (the contract's default level).
+pub const DEFAULT_LEVEL: &str = "client";
+/// A local copy of the participants older than this is confirmed with the hub first.
+pub const PARTICIPANTS_FRESH_MS: i64 = 15 * 60 * 1000;
+
+pub(super) const SESSION_COOKIE: &str = "ca_session";
+pub(super) const STATE_COOKIE: &str = "ca_oidc_state";
+/// Set at logout: the next sign-in is interactive, never a silent probe.
+pub(super) const OPTOUT_COOKIE: &str = "bw_optout";
+
+/// What the Caddie routes share.
+pub struct Caddie {
+    pub config: CaddieConfig,
+    pub keys: Keys,
+    pub oidc: Oidc,
+    /// Cookies carry `Secure` when the public URL is https.
+    pub secure_cookies: bool,
+    /// Asks the hub for an assignment's current participants (§4).
+    pub hub: reqwest::Client,
+}
+
+impl Caddie {
+    pub fn new(config: CaddieConfig, public_base: &str) -> Self {
+        let keys = Keys::new(&config.secret, config.secret_prev.as_ref());
+        let oidc = Oidc::new(config.oidc.clone(), format!("{public_base}/caddie/auth/callback"));
+        let hub = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(5))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("the HTTP client builds");
+        Self { config, keys, oidc, secure_cookies: public_base.starts_with("https://"), hub }
+    }
+
+    /// `request` to the hub with the signature headers of `body` (§5).
+    pub fn signed(&self, mut request: reqwest::RequestBuilder, body: &[u8]) -> reqwest::RequestBuilder {
+        for (name, value) in signed_headers(self, body) {
+            request = request.header(name, value);
+        }
+        request
+    }
+
+    pub(super) fn cookie(&self, name: &str, value: &str, max_age_secs: i64) -> HeaderValue {
+        let secure = if self.secure_cookies { "; Secure" } else { "" };
+        HeaderValue::from_str(&format!(
+            "{name}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age_secs}{secure}"
+        ))
+        .expect("cookie values are ASCII")
+    }
+}
+
+/// What the Caddie routes share.
+#[derive(Clone)]
+pub struct CaddieState {
+    pub caddie: Arc<Caddie>,
+    pub pool: Pool,
+    pub vault: Vault,
+    pub workspaces: Workspaces,
+    pub pages: WidgetPages,
+}
+
+/// A cookie's value from the request.
+pub(super) fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_owned())
+}
+
+/// The signed-in user, from our own session cookie.
+pub(super) async fn signed_in(pool: &Pool, headers: &HeaderMap) -> anyhow::Result<Option<String>> {
+    match cookie_value(headers, SESSION_COOKIE) {
+        Some(token) => store::session_user(pool, &token).await,
+        None => Ok(None),
+    }
+}
+
+pub(super) fn see_other(location: &str) -> Response {
+    pages::no_store(Redirect::to(location).into_response())
+}
+
+/// To the sign-in, coming back to `next` afterwards.
+pub(super) fn to_login(next: &str) -> Response {
+    let q = url::form_urlencoded::Serializer::new(String::new()).append_pair("next", next).finish();
+    see_other(&format!("/caddie/login?{q}"))
+}
+
+/// The headers of a tool→caddie call (§5), signed with the tool→caddie key
+/// over `ts + "\n" + nonce + "\n" + body`.
+pub(super) fn signed_headers(caddie: &Caddie, body: &[u8]) -> Vec<(&'static str, String)> {
+    use hmac::Mac;
+    let ts = now_secs().to_string();
+    let nonce = uuid_v4();
+    let mac = signed::signature(&caddie.keys.current.tool_to_caddie, &ts, &nonce, body);
+    vec![
+        ("X-Caddie-Tool", caddie.config.slug.clone()),
+        ("X-Caddie-Contract", token::CONTRACT.to_owned()),
+        ("X-Caddie-Key", caddie.keys.current.kid.clone()),
+        ("X-Caddie-Timestamp", ts),
+        ("X-Caddie-Nonce", nonce),
+        ("X-Caddie-Signature", hex::encode(mac.finalize().into_bytes())),
+    ]
+}
+
+/// A random (version 4) UUID.
+pub fn uuid_v4() -> String {
+    let mut b = crate::ids::random_bytes::<16>();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h = hex::encode(b);
+    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+}
+
+pub(super) fn urlencode(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+/// Only our own Caddie pages may be a sign-in's destination.
+pub(super) fn safe_next(next: &str) -> Option<&str> {
+    let ok = next.starts_with("/caddie/")
+        && !next.starts_with("//")
+        && !next.contains('\\')
+        && !next.chars().any(char::is_control)
+        && next.len() <= 512;
+    ok.then_some(next)
+}

@@ -1,0 +1,45 @@
+//! The engine as a service: what every turn shares (the [`Engine`]) and what
+//! starts one.
+
+use std::sync::Arc;
+
+use super::hooks::TurnFinished;
+use crate::auth::Caller;
+use crate::config::TurnLimits;
+use crate::db::Pool;
+use crate::db::actions::ActionRow;
+use crate::host::HostClient;
+use crate::llm::Model;
+use crate::workspaces::Workspaces;
+
+/// What a turn needs; shared by all turns.
+#[derive(Clone)]
+pub struct Engine {
+    pub pool: Pool,
+    pub workspaces: Workspaces,
+    pub host: HostClient,
+    pub model: Model,
+    pub limits: TurnLimits,
+    /// Told when a turn has ended, before its `done` is sent.
+    pub on_turn_finished: Option<Arc<dyn TurnFinished>>,
+}
+
+/// What starts a turn.
+#[derive(Clone, Debug)]
+pub enum TurnStart {
+    /// The user wrote a message.
+    Message(String),
+    /// The user applied this action; its status is already `executing`.
+    Applied(ActionRow),
+    /// The user cancelled this action, perhaps saying why.
+    Declined(ActionRow, Option<String>),
+}
+
+/// One turn to run.
+#[derive(Clone, Debug)]
+pub struct TurnInput {
+    pub caller: Caller,
+    pub conversation_id: String,
+    pub turn_id: String,
+    pub start: TurnStart,
+}

@@ -1,0 +1,147 @@
+//! The JSON reader, tested where it runs.
+
+use wasm_bindgen_test::wasm_bindgen_test;
+
+use super::*;
+
+fn json(text: &str) -> JsValue {
+    let value = parse(text);
+    assert!(!value.is_undefined(), "test JSON must parse: {text}");
+    value
+}
+
+#[wasm_bindgen_test]
+fn text_that_is_not_json_reads_as_nothing() {
+    for text in ["", "{", "nope", "{\"a\": }"] {
+        assert!(parse(text).is_undefined(), "{text}");
+        assert_eq!(string(&parse(text), "a"), None);
+    }
+}
+
+#[wasm_bindgen_test]
+fn fields_are_read_from_objects_only_and_by_type() {
+    let v = json(r#"{"s": "x", "n": 3, "b": true, "list": [1, "two"], "nested": {"s": "y"}}"#);
+    assert_eq!(string(&v, "s").as_deref(), Some("x"));
+    assert_eq!(string(&v, "n"), None, "a number is not a string");
+    assert_eq!(boolean(&v, "b"), Some(true));
+    assert_eq!(boolean(&v, "s"), None);
+    assert_eq!(list(&v, "list").len(), 2);
+    assert!(list(&v, "s").is_empty(), "a string is not a list");
+    assert_eq!(string(&get(&v, "nested"), "s").as_deref(), Some("y"));
+    // Arrays, null and primitives have no fields, whatever their indexes.
+    assert!(get(&json(r#"["a"]"#), "0").is_undefined());
+    assert!(get(&JsValue::NULL, "s").is_undefined());
+    assert!(get(&json("\"text\""), "length").is_undefined());
+}
+
+#[wasm_bindgen_test]
+fn counts_are_whole_non_negative_and_fit_u32() {
+    let v = json(r#"{"a": 0, "b": 4294967295, "c": 4294967296, "d": -1, "e": 1.5, "f": "3", "g": 1e400}"#);
+    assert_eq!(count(&v, "a"), Some(0));
+    assert_eq!(count(&v, "b"), Some(u32::MAX));
+    for key in ["c", "d", "e", "f", "g", "missing"] {
+        assert_eq!(count(&v, key), None, "{key}");
+    }
+}
+
+#[wasm_bindgen_test]
+fn written_objects_round_trip_through_json() {
+    let text = stringify(&object(&[("message", JsValue::from_str("a \"quote\" <b>")), ("id", text_or_null(None))]));
+    assert_eq!(text, r#"{"message":"a \"quote\" <b>","id":null}"#);
+    assert_eq!(string(&parse(&text), "message").as_deref(), Some("a \"quote\" <b>"));
+}
+
+#[wasm_bindgen_test]
+fn a_pending_action_needs_its_id_tool_and_a_known_verb() {
+    let action = pending_action(&json(
+        r#"{"action_id": "act_1", "tool": "delete_task", "verb": "delete", "preview": "Delete “x”",
+            "arguments": {"id": 1}, "confirmations_required": 2, "expires_at": "2026-12-01T00:00:00Z",
+            "status": "confirmed_once"}"#,
+    ))
+    .unwrap();
+    assert_eq!(action.verb, Verb::Delete);
+    assert_eq!(action.status, ActionStatus::ConfirmedOnce);
+    assert_eq!(action.confirmations_required, 2);
+    assert_eq!(action.arguments, serde_json::Value::Null, "the widget never keeps the arguments");
+    for broken in [
+        r#"{"tool": "t", "verb": "create"}"#,
+        r#"{"action_id": "a", "verb": "create"}"#,
+        r#"{"action_id": "a", "tool": "t", "verb": "remove"}"#,
+        r#"{"action_id": "a", "tool": "t", "verb": "DELETE"}"#,
+        r#"["action_id"]"#,
+    ] {
+        assert_eq!(pending_action(&json(broken)), None, "{broken}");
+    }
+    // Unknown or missing status: still waiting; any count but 2: one confirmation.
+    let lax = pending_action(&json(
+        r#"{"action_id": "a", "tool": "t", "verb": "update", "status": "weird",
+        "confirmations_required": 7}"#,
+    ))
+    .unwrap();
+    assert_eq!((lax.status, lax.confirmations_required, lax.preview.as_str()), (ActionStatus::Pending, 1, ""));
+}
+
+#[wasm_bindgen_test]
+fn cards_without_a_title_or_url_are_dropped() {
+    let v = json(
+        r#"{"cards": [{"title": "A", "url": "https://a.example", "badges": ["x", 3, "y"]},
+                      {"title": "no url"}, {"url": "https://no-title.example"}, "text", null]}"#,
+    );
+    let cards = cards(&v, "cards");
+    assert_eq!(cards.len(), 1);
+    assert_eq!(cards[0].badges, ["x", "y"], "only text badges");
+    assert_eq!(cards[0].image, None);
+}
+
+#[wasm_bindgen_test]
+fn the_boot_data_needs_a_workspace_and_keeps_only_text_origins() {
+    let boot = boot(&json(
+        r#"{"workspace_id": "ws_1", "allowed_origins": ["https://a.example", 5], "demo_model": true,
+            "title": "Shop", "theme": {"mode": "dark", "radius": 300},
+            "caddie": {"project_name": "P", "return_url": "https://hub.example/p", "tour": true}}"#,
+    ))
+    .unwrap();
+    assert_eq!(boot.allowed_origins, ["https://a.example"]);
+    assert!(boot.demo_model);
+    assert_eq!(boot.theme.radius, None, "300 does not fit a u8");
+    let bar = boot.caddie.unwrap();
+    assert_eq!((bar.project_name.as_str(), bar.stage_label.as_str(), bar.tour), ("P", "", true));
+    assert_eq!(super::boot(&json(r#"{"title": "no workspace"}"#)).map(|b| b.workspace_id), None);
+    assert_eq!(super::bar(&json(r#"{"project_name": "P"}"#)), None, "a bar needs its way back");
+}
+
+#[wasm_bindgen_test]
+fn a_message_role_is_a_known_word() {
+    assert_eq!(role(&json(r#"{"role": "user"}"#)), Some(Role::User));
+    assert_eq!(role(&json(r#"{"role": "assistant"}"#)), Some(Role::Assistant));
+    assert_eq!(role(&json(r#"{"role": "system"}"#)), None);
+}
+
+#[wasm_bindgen_test]
+fn a_menu_cart_reads_whole_or_not_at_all() {
+    let menu = menu_cart(&json(
+        r#"{"items": [{"id": "a", "name": "A", "price": 14, "kind": "Mains"},
+                      {"id": "b", "name": "B", "price": 5, "kind": "Drinks", "available": false}],
+            "cart": {"lines": [{"item": "a", "quantity": 2, "notes": "no basil"}, {"item": "b", "quantity": 1}]}}"#,
+    ))
+    .unwrap();
+    assert_eq!(menu.items.len(), 2);
+    assert!(menu.items[0].available && !menu.items[1].available);
+    assert_eq!(menu.quantity("a"), 2);
+    assert_eq!(menu.notes("a"), "no basil");
+    assert_eq!(menu.notes("b"), "");
+    assert_eq!(menu.display_total(), 33);
+    // No cart: an empty one.
+    assert!(menu_cart(&json(r#"{"items": []}"#)).unwrap().cart.lines.is_empty());
+    for broken in [
+        r#"{}"#,
+        r#"{"items": "all"}"#,
+        r#"{"items": [{"id": "a", "name": "A", "price": "14", "kind": "K"}]}"#,
+        r#"{"items": [{"id": "a", "name": "A", "price": -1, "kind": "K"}]}"#,
+        r#"{"items": [{"id": "a", "price": 1, "kind": "K"}]}"#,
+        r#"{"items": [], "cart": {"lines": [{"item": "a", "quantity": 1.5}]}}"#,
+        r#"{"items": [], "cart": {"lines": [{"quantity": 1}]}}"#,
+    ] {
+        assert_eq!(menu_cart(&json(broken)), None, "{broken}");
+    }
+}
