@@ -10,6 +10,7 @@
 //! - `wire`: the types and words the server and the widget share.
 
 mod components;
+mod intents;
 mod state;
 
 #[cfg(feature = "hydrate")]
@@ -28,7 +29,7 @@ pub use components::{App, shell};
 pub fn hydrate() {
     use leptos::prelude::*;
     console_error_panic_hook::set_once();
-    let boot = client::token::read_boot();
+    let boot = client::boot::read_boot();
     leptos::mount::hydrate_body(move || {
         provide_context(boot);
         view! { <App/> }

@@ -32,6 +32,14 @@ pub struct Component {
     pub data: RwSignal<String>,
 }
 
+/// One argument of a component's tool call.
+#[derive(Clone, Debug)]
+#[cfg_attr(not(feature = "hydrate"), expect(dead_code, reason = "read by the browser-only client"))]
+pub enum Arg {
+    Text(String),
+    Number(u32),
+}
+
 /// How the user answers a pending action (`POST /v1/actions/{id}/{answer}`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Answer {
@@ -153,47 +161,6 @@ impl Chat {
             });
         }
         shown
-    }
-
-    /// Sends `text` as the user's next message.
-    pub fn send(&self, text: String) {
-        if text.trim().is_empty() || self.busy.get_untracked() || self.token.get_untracked().is_none() {
-            return;
-        }
-        #[cfg(feature = "hydrate")]
-        crate::client::turns::send(*self, text);
-        #[cfg(not(feature = "hydrate"))]
-        let _ = text;
-    }
-
-    /// Asks the server to stop the running turn.
-    pub fn stop(&self) {
-        #[cfg(feature = "hydrate")]
-        crate::client::turns::stop(*self);
-    }
-
-    /// Answers the pending action.
-    pub fn answer(&self, answer: Answer, reason: Option<String>) {
-        if self.action_busy.get_untracked() || self.busy.get_untracked() {
-            return;
-        }
-        #[cfg(feature = "hydrate")]
-        crate::client::actions::answer(*self, answer, reason);
-        #[cfg(not(feature = "hydrate"))]
-        let _ = (answer, reason);
-    }
-
-    /// Starts a new, empty conversation.
-    pub fn reset(&self) {
-        if self.busy.get_untracked() {
-            return;
-        }
-        self.action.set(None);
-        self.bubbles.set(Vec::new());
-        self.conversation_id.set(None);
-        self.error.set(None);
-        #[cfg(feature = "hydrate")]
-        crate::client::host_page::forget_conversation();
     }
 }
 

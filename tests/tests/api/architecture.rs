@@ -1,14 +1,15 @@
-//! The server's module graph points one way (README, "Architecture"): a
-//! module never imports from a layer above it, the HTTP edges never import
-//! each other, and no two files import each other, directly or round a
-//! longer loop. Read from the source, so a change that tangles it fails here.
+//! The module graphs point one way (README, "Architecture"): a module never
+//! imports from a layer above it, the server's HTTP edges never import each
+//! other, and no two files import each other, directly or round a longer
+//! loop — in the server and in the widget. Read from the source, so a
+//! change that tangles them fails here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The layers, top first. A module may import from its own layer (where
-/// allowed) and from any layer below.
-const LAYERS: &[(&str, &[&str])] = &[
+/// The server's layers, top first. A module may import from its own layer
+/// (where allowed) and from any layer below.
+const SERVER_LAYERS: &[(&str, &[&str])] = &[
     ("wiring", &["app"]),
     ("edges", &["api", "caddie", "bistro", "demo", "embed"]),
     ("engine", &["engine"]),
@@ -31,18 +32,47 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("base", &["db", "config", "crypto", "secret", "ids", "telemetry"]),
 ];
 
-/// Layers whose modules must not import one another (each edge stands alone).
-const ISOLATED: &[&str] = &["edges"];
+/// Server layers whose modules must not import one another (each edge
+/// stands alone).
+const SERVER_ISOLATED: &[&str] = &["edges"];
+
+/// The widget's layers: the components ask through the intents, which
+/// hand work to the browser-only client, which reads and writes the state.
+const WIDGET_LAYERS: &[(&str, &[&str])] = &[
+    ("screen", &["components"]),
+    ("intents", &["intents"]),
+    ("client", &["client"]),
+    ("base", &["state", "js", "sse", "html", "wire"]),
+];
 
 #[test]
-fn no_module_imports_from_a_layer_above_it_and_edges_stand_alone() {
-    let graph = ModuleGraph::read(&server_src());
+fn no_server_module_imports_from_a_layer_above_it_and_edges_stand_alone() {
+    check_layers(&source("server"), SERVER_LAYERS, SERVER_ISOLATED);
+}
+
+#[test]
+fn no_two_server_files_import_each_other() {
+    check_cycles(&source("server"));
+}
+
+#[test]
+fn no_widget_module_imports_from_a_layer_above_it() {
+    check_layers(&source("widget"), WIDGET_LAYERS, &[]);
+}
+
+#[test]
+fn no_two_widget_files_import_each_other() {
+    check_cycles(&source("widget"));
+}
+
+fn check_layers(src: &Path, layers: &[(&str, &[&str])], isolated: &[&str]) {
+    let graph = ModuleGraph::read(src);
     let layer_of = |module: &str| -> usize {
         let top = module.split("::").nth(1).unwrap_or("");
-        LAYERS
+        layers
             .iter()
             .position(|(_, modules)| modules.contains(&top))
-            .unwrap_or_else(|| panic!("`{top}` is in no layer: add it to LAYERS"))
+            .unwrap_or_else(|| panic!("`{top}` is in no layer: add it to the layers"))
     };
     let mut wrong = Vec::new();
     for (from, tos) in &graph.imports {
@@ -55,7 +85,7 @@ fn no_module_imports_from_a_layer_above_it_and_edges_stand_alone() {
             let (from_top, to_top) = (top(from), top(to));
             if to_layer < from_layer {
                 wrong.push(format!("{from} imports {to}, a layer above it"));
-            } else if to_layer == from_layer && from_top != to_top && ISOLATED.contains(&LAYERS[from_layer].0) {
+            } else if to_layer == from_layer && from_top != to_top && isolated.contains(&layers[from_layer].0) {
                 wrong.push(format!("{from} imports {to}: the edges do not import each other"));
             }
         }
@@ -63,10 +93,8 @@ fn no_module_imports_from_a_layer_above_it_and_edges_stand_alone() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
-#[test]
-fn no_two_files_import_each_other() {
-    let graph = ModuleGraph::read(&server_src());
-    let cycles = graph.cycles();
+fn check_cycles(src: &Path) {
+    let cycles = ModuleGraph::read(src).cycles();
     assert!(cycles.is_empty(), "files that import each other:\n{}", cycles.join("\n"));
 }
 
@@ -84,8 +112,9 @@ fn the_reader_finds_use_trees_qualified_paths_and_child_modules() {
     assert!(!paths.iter().any(|p| p == "super::*"), "a unit-test module's super is the file: {paths:?}");
 }
 
-fn server_src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../server/src")
+/// A crate's `src/`.
+fn source(krate: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(krate).join("src")
 }
 
 fn top(module: &str) -> &str {
@@ -217,8 +246,7 @@ fn import_paths(text: &str, children: &[String]) -> Vec<String> {
             if let Some(root) = root {
                 let consumed = if root.starts_with("self::") { root.len() - "self::".len() } else { root.len() };
                 let mut j = i + consumed;
-                let mut prefix = root.trim_end_matches("::").to_owned();
-                tree(&code, &mut j, &mut prefix, &mut out);
+                tree(&code, &mut j, root.trim_end_matches("::"), &mut out);
                 i = j;
                 continue;
             }
@@ -229,9 +257,9 @@ fn import_paths(text: &str, children: &[String]) -> Vec<String> {
 }
 
 /// Reads `a::b::{c, d::e}` after `prefix::`, pushing every full path.
-fn tree(code: &str, j: &mut usize, prefix: &mut String, out: &mut Vec<String>) {
+fn tree(code: &str, j: &mut usize, prefix: &str, out: &mut Vec<String>) {
     let bytes = code.as_bytes();
-    let mut path = prefix.clone();
+    let mut path = prefix.to_owned();
     loop {
         while *j < bytes.len() && bytes[*j].is_ascii_whitespace() {
             *j += 1;
@@ -246,8 +274,7 @@ fn tree(code: &str, j: &mut usize, prefix: &mut String, out: &mut Vec<String>) {
                     *j += 1;
                     return;
                 }
-                let mut inner = path.clone();
-                tree(code, j, &mut inner, out);
+                tree(code, j, &path, out);
             }
         }
         let start = *j;

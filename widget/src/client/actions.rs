@@ -4,7 +4,6 @@
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use wasm_bindgen::JsCast;
 
 use super::{WidgetError, api, stream, token, turns};
 use crate::js;
@@ -27,7 +26,7 @@ pub fn answer(chat: Chat, answer: Answer, reason: Option<String>) {
             let updated = js::pending_action(&js::get(&api::json_of(&response).await, "action"));
             chat.action.set(updated.or(Some(action)));
             chat.action_busy.set(false);
-            focus_action_card();
+            stream::focus_action_card();
             return;
         }
         chat.action.set(None);
@@ -75,15 +74,4 @@ fn refused(chat: Chat, error: WidgetError) {
             }
         }
     }
-}
-
-/// Moves keyboard focus to the action card once it is drawn.
-pub fn focus_action_card() {
-    request_animation_frame(|| {
-        if let Some(card) = document().get_element_by_id("ca-action")
-            && let Ok(card) = card.dyn_into::<web_sys::HtmlElement>()
-        {
-            let _ = card.focus();
-        }
-    });
 }

@@ -6,9 +6,8 @@ use leptos::task::spawn_local;
 use wasm_bindgen::JsValue;
 
 use super::{WidgetError, api, token};
-use crate::components::Arg;
 use crate::js;
-use crate::state::Chat;
+use crate::state::{Arg, Chat};
 
 pub fn call_component(
     chat: Chat,

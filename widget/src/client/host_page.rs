@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use wasm_bindgen::JsValue;
 
-use super::{api, token};
+use super::{api, boot};
 use crate::js;
 use crate::wire::{CaddieBar, Role};
 
@@ -39,7 +39,7 @@ fn post_with_detail(kind: &str, detail: Option<Object>) {
 }
 
 fn conversation_key() -> String {
-    format!("ca:conversation:{}", token::workspace_id())
+    format!("ca:conversation:{}", boot::workspace_id())
 }
 
 /// The conversation to restore after a reload, if one was remembered.
@@ -65,7 +65,7 @@ pub fn forget_conversation() {
 /// the bar keeps what the server rendered from the space's link.
 pub fn caddie_context(bar: RwSignal<CaddieBar>) {
     let location = window().location();
-    let key = format!("ca:cctx:{}", token::workspace_id());
+    let key = format!("ca:cctx:{}", boot::workspace_id());
     let storage = window().session_storage().ok().flatten();
     if let Ok(params) = web_sys::UrlSearchParams::new_with_str(&location.search().unwrap_or_default())
         && let Some(ctx) = params.get("cctx")

@@ -1,6 +1,8 @@
 //! The browser side of the widget (the `hydrate` feature only):
 //!
-//! - `token`: the boot data, the token hand-off with the host page and its renewal;
+//! - `session`: the hand-off with the host page (ready, token, restore, resend);
+//! - `boot`: the boot data the page carries;
+//! - `token`: asking for a fresh token, and the message it holds back;
 //! - `host_page`: messages to the host page, local storage, the Caddie bar's context;
 //! - `api`: one way to call the chat API, and [`WidgetError`];
 //! - `stream`: reading a turn's event stream into the chat;
@@ -8,8 +10,10 @@
 
 pub mod actions;
 pub mod api;
+pub mod boot;
 pub mod components;
 pub mod host_page;
+pub mod session;
 pub mod stream;
 pub mod token;
 pub mod turns;

@@ -7,7 +7,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{ReadableStreamDefaultReader, Response};
 
-use super::{WidgetError, actions, host_page};
+use super::{WidgetError, host_page};
 use crate::js;
 use crate::sse::SseParser;
 use crate::state::{Bubble, Chat};
@@ -91,9 +91,20 @@ fn apply(chat: Chat, reply: Bubble, kind: EventKind, data: &JsValue) {
                 chat.action_error.set(None);
                 chat.action.set(Some(action));
                 chat.announce.set("The assistant needs your approval before it changes anything.".into());
-                actions::focus_action_card();
+                focus_action_card();
             }
         }
         EventKind::Error | EventKind::Done => {}
     }
+}
+
+/// Moves keyboard focus to the action card once it is drawn.
+pub fn focus_action_card() {
+    request_animation_frame(|| {
+        if let Some(card) = document().get_element_by_id("ca-action")
+            && let Ok(card) = card.dyn_into::<web_sys::HtmlElement>()
+        {
+            let _ = card.focus();
+        }
+    });
 }

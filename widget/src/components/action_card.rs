@@ -4,6 +4,7 @@
 
 use leptos::prelude::*;
 
+use crate::intents;
 use crate::state::{Answer, Chat};
 use crate::wire::ActionStatus;
 
@@ -32,7 +33,7 @@ pub fn ActionCard() -> impl IntoView {
                             let text = reason.get_untracked().trim().to_owned();
                             declining.set(false);
                             reason.set(String::new());
-                            chat.answer(Answer::Cancel, (!text.is_empty()).then_some(text));
+                            intents::answer(chat, Answer::Cancel, (!text.is_empty()).then_some(text));
                         }>"Cancel the change"</button>
                         <button type="button" class="ca-button ca-secondary" disabled=busy
                             on:click=move |_| declining.set(false)>"Back"</button>
@@ -49,7 +50,7 @@ pub fn ActionCard() -> impl IntoView {
                 view! {
                     <div class="ca-action-buttons">
                         <button type="button" class="ca-button" class:ca-danger=is_delete disabled=busy
-                            on:click=move |_| chat.answer(answer, None)>{primary}</button>
+                            on:click=move |_| intents::answer(chat, answer, None)>{primary}</button>
                         <button type="button" class="ca-button ca-secondary" disabled=busy
                             on:click=move |_| declining.set(true)>{secondary}</button>
                     </div>

@@ -3,6 +3,7 @@
 
 use leptos::prelude::*;
 
+use crate::intents;
 use crate::state::Chat;
 
 #[component]
@@ -15,7 +16,7 @@ pub fn Composer() -> impl IntoView {
             return;
         }
         draft.set(String::new());
-        chat.send(text);
+        intents::send(chat, text);
     };
     view! {
         <form class="ca-composer" on:submit=move |ev| {
@@ -36,7 +37,7 @@ pub fn Composer() -> impl IntoView {
             ></textarea>
             {move || if chat.busy.get() {
                 view! {
-                    <button type="button" class="ca-button ca-stop" on:click=move |_| chat.stop()>"Stop"</button>
+                    <button type="button" class="ca-button ca-stop" on:click=move |_| intents::stop(chat)>"Stop"</button>
                 }.into_any()
             } else {
                 view! {

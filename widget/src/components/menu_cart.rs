@@ -11,7 +11,8 @@
 use leptos::prelude::*;
 
 use crate::html::escape;
-use crate::state::Chat;
+use crate::intents;
+use crate::state::{Arg, Chat};
 use crate::wire::MenuCartData;
 
 #[component]
@@ -33,13 +34,7 @@ pub fn MenuCart(id: String, data: RwSignal<String>) -> impl IntoView {
         }
     });
     let call = move |tool: &'static str, arguments: Vec<(&'static str, Arg)>| {
-        if busy.get_untracked() {
-            return;
-        }
-        #[cfg(feature = "hydrate")]
-        crate::client::components::call_component(chat, id.get_value(), tool, arguments, busy, error);
-        #[cfg(not(feature = "hydrate"))]
-        let _ = (tool, arguments, id);
+        intents::call_component(chat, id.get_value(), tool, arguments, busy, error);
     };
     // The dish a control stands for, by its index in the current menu.
     let dish = move |index: Option<String>| {
@@ -61,7 +56,7 @@ pub fn MenuCart(id: String, data: RwSignal<String>) -> impl IntoView {
                 call("add_to_cart", vec![("item", Arg::Text(item)), ("quantity", Arg::Number(1))])
             }
             (Some("remove"), Some(item)) => call("remove_from_cart", vec![("item", Arg::Text(item))]),
-            (Some("checkout"), _) => chat.send("Check out my order".into()),
+            (Some("checkout"), _) => intents::send(chat, "Check out my order".into()),
             _ => {}
         }
     };
@@ -82,14 +77,6 @@ pub fn MenuCart(id: String, data: RwSignal<String>) -> impl IntoView {
             node_ref=root on:click=on_click on:change=on_change></section>
         {move || error.get().map(|e| view! { <p class="ca-mc-error" role="alert">{e}</p> })}
     }
-}
-
-/// One argument of a component's tool call.
-#[derive(Clone, Debug)]
-#[cfg_attr(not(feature = "hydrate"), expect(dead_code, reason = "read by the browser-only client"))]
-pub enum Arg {
-    Text(String),
-    Number(u32),
 }
 
 /// The MenuCart's data, from its JSON text. Components come from the

@@ -10,14 +10,12 @@ mod messages;
 
 use leptos::prelude::*;
 
+use crate::intents;
 use crate::state::Chat;
 use crate::wire::{CaddieBar, WidgetBoot};
 use composer::Composer;
 use host_bar::CaddieHostBar;
 use messages::MessageList;
-
-#[cfg(feature = "hydrate")]
-pub use menu_cart::Arg;
 
 /// The whole HTML document of the widget page (server side).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -57,7 +55,7 @@ pub fn App() -> impl IntoView {
     chat.token.set(boot.token.clone());
     provide_context(chat);
     #[cfg(feature = "hydrate")]
-    crate::client::token::start(chat, boot.clone());
+    crate::client::session::start(chat, boot.clone());
     let demo = boot.demo_model;
     let caddie = boot.caddie.clone();
     let full_page = caddie.is_some();
@@ -78,7 +76,7 @@ pub fn App() -> impl IntoView {
                     </span>
                 })}
                 <button type="button" class="ca-icon-button ca-new" title="New conversation"
-                    on:click=move |_| chat.reset() disabled=move || chat.busy.get()>
+                    on:click=move |_| intents::reset(chat) disabled=move || chat.busy.get()>
                     <span aria-hidden="true">"+"</span>
                     <span class="ca-sr-only">"New conversation"</span>
                 </button>
@@ -88,7 +86,7 @@ pub fn App() -> impl IntoView {
                     }.into_any()
                 } else {
                     view! {
-                        <button type="button" class="ca-icon-button ca-close" on:click=move |_| close_widget()>
+                        <button type="button" class="ca-icon-button ca-close" on:click=move |_| intents::close()>
                             <span aria-hidden="true">"×"</span>
                             <span class="ca-sr-only">"Close chat"</span>
                         </button>
@@ -114,7 +112,7 @@ pub fn App() -> impl IntoView {
                     <button type="button" class="ca-retry" on:click=move |_| {
                         chat.error.set(None);
                         if let Some(text) = chat.last_sent.get_untracked() {
-                            chat.send(text);
+                            intents::send(chat, text);
                         }
                     }>"Retry"</button>
                 </div>
@@ -135,9 +133,4 @@ fn project_url(bar: RwSignal<CaddieBar>, tour_done: bool) -> String {
     }
     let separator = if url.contains('?') { '&' } else { '?' };
     format!("{url}{separator}tour=done")
-}
-
-fn close_widget() {
-    #[cfg(feature = "hydrate")]
-    crate::client::host_page::post_to_host("ca:close");
 }

@@ -1,0 +1,75 @@
+//! The widget's session with the host page: it says it is ready, takes the
+//! token the page hands over (`ca:token`, from the page's own origin or an
+//! allowed one only), restores the conversation with the first token, and
+//! sends again a message that an expired token held back.
+
+use js_sys::{Object, Reflect};
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use wasm_bindgen::{JsCast, JsValue};
+
+use super::{host_page, token, turns};
+use crate::state::Chat;
+use crate::wire::WidgetBoot;
+
+/// Listens for the host page's token and tells it the frame is ready.
+pub fn start(chat: Chat, boot: WidgetBoot) {
+    token::set_receiver(receive);
+    let own_origin = window().location().origin().unwrap_or_default();
+    let handle = window_event_listener(leptos::ev::message, move |e: web_sys::MessageEvent| {
+        let origin = e.origin();
+        let from_parent =
+            e.source().map(|s| Object::is(&s, &JsValue::from(window().parent().ok().flatten()))).unwrap_or(false);
+        if !from_parent || (origin != own_origin && !boot.allowed_origins.contains(&origin)) {
+            return;
+        }
+        let data = e.data();
+        match field(&data, "type").as_deref() {
+            Some("ca:focus") => {
+                if let Some(input) = document().get_element_by_id("ca-input")
+                    && let Ok(input) = input.dyn_into::<web_sys::HtmlElement>()
+                {
+                    let _ = input.focus();
+                }
+            }
+            Some("ca:token") => {
+                let Some(token) = field(&data, "token").filter(|t| !t.is_empty() && t.len() < 8192) else { return };
+                receive(chat, token);
+            }
+            _ => {}
+        }
+    });
+    on_cleanup(move || handle.remove());
+    // The full-page app (launched from Caddie) has its token from the page.
+    if boot.token.is_some() {
+        spawn_local(turns::restore(chat));
+    } else {
+        host_page::post_to_host("ca:ready");
+    }
+}
+
+fn field(data: &JsValue, name: &str) -> Option<String> {
+    Reflect::get(data, &JsValue::from_str(name)).ok().and_then(|v| v.as_string())
+}
+
+/// A token arrived (from the host page, or the server for the full-page
+/// app): the first one restores the conversation; a message refused for an
+/// expired token goes again with a new one, and the same token again means
+/// there is no fresher one.
+fn receive(chat: Chat, token: String) {
+    let previous = chat.token.get_untracked();
+    let renewed = previous.as_deref() != Some(token.as_str());
+    chat.token.set(Some(token));
+    if previous.is_none() {
+        spawn_local(turns::restore(chat));
+    }
+    if let Some(text) = token::take_retry() {
+        chat.activity.set(None);
+        if renewed {
+            turns::send(chat, text);
+        } else {
+            chat.last_sent.set(Some(text));
+            chat.error.set(Some("Your session has expired. Reload the page to continue.".into()));
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! What the user's clicks ask for. Each intent checks the chat's state
+//! (nothing is sent while a reply streams or before there is a token),
+//! then hands the work to the browser client; on the server, where
+//! nothing is clicked, it does nothing.
+
+use leptos::prelude::*;
+
+#[cfg(feature = "hydrate")]
+use crate::client;
+use crate::state::{Answer, Arg, Chat};
+
+/// Sends `text` as the user's next message.
+pub fn send(chat: Chat, text: String) {
+    let ready = !text.trim().is_empty() && !chat.busy.get_untracked() && chat.token.get_untracked().is_some();
+    #[cfg(feature = "hydrate")]
+    if ready {
+        client::turns::send(chat, text);
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = ready;
+}
+
+/// Asks the server to stop the running turn.
+pub fn stop(chat: Chat) {
+    #[cfg(feature = "hydrate")]
+    client::turns::stop(chat);
+    #[cfg(not(feature = "hydrate"))]
+    let _ = chat;
+}
+
+/// Answers the pending action.
+pub fn answer(chat: Chat, answer: Answer, reason: Option<String>) {
+    if chat.action_busy.get_untracked() || chat.busy.get_untracked() {
+        return;
+    }
+    #[cfg(feature = "hydrate")]
+    client::actions::answer(chat, answer, reason);
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (answer, reason);
+}
+
+/// Starts a new, empty conversation.
+pub fn reset(chat: Chat) {
+    if chat.busy.get_untracked() {
+        return;
+    }
+    chat.action.set(None);
+    chat.bubbles.set(Vec::new());
+    chat.conversation_id.set(None);
+    chat.error.set(None);
+    #[cfg(feature = "hydrate")]
+    client::host_page::forget_conversation();
+}
+
+/// A component's own button: one of the tools it declared, at once.
+pub fn call_component(
+    chat: Chat,
+    component_id: String,
+    tool: &'static str,
+    arguments: Vec<(&'static str, Arg)>,
+    busy: RwSignal<bool>,
+    error: RwSignal<Option<String>>,
+) {
+    if busy.get_untracked() {
+        return;
+    }
+    #[cfg(feature = "hydrate")]
+    client::components::call_component(chat, component_id, tool, arguments, busy, error);
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (chat, component_id, tool, arguments, error);
+}
+
+/// Closes the widget: the host page's loader hides the frame.
+pub fn close() {
+    #[cfg(feature = "hydrate")]
+    client::host_page::post_to_host("ca:close");
+}
