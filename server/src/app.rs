@@ -18,6 +18,7 @@ use tower_http::trace::TraceLayer;
 use crate::api::{self, ApiState};
 use crate::bistro::{self, Bistro, BistroState};
 use crate::caddie::{self, Caddie, CaddieState};
+use crate::clock::Clock;
 use crate::config::{Config, ModelConfig};
 use crate::crypto::Vault;
 use crate::db::{self, Pool};
@@ -57,6 +58,11 @@ impl Application {
     /// Opens the data directory, the database (migrating it) and the port;
     /// fails with a message naming the setting at fault.
     pub async fn build(config: Config) -> anyhow::Result<Self> {
+        Self::build_with_clock(config, Clock::default()).await
+    }
+
+    /// [`Application::build`], judging expiry by `clock` (tests move it on).
+    pub async fn build_with_clock(config: Config, clock: Clock) -> anyhow::Result<Self> {
         // Leptos' server rendering spawns on this global executor; a second call is harmless.
         let _ = any_spawner::Executor::init_tokio();
         std::fs::create_dir_all(&config.data_dir)
@@ -109,6 +115,7 @@ impl Application {
             host: host.clone(),
             model,
             limits: config.limits.clone(),
+            clock: clock.clone(),
             on_turn_finished,
         };
         crate::engine::sweep_stuck_actions(pool.clone(), config.limits.tool_timeout);
@@ -137,6 +144,7 @@ impl Application {
                 admin_token: config.admin_token.clone(),
                 allow_private_tool_hosts: config.allow_private_tool_hosts,
                 public_origin: public_origin.clone(),
+                clock,
                 component_calls: Default::default(),
             },
             demo: DemoState {

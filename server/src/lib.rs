@@ -11,13 +11,14 @@
 //! 3. `engine`: the turn loop (knows no edge; `TurnFinished` tells who listens);
 //! 4. `host`, `llm`, `display`, `markdown`, `component`, `schema`,
 //!    `workspaces`, `widget_page`, `auth`, `http`, `precompress`: services;
-//! 5. `db` (every query), `config`, `crypto`, `secret`, `ids`, `telemetry`.
+//! 5. `db` (every query), `config`, `crypto`, `secret`, `clock`, `ids`, `telemetry`.
 
 pub mod api;
 pub mod app;
 pub mod auth;
 pub mod bistro;
 pub mod caddie;
+pub mod clock;
 pub mod component;
 pub mod config;
 pub mod crypto;

@@ -19,7 +19,6 @@ use crate::auth::Caller;
 use crate::db::actions::{self, ActionRow};
 use crate::engine::{TurnStart, pending_action};
 use crate::http::ApiError;
-use crate::ids::now_ms;
 
 /// Longest cancel reason kept, in characters.
 const MAX_REASON_CHARS: usize = 500;
@@ -38,8 +37,9 @@ async fn owned_action(state: &ApiState, caller: &Caller, id: &str) -> Result<Act
 /// Why an action did not move: read its current state and say so.
 async fn refusal(state: &ApiState, id: &str) -> ApiError {
     let Ok(Some(mut action)) = actions::get(&state.pool, id).await else { return ApiError::NotFound };
-    if action.status.is_open() && action.is_expired(now_ms()) {
-        let _ = actions::expire(&state.pool, id).await;
+    let now = state.clock.now_ms();
+    if action.status.is_open() && action.is_expired(now) {
+        let _ = actions::expire(&state.pool, id, now).await;
         action.status = ActionStatus::Expired;
     }
     let (status, code, message) = match action.status {
@@ -74,9 +74,11 @@ async fn confirm_action(
             action: Box::new(pending_action(&action)),
         });
     }
-    let moved = actions::transition(&state.pool, &id, &[ActionStatus::Pending], ActionStatus::ConfirmedOnce).await?;
+    let now = state.clock.now_ms();
+    let moved =
+        actions::transition(&state.pool, &id, &[ActionStatus::Pending], ActionStatus::ConfirmedOnce, now).await?;
     let current = actions::get(&state.pool, &id).await?.ok_or(ApiError::NotFound)?;
-    if moved || (current.status == ActionStatus::ConfirmedOnce && !current.is_expired(now_ms())) {
+    if moved || (current.status == ActionStatus::ConfirmedOnce && !current.is_expired(now)) {
         tracing::info!(action_id = %id, "delete confirmed once");
         return Ok(Json(json!({ "action": pending_action(&current) })).into_response());
     }
@@ -91,7 +93,7 @@ async fn apply_action(
 ) -> Result<Response, ApiError> {
     let action = owned_action(&state, &caller, &id).await?;
     let from = if action.needs_confirmation() { ActionStatus::ConfirmedOnce } else { ActionStatus::Pending };
-    if !actions::transition(&state.pool, &id, &[from], ActionStatus::Executing).await? {
+    if !actions::transition(&state.pool, &id, &[from], ActionStatus::Executing, state.clock.now_ms()).await? {
         return Err(refusal(&state, &id).await);
     }
     let mut action = action;
@@ -122,7 +124,7 @@ async fn cancel_action(
     };
     let action = owned_action(&state, &caller, &id).await?;
     let open = [ActionStatus::Pending, ActionStatus::ConfirmedOnce];
-    if !actions::transition(&state.pool, &id, &open, ActionStatus::Cancelled).await? {
+    if !actions::transition(&state.pool, &id, &open, ActionStatus::Cancelled, state.clock.now_ms()).await? {
         return Err(refusal(&state, &id).await);
     }
     let reason = request

@@ -12,7 +12,6 @@ use crate::auth::Caller;
 use crate::db::{self, actions, components};
 use crate::engine::pending_action;
 use crate::http::ApiError;
-use crate::ids::now_ms;
 
 pub fn router() -> Router<ApiState> {
     Router::new()
@@ -109,8 +108,8 @@ async fn get_conversation(
         m.html = Some(crate::markdown::render(&m.text));
     }
     let pending_action = match actions::open_in_conversation(&state.pool, &conversation.id).await? {
-        Some(action) if action.is_expired(now_ms()) => {
-            actions::expire(&state.pool, &action.id).await?;
+        Some(action) if action.is_expired(state.clock.now_ms()) => {
+            actions::expire(&state.pool, &action.id, state.clock.now_ms()).await?;
             None
         }
         Some(action) => Some(pending_action(&action)),

@@ -8,6 +8,7 @@ use axum::http::request::Parts;
 
 use super::rate;
 use crate::auth::{self, Caller};
+use crate::clock::Clock;
 use crate::crypto::Vault;
 use crate::db::{self, Pool};
 use crate::engine::Engine;
@@ -32,6 +33,8 @@ pub struct ApiState {
     pub allow_private_tool_hosts: bool,
     /// The assistant's own origin, e.g. `http://127.0.0.1:3000`.
     pub public_origin: Arc<str>,
+    /// What pending actions expire by.
+    pub clock: Clock,
     /// Direct tool calls from components, per user.
     pub component_calls: rate::RateLimiter,
 }

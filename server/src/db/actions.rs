@@ -68,9 +68,9 @@ pub struct NewAction<'a> {
     pub ttl_ms: i64,
 }
 
-pub async fn insert(pool: &Pool, a: NewAction<'_>) -> anyhow::Result<ActionRow> {
+/// Freezes a new action, `pending` until `now` + its time to live.
+pub async fn insert(pool: &Pool, a: NewAction<'_>, now: i64) -> anyhow::Result<ActionRow> {
     let id = new_id("act");
-    let now = now_ms();
     sqlx::query(
         "INSERT INTO actions (id, conversation_id, workspace_id, external_user_id, permissions, call_id, tool, verb,
              arguments, preview, status, confirmations_required, created_at, expires_at, updated_at)
@@ -122,10 +122,15 @@ pub async fn open_in_conversation(pool: &Pool, conversation_id: &str) -> anyhow:
     .await?)
 }
 
-/// Moves `id` from one of `from` to `to` if it has not expired; true when
-/// this call made the move.
-pub async fn transition(pool: &Pool, id: &str, from: &[ActionStatus], to: ActionStatus) -> anyhow::Result<bool> {
-    let now = now_ms();
+/// Moves `id` from one of `from` to `to` if it has not expired at `now`;
+/// true when this call made the move.
+pub async fn transition(
+    pool: &Pool,
+    id: &str,
+    from: &[ActionStatus],
+    to: ActionStatus,
+    now: i64,
+) -> anyhow::Result<bool> {
     // `from` holds our own status words, never user input.
     let from_list = from.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
     let done = sqlx::query(&format!(
@@ -151,15 +156,15 @@ pub async fn finish(pool: &Pool, id: &str, status: ActionStatus) -> anyhow::Resu
     Ok(())
 }
 
-/// Marks open actions past their expiry as `expired`.
-pub async fn expire(pool: &Pool, id: &str) -> anyhow::Result<()> {
+/// Marks the action `expired` if it is open and past its expiry at `now`.
+pub async fn expire(pool: &Pool, id: &str, now: i64) -> anyhow::Result<()> {
     sqlx::query(
         "UPDATE actions SET status = 'expired', updated_at = $1
          WHERE id = $2 AND status IN ('pending', 'confirmed_once') AND expires_at <= $3",
     )
-    .bind(now_ms())
+    .bind(now)
     .bind(id)
-    .bind(now_ms())
+    .bind(now)
     .execute(pool)
     .await?;
     Ok(())

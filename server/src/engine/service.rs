@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::hooks::TurnFinished;
 use crate::auth::Caller;
+use crate::clock::Clock;
 use crate::config::TurnLimits;
 use crate::db::Pool;
 use crate::db::actions::ActionRow;
@@ -20,6 +21,8 @@ pub struct Engine {
     pub host: HostClient,
     pub model: Model,
     pub limits: TurnLimits,
+    /// What pending actions expire by.
+    pub clock: Clock,
     /// Told when a turn has ended, before its `done` is sent.
     pub on_turn_finished: Option<Arc<dyn TurnFinished>>,
 }

@@ -91,6 +91,7 @@ impl Turn<'_> {
                 preview: &preview,
                 ttl_ms: engine.limits.action_ttl.as_millis() as i64,
             },
+            engine.clock.now_ms(),
         )
         .await
         .map_err(|error| {

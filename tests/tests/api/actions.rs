@@ -179,11 +179,15 @@ async fn only_the_first_change_of_a_step_waits_and_the_rest_are_not_run() {
 #[tokio::test]
 async fn an_expired_action_answers_410_and_is_no_longer_pending() {
     let rig =
-        Rig::start(Db::Sqlite, HostSpec::new(task_tools()), create_script(), &[("CA_ACTION_TTL_SECS", "1")]).await;
+        Rig::start(Db::Sqlite, HostSpec::new(task_tools()), create_script(), &[("CA_ACTION_TTL_SECS", "60")]).await;
     let events = rig.say("create it").await;
     let id = pending(&events)["action_id"].as_str().unwrap().to_owned();
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let view = format!("/v1/conversations/{}", of(&events, "turn")[0]["conversation_id"].as_str().unwrap());
+    rig.app.clock.advance(std::time::Duration::from_secs(55));
+    let (_, before) = rig.app.get_json(&view, &rig.token).await;
+    assert_eq!(before["pending_action"]["status"], "pending", "before its expiry it still waits");
 
+    rig.app.clock.advance(std::time::Duration::from_secs(5));
     let (status, _, body) = rig.act(&id, "apply", None).await;
 
     assert_eq!((status, body["code"].as_str()), (410, Some("expired")));
@@ -216,14 +220,7 @@ async fn another_users_action_is_not_found_and_confirm_is_only_for_deletes() {
 
     let stranger = crate::helpers::token(&rig.workspace, &rig.secret, "someone_else");
     for verb in ["apply", "confirm", "cancel"] {
-        let response = rig
-            .app
-            .client
-            .post(rig.app.url(&format!("/v1/actions/{id}/{verb}")))
-            .bearer_auth(&stranger)
-            .send()
-            .await
-            .unwrap();
+        let response = rig.app.post_empty(&format!("/v1/actions/{id}/{verb}"), &stranger).await;
         assert_eq!(response.status(), 404, "{verb}");
     }
     let (status, _, _) = rig.act("act_does_not_exist", "apply", None).await;

@@ -29,7 +29,7 @@ const SERVER_LAYERS: &[(&str, &[&str])] = &[
             "precompress",
         ],
     ),
-    ("base", &["db", "config", "crypto", "secret", "ids", "telemetry"]),
+    ("base", &["db", "config", "crypto", "secret", "clock", "ids", "telemetry"]),
 ];
 
 /// Server layers whose modules must not import one another (each edge

@@ -8,14 +8,13 @@ use crate::helpers::{Db, TestApp, of, pending, spawn_app};
 /// Calls the bistro's own API as the assistant does.
 async fn call(app: &TestApp, path: &str, tool: &str, arguments: Value, user: &str) -> (u16, Value) {
     let response = app
-        .client
-        .post(app.url(&format!("/bistro/api/tools/{path}")))
-        .bearer_auth(app.state.bistro.secret.expose())
-        .json(&json!({"tool": tool, "callId": "c1", "arguments": arguments,
-            "execution": {"workspaceId": "ws_demo", "externalUserId": user, "permissions": [], "requestId": "r"}}))
-        .send()
-        .await
-        .unwrap();
+        .post(
+            &format!("/bistro/api/tools/{path}"),
+            app.state.bistro.secret.expose(),
+            &json!({"tool": tool, "callId": "c1", "arguments": arguments,
+            "execution": {"workspaceId": "ws_demo", "externalUserId": user, "permissions": [], "requestId": "r"}}),
+        )
+        .await;
     (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
 }
 
@@ -86,7 +85,7 @@ async fn bad_arguments_and_bad_secrets_are_refused() {
     assert_eq!(status, 400, "an empty cart cannot check out");
     let (status, _) = execute(&app, "order_champagne", json!({}), "u1").await;
     assert_eq!(status, 404);
-    let response = app.client.get(app.url("/bistro/api/tools")).bearer_auth("wrong").send().await.unwrap();
+    let response = app.get("/bistro/api/tools", "wrong").await;
     assert_eq!(response.status(), 401);
 }
 
@@ -136,16 +135,8 @@ async fn an_order_by_language_goes_through_apply() {
     let action = pending(&events);
     assert_eq!(action["preview"], "Add 2 × Stone-baked Margherita (no basil) to your order — $28");
     let conversation = of(&events, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
-    let applied = app
-        .client
-        .post(app.url(&format!("/v1/actions/{}/apply", action["action_id"].as_str().unwrap())))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let apply = format!("/v1/actions/{}/apply", action["action_id"].as_str().unwrap());
+    let applied = app.post_empty(&apply, &token).await.text().await.unwrap();
     let applied = crate::helpers::parse_sse(&applied);
     assert!(of(&applied, "message")[0]["text"].as_str().unwrap().contains("Cart subtotal: $28"));
 
@@ -226,12 +217,11 @@ async fn the_context_carries_the_users_cart() {
         let app = &app;
         async move {
             let response = app
-                .client
-                .get(app.url(&format!("/bistro/api/context?workspaceId=ws_demo&externalUserId={user}")))
-                .bearer_auth(app.state.bistro.secret.expose())
-                .send()
-                .await
-                .unwrap();
+                .get(
+                    &format!("/bistro/api/context?workspaceId=ws_demo&externalUserId={user}"),
+                    app.state.bistro.secret.expose(),
+                )
+                .await;
             assert_eq!(response.status(), 200);
             response.json::<Value>().await.unwrap()
         }
@@ -257,13 +247,12 @@ async fn the_menus_buttons_change_the_cart_and_the_assistant_sees_it() {
         let (app, token, component_id) = (&app, &token, &component_id);
         async move {
             let response = app
-                .client
-                .post(app.url(&format!("/v1/components/{component_id}/call")))
-                .bearer_auth(token)
-                .json(&json!({"tool": tool, "arguments": arguments}))
-                .send()
-                .await
-                .unwrap();
+                .post(
+                    &format!("/v1/components/{component_id}/call"),
+                    token,
+                    &json!({"tool": tool, "arguments": arguments}),
+                )
+                .await;
             (response.status().as_u16(), response.json::<Value>().await.unwrap())
         }
     };

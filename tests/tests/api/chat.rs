@@ -54,16 +54,7 @@ async fn a_conversation_is_restored_and_continued(db: Db) {
     let second = app.turn(&token, Some(&conversation), "hello").await;
     assert_eq!(of(&second, "turn")[0]["conversation_id"], conversation.as_str());
 
-    let view: Value = app
-        .client
-        .get(app.url(&format!("/v1/conversations/{conversation}")))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let view: Value = app.get(&format!("/v1/conversations/{conversation}"), &token).await.json().await.unwrap();
     let messages = view["messages"].as_array().unwrap();
     let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
@@ -72,32 +63,18 @@ async fn a_conversation_is_restored_and_continued(db: Db) {
     assert!(messages[3]["text"].as_str().unwrap().starts_with("Hello!"));
     assert_eq!(view["pending_action"], Value::Null);
 
-    let list: Value =
-        app.client.get(app.url("/v1/conversations")).bearer_auth(&token).send().await.unwrap().json().await.unwrap();
+    let list: Value = app.get("/v1/conversations", &token).await.json().await.unwrap();
     assert_eq!(list["conversations"][0]["id"], conversation.as_str());
     assert_eq!(list["conversations"][0]["title"], "show me the menu");
 
     // Another user of the same workspace sees nothing of it.
     let stranger = app.demo_token("guest_3").await;
-    let response = app
-        .client
-        .get(app.url(&format!("/v1/conversations/{conversation}")))
-        .bearer_auth(&stranger)
-        .send()
-        .await
-        .unwrap();
+    let response = app.get(&format!("/v1/conversations/{conversation}"), &stranger).await;
     assert_eq!(response.status(), 404);
-    let response = app
-        .client
-        .post(app.url("/v1/chat/turns"))
-        .bearer_auth(&stranger)
-        .json(&json!({"conversation_id": conversation, "message": "hi"}))
-        .send()
-        .await
-        .unwrap();
+    let response =
+        app.post("/v1/chat/turns", &stranger, &json!({"conversation_id": conversation, "message": "hi"})).await;
     assert_eq!(response.status(), 404);
-    let list: Value =
-        app.client.get(app.url("/v1/conversations")).bearer_auth(&stranger).send().await.unwrap().json().await.unwrap();
+    let list: Value = app.get("/v1/conversations", &stranger).await.json().await.unwrap();
     assert_eq!(list["conversations"], json!([]));
 }
 
@@ -172,26 +149,12 @@ async fn a_missing_or_forged_token_is_401() {
 async fn a_bad_body_is_400_naming_the_field() {
     let app = spawn_app(Db::Sqlite).start().await;
     let token = app.demo_token("u").await;
-    let response = app
-        .client
-        .post(app.url("/v1/chat/turns"))
-        .bearer_auth(&token)
-        .json(&json!({"msg": "hi"}))
-        .send()
-        .await
-        .unwrap();
+    let response = app.post("/v1/chat/turns", &token, &json!({"msg": "hi"})).await;
     assert_eq!(response.status(), 400);
     let body: Value = response.json().await.unwrap();
     assert!(body["error"].as_str().unwrap().contains("message"), "{body}");
     assert_eq!(body["code"], "bad_request");
-    let response = app
-        .client
-        .post(app.url("/v1/chat/turns"))
-        .bearer_auth(&token)
-        .json(&json!({"message": "   "}))
-        .send()
-        .await
-        .unwrap();
+    let response = app.post("/v1/chat/turns", &token, &json!({"message": "   "})).await;
     assert_eq!(response.status(), 400);
 }
 

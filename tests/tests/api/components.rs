@@ -42,29 +42,13 @@ fn host() -> HostSpec {
 }
 
 async fn conversation(rig: &Rig, id: &str) -> Value {
-    let response = rig
-        .app
-        .client
-        .get(rig.app.url(&format!("/v1/conversations/{id}")))
-        .bearer_auth(&rig.token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    response.json().await.unwrap()
+    let (status, view) = rig.app.get_json(&format!("/v1/conversations/{id}"), &rig.token).await;
+    assert_eq!(status, 200, "{view}");
+    view
 }
 
 async fn call(rig: &Rig, bearer: &str, component_id: &str, body: Value) -> (u16, Value) {
-    let response = rig
-        .app
-        .client
-        .post(rig.app.url(&format!("/v1/components/{component_id}/call")))
-        .bearer_auth(bearer)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+    rig.app.post_json(&format!("/v1/components/{component_id}/call"), bearer, &body).await
 }
 
 async fn a_tools_component_is_shown_and_restored(db: Db) {

@@ -12,7 +12,7 @@ async fn the_demo_page_carries_a_verifiable_token_and_no_secret() {
     assert!(page.contains(r#"<script src="/embed.js" data-workspace="ws_demo""#));
     let token = page.split(r#"data-token=""#).nth(1).unwrap().split('"').next().unwrap();
     // The token works against the API; the page holds no secret of ours.
-    let list = app.client.get(app.url("/v1/conversations")).bearer_auth(token).send().await.unwrap();
+    let list = app.get("/v1/conversations", token).await;
     assert_eq!(list.status(), 200);
     let workspace = server::db::workspace(&app.state.pool, "ws_demo").await.unwrap().unwrap();
     let secret = app.state.vault.open(&workspace.embed_secret_enc).unwrap();

@@ -106,6 +106,8 @@ pub struct TestApp {
     pub database_url: String,
     pub client: reqwest::Client,
     pub state: server::app::AppState,
+    /// What the server judges expiry by: `advance` it instead of sleeping.
+    pub clock: server::clock::Clock,
     pub data_dir: tempfile::TempDir,
     _pg: Option<PgDatabase>,
 }
@@ -120,20 +122,47 @@ impl TestApp {
         server::demo::mint_demo_token(&self.state.demo, sub).await.expect("demo workspace exists")
     }
 
+    /// `POST path` as `bearer`, with a JSON body.
+    pub async fn post(&self, path: &str, bearer: &str, body: &Value) -> reqwest::Response {
+        self.client.post(self.url(path)).bearer_auth(bearer).json(body).send().await.unwrap()
+    }
+
+    /// `POST path` as `bearer`, with no body.
+    pub async fn post_empty(&self, path: &str, bearer: &str) -> reqwest::Response {
+        self.client.post(self.url(path)).bearer_auth(bearer).send().await.unwrap()
+    }
+
+    /// `GET path` as `bearer`.
+    pub async fn get(&self, path: &str, bearer: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).bearer_auth(bearer).send().await.unwrap()
+    }
+
+    /// `POST path` as `bearer`: the status and the JSON answer (`Null` when
+    /// the answer is not JSON).
+    pub async fn post_json(&self, path: &str, bearer: &str, body: &Value) -> (u16, Value) {
+        status_and_json(self.post(path, bearer, body).await).await
+    }
+
+    /// `GET path` as `bearer`: the status and the JSON answer.
+    pub async fn get_json(&self, path: &str, bearer: &str) -> (u16, Value) {
+        status_and_json(self.get(path, bearer).await).await
+    }
+
     /// Posts a chat turn and reads the whole event stream.
     pub async fn turn(&self, token: &str, conversation_id: Option<&str>, message: &str) -> Vec<(String, Value)> {
-        let response = self
-            .client
-            .post(self.url("/v1/chat/turns"))
-            .bearer_auth(token)
-            .json(&json!({ "conversation_id": conversation_id, "message": message }))
-            .send()
-            .await
-            .unwrap();
+        let body = json!({ "conversation_id": conversation_id, "message": message });
+        let response = self.post("/v1/chat/turns", token, &body).await;
         assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
         assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
         parse_sse(&response.text().await.unwrap())
     }
+}
+
+/// A response's status and JSON body (`Null` when the body is not JSON).
+pub async fn status_and_json(response: reqwest::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
 /// Settings for `spawn_app`, on top of the test defaults.
@@ -169,11 +198,12 @@ impl AppBuilder {
         vars.entry("CA_ALLOW_PRIVATE_TOOL_HOSTS".into()).or_insert("1".into());
         let database_url = vars["DATABASE_URL"].clone();
         let config = Config::from_lookup(|name| vars.get(name).cloned()).expect("test configuration is valid");
-        let app = Application::build(config).await.expect("the app starts");
+        let clock = server::clock::Clock::default();
+        let app = Application::build_with_clock(config, clock.clone()).await.expect("the app starts");
         let address = app.address();
         let state = app.state().clone();
         tokio::spawn(app.run_until_stopped());
-        TestApp { address, database_url, client: reqwest::Client::new(), state, data_dir, _pg: pg }
+        TestApp { address, database_url, client: reqwest::Client::new(), state, clock, data_dir, _pg: pg }
     }
 }
 
@@ -484,27 +514,14 @@ fn scripted_stream(step: Step, request: &Value, tokens: u32) -> Response {
 /// Creates a workspace through the API and connects `host` to it; returns
 /// (workspace id, embed secret).
 pub async fn workspace_with_host(app: &TestApp, host: &FakeHost) -> (String, String) {
-    let created: Value = app
-        .client
-        .post(app.url("/v1/workspaces"))
-        .bearer_auth(ADMIN_TOKEN)
-        .json(&json!({"name": "Shop", "allowed_origins": ["https://shop.example"]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let workspace = json!({"name": "Shop", "allowed_origins": ["https://shop.example"]});
+    let (status, created) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &workspace).await;
+    assert_eq!(status, 201, "{created}");
     let id = created["id"].as_str().unwrap().to_owned();
-    let response = app
-        .client
-        .post(app.url("/v1/integrations/generic-rest/connect"))
-        .bearer_auth(created["api_key"].as_str().unwrap())
-        .json(&json!({"base_url": host.base_url(), "secret": HOST_SECRET}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    let connect = json!({"base_url": host.base_url(), "secret": HOST_SECRET});
+    let api_key = created["api_key"].as_str().unwrap();
+    let (status, connected) = app.post_json("/v1/integrations/generic-rest/connect", api_key, &connect).await;
+    assert_eq!(status, 200, "{connected}");
     (id, created["embed_secret"].as_str().unwrap().to_owned())
 }
 
@@ -606,16 +623,16 @@ impl Rig {
             request = request.json(&body);
         }
         let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
         let is_stream = response
             .headers()
             .get("content-type")
             .is_some_and(|v| v.to_str().unwrap_or("").starts_with("text/event-stream"));
-        let text = response.text().await.unwrap();
         if is_stream {
-            (status, parse_sse(&text), Value::Null)
+            let status = response.status().as_u16();
+            (status, parse_sse(&response.text().await.unwrap()), Value::Null)
         } else {
-            (status, Vec::new(), serde_json::from_str(&text).unwrap_or(Value::Null))
+            let (status, body) = status_and_json(response).await;
+            (status, Vec::new(), body)
         }
     }
 }

@@ -138,15 +138,7 @@ struct RunningTurn {
 impl RunningTurn {
     async fn start(rig: &Rig) -> Self {
         use futures::StreamExt;
-        let response = rig
-            .app
-            .client
-            .post(rig.app.url("/v1/chat/turns"))
-            .bearer_auth(&rig.token)
-            .json(&json!({"message": "look"}))
-            .send()
-            .await
-            .unwrap();
+        let response = rig.app.post("/v1/chat/turns", &rig.token, &json!({"message": "look"})).await;
         let mut body = Box::pin(response.bytes_stream());
         let read = String::from_utf8(body.next().await.unwrap().unwrap().to_vec()).unwrap();
         let id = crate::helpers::parse_sse(&read)[0].1["turn_id"].as_str().unwrap().to_owned();
@@ -171,26 +163,12 @@ async fn stop_cancels_a_running_turn() {
     let turn = RunningTurn::start(&rig).await;
     let turn_id = turn.id.clone();
 
-    let stop = rig
-        .app
-        .client
-        .post(rig.app.url(&format!("/v1/turns/{turn_id}/stop")))
-        .bearer_auth(&rig.token)
-        .send()
-        .await
-        .unwrap();
+    let stop = rig.app.post_empty(&format!("/v1/turns/{turn_id}/stop"), &rig.token).await;
     assert_eq!(stop.status(), 202);
     let events = turn.finish().await;
     assert_eq!(of(&events, "done")[0]["stop_reason"], "cancelled");
     assert!(started.elapsed() < Duration::from_secs(4));
-    let again = rig
-        .app
-        .client
-        .post(rig.app.url(&format!("/v1/turns/{turn_id}/stop")))
-        .bearer_auth(&rig.token)
-        .send()
-        .await
-        .unwrap();
+    let again = rig.app.post_empty(&format!("/v1/turns/{turn_id}/stop"), &rig.token).await;
     assert_eq!(again.status(), 404);
 }
 

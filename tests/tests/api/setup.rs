@@ -8,22 +8,17 @@ use crate::helpers::{ADMIN_TOKEN, Db, FakeHost, HOST_SECRET, lookup_tool, spawn_
 async fn creating_a_workspace_needs_the_admin_token() {
     let app = spawn_app(Db::Sqlite).start().await;
     let body = json!({"name": "Shop", "allowed_origins": ["https://shop.example"]});
-    let denied = app.client.post(app.url("/v1/workspaces")).bearer_auth("wrong").json(&body).send().await.unwrap();
+    let denied = app.post("/v1/workspaces", "wrong", &body).await;
     assert_eq!(denied.status(), 401);
-    let created = app.client.post(app.url("/v1/workspaces")).bearer_auth(ADMIN_TOKEN).json(&body).send().await.unwrap();
+    let created = app.post("/v1/workspaces", ADMIN_TOKEN, &body).await;
     assert_eq!(created.status(), 201);
     let created: Value = created.json().await.unwrap();
     assert!(created["id"].as_str().unwrap().starts_with("ws_"));
     assert!(created["api_key"].as_str().unwrap().starts_with("cak_"));
     assert_eq!(created["embed_secret"].as_str().unwrap().len(), 64);
     let bad = app
-        .client
-        .post(app.url("/v1/workspaces"))
-        .bearer_auth(ADMIN_TOKEN)
-        .json(&json!({"name": "x", "allowed_origins": ["https://shop.example/path"]}))
-        .send()
-        .await
-        .unwrap();
+        .post("/v1/workspaces", ADMIN_TOKEN, &json!({"name": "x", "allowed_origins": ["https://shop.example/path"]}))
+        .await;
     assert_eq!(bad.status(), 400);
 }
 
@@ -31,30 +26,16 @@ async fn creating_a_workspace_needs_the_admin_token() {
 async fn connecting_checks_the_hosts_tools_and_secret() {
     let app = spawn_app(Db::Sqlite).start().await;
     let host = FakeHost::start(lookup_tool(), 200, json!({"output": {}})).await;
-    let created: Value = app
-        .client
-        .post(app.url("/v1/workspaces"))
-        .bearer_auth(ADMIN_TOKEN)
-        .json(&json!({"name": "Shop"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, created) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &json!({"name": "Shop"})).await;
     let key = created["api_key"].as_str().unwrap();
-    let connect = |secret: &'static str| {
-        app.client
-            .post(app.url("/v1/integrations/generic-rest/connect"))
-            .bearer_auth(key)
-            .json(&json!({"base_url": host.base_url(), "secret": secret}))
-            .send()
+    let connect = async |secret: &str| {
+        let body = json!({"base_url": host.base_url(), "secret": secret});
+        app.post_json("/v1/integrations/generic-rest/connect", key, &body).await
     };
-    let wrong = connect("wrong-secret").await.unwrap();
-    assert_eq!(wrong.status(), 502);
-    let ok = connect(HOST_SECRET).await.unwrap();
-    assert_eq!(ok.status(), 200);
-    let ok: Value = ok.json().await.unwrap();
+    let (status, _) = connect("wrong-secret").await;
+    assert_eq!(status, 502);
+    let (status, ok) = connect(HOST_SECRET).await;
+    assert_eq!(status, 200);
     assert_eq!(ok["tools"], json!(["lookup"]));
     assert!(ok.get("secret").is_none(), "the secret is never echoed");
 
@@ -67,25 +48,14 @@ async fn connecting_checks_the_hosts_tools_and_secret() {
 #[tokio::test]
 async fn loopback_hosts_are_refused_unless_allowed() {
     let app = spawn_app(Db::Sqlite).env("CA_ALLOW_PRIVATE_TOOL_HOSTS", "0").start().await;
-    let created: Value = app
-        .client
-        .post(app.url("/v1/workspaces"))
-        .bearer_auth(ADMIN_TOKEN)
-        .json(&json!({"name": "Shop"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created: Value = app.post("/v1/workspaces", ADMIN_TOKEN, &json!({"name": "Shop"})).await.json().await.unwrap();
     let response = app
-        .client
-        .post(app.url("/v1/integrations/generic-rest/connect"))
-        .bearer_auth(created["api_key"].as_str().unwrap())
-        .json(&json!({"base_url": "http://127.0.0.1:9/tools", "secret": "s"}))
-        .send()
-        .await
-        .unwrap();
+        .post(
+            "/v1/integrations/generic-rest/connect",
+            created["api_key"].as_str().unwrap(),
+            &json!({"base_url": "http://127.0.0.1:9/tools", "secret": "s"}),
+        )
+        .await;
     assert_eq!(response.status(), 400);
     let body: Value = response.json().await.unwrap();
     assert!(body["error"].as_str().unwrap().contains("CA_ALLOW_PRIVATE_TOOL_HOSTS"));
