@@ -54,7 +54,7 @@ export default defineConfig({
         CA_DATA_DIR: mkdtempSync(join(tmpdir(), "ca-e2e-")),
         // The task host of fixtures/ lives on loopback, and the tests make its workspace.
         CA_ALLOW_PRIVATE_TOOL_HOSTS: "1",
-        CA_ADMIN_TOKEN: "e2e-admin",
+        CA_ADMIN_TOKEN: "e2e-admin-token-of-at-least-32-characters",
         RUST_LOG: "warn",
         // Launched from the stub Caddie hub of fixtures/caddie-hub.mjs, which is also the IdP.
         CADDIE_TOOL_SECRET: "e2e-caddie-secret",

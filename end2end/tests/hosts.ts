@@ -8,7 +8,7 @@ export interface Workspace { id: string; api_key: string; embed_secret: string }
 
 export async function taskWorkspace(request: APIRequestContext, origins: string[] = [taskHost]): Promise<Workspace> {
   const created = await request.post("/v1/workspaces", {
-    headers: { authorization: "Bearer e2e-admin" },
+    headers: { authorization: "Bearer e2e-admin-token-of-at-least-32-characters" },
     data: { name: "Task host", allowed_origins: origins },
   });
   expect(created.status()).toBe(201);

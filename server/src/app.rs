@@ -207,11 +207,12 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(caddie)
         .merge(api::router(state.api))
-        .merge(bistro::router(BistroState { pool: state.pool, bistro: state.bistro }))
+        .merge(bistro::router(BistroState { pool: state.pool.clone(), bistro: state.bistro }))
         .merge(embed::router(state.embed))
         .merge(demo::router(state.demo))
         .route("/demo-model/v1/chat/completions", post(crate::llm::demo::chat_completions))
         .route("/health", get(|| async { "ok" }))
+        .route("/ready", get(move || ready(state.pool.clone())))
         .fallback_service(ServeDir::new(site_root).precompressed_br().precompressed_gzip())
         .layer(SetResponseHeaderLayer::if_not_present(
             header::X_CONTENT_TYPE_OPTIONS,
@@ -225,6 +226,20 @@ pub fn router(state: AppState) -> Router {
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
             tracing::info_span!("http", method = %request.method(), path = %request.uri().path())
         }))
+}
+
+/// `GET /ready`: `200` once the database answers with every migration of
+/// this build applied, else `503` (the cause is logged, never shown).
+async fn ready(pool: Pool) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    match db::check_ready(&pool).await {
+        Ok(()) => axum::Json(serde_json::json!({ "status": "ready" })).into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "not ready");
+            let body = serde_json::json!({ "error": "not ready to serve yet", "code": "not_ready" });
+            (axum::http::StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response()
+        }
+    }
 }
 
 async fn shutdown_signal() {

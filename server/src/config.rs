@@ -100,6 +100,9 @@ impl Default for TurnLimits {
     }
 }
 
+/// The shortest admin token accepted: it guards workspace creation.
+pub const MIN_ADMIN_TOKEN_CHARS: usize = 32;
+
 /// A setting that could not be used; the message names the variable.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid {variable}: {reason}")]
@@ -206,6 +209,30 @@ impl Config {
                     bad("CA_PUBLIC_URL", "expected an origin like https://assistant.example.com".into())
                 })?),
             };
+        // Plain http off loopback: embed tokens and session cookies would
+        // cross the network in clear. Only an explicit choice allows it.
+        if let Some(url) = &public_url
+            && url.scheme() == "http"
+            && !is_loopback_host(url)
+            && !flag("CA_ALLOW_HTTP_PUBLIC_URL", false)?
+        {
+            return Err(bad(
+                "CA_PUBLIC_URL",
+                "an http:// origin off loopback sends tokens and cookies in clear: use https://, \
+                 or set CA_ALLOW_HTTP_PUBLIC_URL=1 for a private network"
+                    .into(),
+            ));
+        }
+        let admin_token = get("CA_ADMIN_TOKEN").map(Secret::new);
+        if admin_token.as_ref().is_some_and(|t| t.expose().chars().count() < MIN_ADMIN_TOKEN_CHARS) {
+            return Err(bad(
+                "CA_ADMIN_TOKEN",
+                format!("must be at least {MIN_ADMIN_TOKEN_CHARS} characters (for example `openssl rand -hex 24`)"),
+            ));
+        }
+        // The demo page mints tokens for anyone: with a real model it would
+        // spend the operator's key, so it is off unless asked for.
+        let demo = flag("CA_DEMO", matches!(model, ModelConfig::Demo))?;
         // The secret's bytes exactly as written: never trimmed.
         let raw_secret = |name: &str| lookup(name).filter(|v| !v.is_empty()).map(Secret::new);
         let caddie = match raw_secret("CADDIE_TOOL_SECRET") {
@@ -251,12 +278,12 @@ impl Config {
             listen,
             data_dir,
             database_url,
-            admin_token: get("CA_ADMIN_TOKEN").map(Secret::new),
+            admin_token,
             model,
             limits,
             allow_private_tool_hosts: flag("CA_ALLOW_PRIVATE_TOOL_HOSTS", false)?,
             secret_key,
-            demo: flag("CA_DEMO", true)?,
+            demo,
             bistro_sold_out: get("CA_BISTRO_SOLD_OUT")
                 .map(|v| v.split(',').map(|id| id.trim().to_owned()).filter(|id| !id.is_empty()).collect())
                 .unwrap_or_default(),
@@ -358,6 +385,39 @@ mod tests {
         assert_eq!(config(&[("CA_TOOL_TIMEOUT_MS", "-5")]).unwrap_err().variable, "CA_TOOL_TIMEOUT_MS");
         let c = config(&[("CA_MAX_TURN_TOKENS", "500")]).unwrap();
         assert_eq!(c.limits.max_turn_tokens, 500);
+    }
+
+    #[test]
+    fn an_admin_token_shorter_than_32_characters_is_refused() {
+        let err = config(&[("CA_ADMIN_TOKEN", "short-admin-token")]).unwrap_err();
+        assert_eq!(err.variable, "CA_ADMIN_TOKEN");
+        assert!(err.to_string().contains("32"), "{err}");
+        let long = "a".repeat(MIN_ADMIN_TOKEN_CHARS);
+        assert!(config(&[("CA_ADMIN_TOKEN", &long)]).unwrap().admin_token.is_some());
+    }
+
+    #[test]
+    fn a_plain_http_public_url_off_loopback_needs_an_explicit_override() {
+        let err = config(&[("CA_PUBLIC_URL", "http://assistant.example.com")]).unwrap_err();
+        assert_eq!(err.variable, "CA_PUBLIC_URL");
+        assert!(err.to_string().contains("CA_ALLOW_HTTP_PUBLIC_URL"), "{err}");
+        for ok in [
+            vec![("CA_PUBLIC_URL", "https://assistant.example.com")],
+            vec![("CA_PUBLIC_URL", "http://localhost:8080")],
+            vec![("CA_PUBLIC_URL", "http://127.0.0.1:3000")],
+            vec![("CA_PUBLIC_URL", "http://assistant.internal"), ("CA_ALLOW_HTTP_PUBLIC_URL", "1")],
+        ] {
+            assert!(config(&ok).is_ok(), "{ok:?}");
+        }
+    }
+
+    #[test]
+    fn a_real_model_turns_the_demo_off_unless_it_is_asked_for() {
+        assert!(config(&[]).unwrap().demo, "the offline demo model: the demo is on");
+        let real = ("OPENAI_API_KEY", "sk-x");
+        assert!(!config(&[real]).unwrap().demo, "a real model: no anonymous page spends its key");
+        assert!(config(&[real, ("CA_DEMO", "1")]).unwrap().demo, "unless the operator turns it on");
+        assert!(!config(&[("CA_DEMO", "0")]).unwrap().demo);
     }
 
     #[test]

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 
 /// Tool steps per turn before the model answers in text.
 const TOOL_STEPS: usize = 3;
+const BENCH_ADMIN_TOKEN: &str = "bench-admin-token-of-at-least-32-characters";
 
 #[tokio::main]
 async fn main() {
@@ -46,7 +47,7 @@ async fn main() {
         ("DATABASE_URL", database),
         ("LEPTOS_SITE_ADDR", "127.0.0.1:0".to_string()),
         ("CA_DATA_DIR", data.path().display().to_string()),
-        ("CA_ADMIN_TOKEN", "bench".into()),
+        ("CA_ADMIN_TOKEN", BENCH_ADMIN_TOKEN.into()),
         ("CA_ALLOW_PRIVATE_TOOL_HOSTS", "1".into()),
         ("OPENAI_BASE_URL", format!("http://{model}/v1")),
         ("CA_MAX_ITERATIONS", (TOOL_STEPS + 1).to_string()),
@@ -60,7 +61,7 @@ async fn main() {
     let client = reqwest::Client::builder().pool_max_idle_per_host(200).build().unwrap();
     let created: Value = client
         .post(format!("{base}/v1/workspaces"))
-        .bearer_auth("bench")
+        .bearer_auth(BENCH_ADMIN_TOKEN)
         .json(&json!({"name": "bench"}))
         .send()
         .await

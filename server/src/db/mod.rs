@@ -13,6 +13,32 @@ use crate::ids::{new_id, now_ms};
 
 pub type Pool = AnyPool;
 
+/// The migrations this build carries (`migrations/`).
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+/// Why the database cannot serve yet.
+#[derive(Debug, thiserror::Error)]
+pub enum NotReady {
+    #[error("the database does not answer: {0:#}")]
+    Unreachable(anyhow::Error),
+    #[error("{0} of this build's migrations are not applied")]
+    MigrationsPending(usize),
+}
+
+/// Ready to serve: the database answers and every migration this build
+/// carries is applied (another replica may still be migrating).
+pub async fn check_ready(pool: &Pool) -> Result<(), NotReady> {
+    let applied: Vec<(i64,)> = sqlx::query_as("SELECT version FROM _sqlx_migrations WHERE success = TRUE")
+        .fetch_all(pool)
+        .await
+        .map_err(|e| NotReady::Unreachable(e.into()))?;
+    let pending = MIGRATOR.iter().filter(|m| !applied.iter().any(|(v,)| *v == m.version)).count();
+    if pending > 0 {
+        return Err(NotReady::MigrationsPending(pending));
+    }
+    Ok(())
+}
+
 /// Opens the pool and applies the migrations.
 pub async fn connect(url: &str) -> anyhow::Result<Pool> {
     install_default_drivers();
@@ -40,7 +66,7 @@ pub async fn connect(url: &str) -> anyhow::Result<Pool> {
         .connect(url)
         .await
         .context("cannot open the database named by DATABASE_URL")?;
-    sqlx::migrate!("../migrations").run(&pool).await.context("cannot apply the database migrations")?;
+    MIGRATOR.run(&pool).await.context("cannot apply the database migrations")?;
     if is_sqlite {
         checkpoint_in_background(url).await?;
     }

@@ -24,8 +24,16 @@ pub(super) enum StepEnd {
 }
 
 impl Turn<'_> {
+    /// Runs model step `iteration`; its own time (less the waits for the
+    /// model and the host) is recorded however it ends.
     pub(super) async fn step(&self, prepared: &mut Prepared, iteration: u32) -> Result<StepEnd, Stop> {
         let mut clock = StepClock::start();
+        let end = self.run_step(prepared, iteration, &mut clock).await;
+        clock.record();
+        end
+    }
+
+    async fn run_step(&self, prepared: &mut Prepared, iteration: u32, clock: &mut StepClock) -> Result<StepEnd, Stop> {
         self.progress.start_step(iteration);
         let model = self.engine.model.step(&prepared.messages, &prepared.tools, |delta| {
             let delta = self.progress.push_text(delta);
@@ -38,7 +46,6 @@ impl Turn<'_> {
         tracing::debug!(iteration, duration_ms = clock.waited_ms(), "model step");
         let tokens = self.progress.add_tokens(step.tokens);
         if step.tool_calls.is_empty() {
-            clock.record();
             return Ok(StepEnd::Answered);
         }
 
@@ -62,7 +69,6 @@ impl Turn<'_> {
             let call = &step.tool_calls[change.index];
             match clock.waiting(self.propose(call, change.tool, &change.arguments, prepared)).await {
                 Ok(()) => {
-                    clock.record();
                     self.progress.lock().held_message_id = Some(step_row);
                     return Err(Stop::Limit(StopReason::PendingAction));
                 }
@@ -72,7 +78,6 @@ impl Turn<'_> {
                 }
             }
         }
-        clock.record();
         if tokens >= self.engine.limits.max_turn_tokens {
             return Err(Stop::Limit(StopReason::TokenLimit));
         }

@@ -1,4 +1,5 @@
-//! Start-up refuses bad settings with a message naming them.
+//! Start-up refuses bad settings with a message naming them; /health and
+//! /ready say when the server is alive and when it can serve.
 
 use server::app::Application;
 use server::config::Config;
@@ -63,4 +64,27 @@ async fn a_restart_keeps_the_data_and_the_key() {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
+}
+
+crate::on_both_databases!(ready_means_the_database_answers_with_every_migration_applied);
+
+/// `/health` says the process is alive; `/ready` that it can serve: the
+/// database answers and carries every migration of this build.
+async fn ready_means_the_database_answers_with_every_migration_applied(db: Db) {
+    let app = spawn_app(db).start().await;
+    let health = app.client.get(app.url("/health")).send().await.unwrap();
+    assert_eq!((health.status().as_u16(), health.text().await.unwrap().as_str()), (200, "ok"));
+    let (status, body) = crate::helpers::status_and_json(app.client.get(app.url("/ready")).send().await.unwrap()).await;
+    assert_eq!((status, body["status"].as_str()), (200, Some("ready")), "{body}");
+
+    // As if another replica had not yet applied the newest migration.
+    sqlx::query("DELETE FROM _sqlx_migrations WHERE version = (SELECT MAX(version) FROM _sqlx_migrations)")
+        .execute(&app.state.pool)
+        .await
+        .unwrap();
+    let (status, body) = crate::helpers::status_and_json(app.client.get(app.url("/ready")).send().await.unwrap()).await;
+    assert_eq!((status, body["code"].as_str()), (503, Some("not_ready")), "{body}");
+    assert!(!body.to_string().contains("migration"), "the cause is logged, not shown: {body}");
+    let health = app.client.get(app.url("/health")).send().await.unwrap();
+    assert_eq!(health.status(), 200, "alive all the same");
 }

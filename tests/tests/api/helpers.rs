@@ -196,6 +196,8 @@ impl AppBuilder {
         vars.entry("DATABASE_URL".into()).or_insert(database_url);
         vars.entry("CA_ADMIN_TOKEN".into()).or_insert(ADMIN_TOKEN.into());
         vars.entry("CA_ALLOW_PRIVATE_TOOL_HOSTS".into()).or_insert("1".into());
+        // The demo workspace serves many tests, also those with a scripted model.
+        vars.entry("CA_DEMO".into()).or_insert("1".into());
         let database_url = vars["DATABASE_URL"].clone();
         let config = Config::from_lookup(|name| vars.get(name).cloned()).expect("test configuration is valid");
         let clock = server::clock::Clock::default();
@@ -207,7 +209,7 @@ impl AppBuilder {
     }
 }
 
-pub const ADMIN_TOKEN: &str = "test-admin-token";
+pub const ADMIN_TOKEN: &str = "test-admin-token-of-at-least-32-characters";
 
 /// `event:`/`data:` pairs of an SSE body, heartbeats skipped.
 pub fn parse_sse(body: &str) -> Vec<(String, Value)> {
