@@ -10,6 +10,11 @@ const baseURL = `http://127.0.0.1:${port}`;
 const taskHostPort = process.env.E2E_TASK_HOST_PORT ?? "3211";
 const caddieHubPort = process.env.E2E_CADDIE_HUB_PORT ?? "3212";
 const caddieHub = `http://127.0.0.1:${caddieHubPort}`;
+// A second assistant behind a reverse proxy: it listens on 127.0.0.1 and is
+// reached only at its public URL, a different origin (deploy.spec.ts).
+const proxiedPort = process.env.E2E_PROXIED_PORT ?? "3213";
+const proxyPort = process.env.E2E_PROXY_PORT ?? "3214";
+const publicURL = `http://localhost:${proxyPort}`;
 const server = process.env.CA_SERVER_BIN;
 if (!server) throw new Error("CA_SERVER_BIN is not set: run the suite with ./dev e2e");
 
@@ -78,6 +83,29 @@ export default defineConfig({
       reuseExistingServer: false,
       timeout: 30_000,
       env: { CADDIE_HUB_PORT: caddieHubPort, ASSISTANT_ORIGIN: baseURL, CADDIE_TOOL_SECRET: "e2e-caddie-secret" },
+    },
+    {
+      command: server,
+      url: `http://127.0.0.1:${proxiedPort}/health`,
+      reuseExistingServer: false,
+      timeout: 60_000,
+      stdout: "pipe",
+      stderr: "pipe",
+      env: {
+        LEPTOS_SITE_ADDR: `127.0.0.1:${proxiedPort}`,
+        LEPTOS_SITE_ROOT: process.env.LEPTOS_SITE_ROOT ?? "../target/site",
+        LEPTOS_OUTPUT_NAME: "context-assistant",
+        CA_DATA_DIR: mkdtempSync(join(tmpdir(), "ca-e2e-proxied-")),
+        CA_PUBLIC_URL: publicURL,
+        RUST_LOG: "warn",
+      },
+    },
+    {
+      command: "node fixtures/proxy.mjs",
+      url: `http://127.0.0.1:${proxyPort}/_proxy_health`,
+      reuseExistingServer: false,
+      timeout: 30_000,
+      env: { PROXY_PORT: proxyPort, PROXY_TARGET_PORT: proxiedPort },
     },
   ],
 });

@@ -80,7 +80,14 @@ impl Application {
         } else {
             address
         };
-        let public_origin: Arc<str> = format!("http://{loopback}").into();
+        // The origin browsers reach the assistant at: CA_PUBLIC_URL behind a
+        // proxy, else the listen address. The widget frame's own calls, the
+        // bistro's links, the OIDC redirect and cookie security all use it.
+        let public_origin: Arc<str> = config
+            .public_url
+            .as_ref()
+            .map_or_else(|| format!("http://{loopback}"), |u| u.as_str().trim_end_matches('/').to_owned())
+            .into();
 
         let model = match &config.model {
             ModelConfig::Demo => Model::new(&format!("http://{loopback}/demo-model/v1"), "demo", "demo", true),
@@ -93,17 +100,13 @@ impl Application {
             .site_addr(address)
             .env(Env::PROD)
             .build();
-        let public_base = config
-            .public_url
-            .as_ref()
-            .map_or_else(|| public_origin.to_string(), |u| u.as_str().trim_end_matches('/').to_owned());
         let workspaces = Workspaces::new(pool.clone(), vault.clone());
         let pages = WidgetPages::new(leptos_options, model.is_demo);
         let host = HostClient::new(config.limits.tool_timeout, config.allow_private_tool_hosts);
 
         // One Caddie (one OIDC cache, one HTTP client): its routes, its retry
         // task and the engine's turn-finished hook all share it.
-        let caddie = config.caddie.clone().map(|c| Arc::new(Caddie::new(c, &public_base)));
+        let caddie = config.caddie.clone().map(|c| Arc::new(Caddie::new(c, &public_origin)));
         let on_turn_finished = caddie.as_ref().map(|caddie| {
             caddie::report::spawn_retries(caddie.clone(), pool.clone(), config.caddie_retry_every);
             Arc::new(caddie::report::StatusReporter { caddie: caddie.clone(), pool: pool.clone() })

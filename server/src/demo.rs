@@ -44,7 +44,14 @@ pub fn router(state: DemoState) -> Router {
 /// Creates the demo workspace once, then (every start) points its
 /// integration at this server's bistro host and allows this server's origin.
 pub async fn seed(state: &DemoState, loopback: SocketAddr) -> anyhow::Result<()> {
-    let origins = vec![state.public_origin.to_string(), format!("http://localhost:{}", loopback.port())];
+    // The page is served at the public origin, and on this machine also at
+    // the listen address (by IP and as localhost).
+    let mut origins = vec![state.public_origin.to_string()];
+    for local in [format!("http://{loopback}"), format!("http://localhost:{}", loopback.port())] {
+        if !origins.contains(&local) {
+            origins.push(local);
+        }
+    }
     if db::workspace(&state.pool, DEMO_WORKSPACE).await?.is_none() {
         // The demo's api key is never shown: it is not administered over the API.
         let api_key = hex::encode(random_bytes::<24>());

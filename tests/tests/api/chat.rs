@@ -175,3 +175,29 @@ async fn a_page_outside_allowed_origins_is_refused() {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["code"], "origin_not_allowed");
 }
+
+/// Behind a proxy the assistant answers at `CA_PUBLIC_URL`, not at its
+/// listen address: that is the widget frame's own origin, and the links
+/// the demo bistro hands out point there.
+#[tokio::test]
+async fn the_public_url_is_the_assistants_own_origin_behind_a_proxy() {
+    let public = "https://assistant.example";
+    let app = spawn_app(Db::Sqlite).env("CA_PUBLIC_URL", public).start().await;
+    let token = app.demo_token("u").await;
+    let turn = |origin: &'static str| {
+        app.client
+            .post(app.url("/v1/chat/turns"))
+            .bearer_auth(&token)
+            .header("origin", origin)
+            .json(&json!({"message": "show me the menu"}))
+            .send()
+    };
+
+    let from_frame = turn(public).await.unwrap();
+    assert_eq!(from_frame.status(), 200, "the widget frame's own calls are not a foreign origin");
+    let events = crate::helpers::parse_sse(&from_frame.text().await.unwrap());
+    let cards = &of(&events, "display")[0]["cards"];
+    assert!(cards[0]["url"].as_str().unwrap().starts_with("https://assistant.example/bistro/menu#"), "{cards}");
+
+    assert_eq!(turn("https://evil.example").await.unwrap().status(), 403);
+}
