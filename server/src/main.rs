@@ -5,7 +5,14 @@ use std::process::ExitCode;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    server::telemetry::init();
+    let format = match server::telemetry::LogFormat::parse(std::env::var("CA_LOG_FORMAT").ok().as_deref()) {
+        Ok(format) => format,
+        Err(error) => {
+            eprintln!("context-assistant: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    server::telemetry::init(format);
     let command = std::env::args().nth(1).unwrap_or_else(|| "serve".to_owned());
     if command != "serve" {
         eprintln!("context-assistant: unknown command `{command}`; the only command is `serve` (the default)");

@@ -24,7 +24,7 @@ const BENCH_ADMIN_TOKEN: &str = "bench-admin-token-of-at-least-32-characters";
 #[tokio::main]
 async fn main() {
     if std::env::var_os("RUST_LOG").is_some() {
-        server::telemetry::init();
+        server::telemetry::init(server::telemetry::LogFormat::Text);
     }
     let host = serve(
         axum::Router::new()
