@@ -15,6 +15,8 @@ test("behind a proxy at its public URL the widget opens, chats and applies", asy
 
   await bistro.ask("show me the menu");
   await expect(bistro.menu).toBeVisible();
+  // The reply is finished (the composer takes a new message only then).
+  await expect(bistro.lastReply.locator(".ca-md")).toContainText("Here is the menu");
   await expect(bistro.cards.first().getByRole("link")).toHaveAttribute("href", new RegExp(`^${publicURL}/bistro/menu#`));
 
   await bistro.ask("add two margheritas (no basil)");

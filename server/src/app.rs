@@ -187,17 +187,51 @@ impl Application {
         &self.state
     }
 
-    /// Serves until Ctrl-C or SIGTERM.
+    /// Serves until Ctrl-C or SIGTERM, then shuts down gracefully.
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
+        self.run_until(shutdown_signal()).await
+    }
+
+    /// Serves until `stop` completes. Then it accepts no new connection,
+    /// lets running turns finish for `CA_SHUTDOWN_GRACE_MS`, stops those
+    /// still running (each ends `cancelled` and is saved so: nothing is
+    /// left half-recorded; an action whose host call was under way is
+    /// settled by the sweep of interrupted executions), and returns once
+    /// their streams have closed.
+    pub async fn run_until(self, stop: impl std::future::Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
         // Streams write many small events: without TCP_NODELAY, Nagle's
         // algorithm and delayed ACKs hold each one back for tens of ms.
         let listener = self.listener.tap_io(|tcp| {
             let _ = tcp.set_nodelay(true);
         });
-        axum::serve(listener, self.router).with_graceful_shutdown(shutdown_signal()).await?;
+        let stopping = tokio_util::sync::CancellationToken::new();
+        let (turns, grace) = (self.state.api.turns.clone(), self.state.config.shutdown_grace);
+        let drain = tokio::spawn({
+            let stopping = stopping.clone();
+            let turns = turns.clone();
+            async move {
+                stop.await;
+                stopping.cancel();
+                tracing::info!(grace_ms = grace.as_millis() as u64, "shutting down: no new connections");
+                if !turns.wait_idle(grace).await {
+                    let stopped = turns.cancel_all();
+                    tracing::warn!(stopped, "shutting down: turns still running were stopped");
+                }
+            }
+        });
+        axum::serve(listener, self.router).with_graceful_shutdown(stopping.clone().cancelled_owned()).await?;
+        // No connection is left, but a turn whose browser went away may
+        // still run: it too finishes, or is stopped, and is saved.
+        let _ = drain.await;
+        if !turns.wait_idle(SAVE_STOPPED_TURNS).await {
+            tracing::error!("shutting down: stopped turns did not finish saving in time");
+        }
         Ok(())
     }
 }
+
+/// How long stopped turns get to save their end when shutting down.
+const SAVE_STOPPED_TURNS: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How often a replica running turns looks for stops asked of another one.
 const STOP_POLL: std::time::Duration = std::time::Duration::from_millis(300);

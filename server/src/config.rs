@@ -40,6 +40,9 @@ pub struct Config {
     pub caddie: Option<CaddieConfig>,
     /// `CA_CADDIE_RETRY_MS`: how often queued status reports are retried (default 5000).
     pub caddie_retry_every: Duration,
+    /// `CA_SHUTDOWN_GRACE_MS`: how long running turns may go on after a
+    /// SIGTERM before they are stopped (default 20000).
+    pub shutdown_grace: Duration,
 }
 
 /// Launched from the Caddie hub (caddie-tool-contract-ct1.md).
@@ -273,6 +276,7 @@ impl Config {
 
         Ok(Self {
             caddie_retry_every: Duration::from_millis(number("CA_CADDIE_RETRY_MS", 5000, 10)?),
+            shutdown_grace: Duration::from_millis(number("CA_SHUTDOWN_GRACE_MS", 20_000, 0)?),
             public_url,
             caddie,
             listen,

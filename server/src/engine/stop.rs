@@ -50,6 +50,28 @@ impl TurnRegistry {
         self.running.lock().expect("not poisoned").is_empty()
     }
 
+    /// Stops every turn running here (shutting down): each ends `cancelled`
+    /// and is saved as such.
+    pub fn cancel_all(&self) -> usize {
+        let running = self.running.lock().expect("not poisoned");
+        for turn in running.values() {
+            turn.cancel.cancel();
+        }
+        running.len()
+    }
+
+    /// Waits until no turn runs here, or `limit` has passed; true when idle.
+    pub async fn wait_idle(&self, limit: std::time::Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        while !self.is_idle() {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        true
+    }
+
     /// Cancels the turn if it runs here and belongs to this caller.
     pub fn stop(&self, turn_id: &str, workspace_id: &str, user: &str) -> bool {
         let running = self.running.lock().expect("not poisoned");

@@ -109,6 +109,9 @@ pub struct TestApp {
     /// What the server judges expiry by: `advance` it instead of sleeping.
     pub clock: server::clock::Clock,
     pub data_dir: tempfile::TempDir,
+    /// Asks the server to shut down (as SIGTERM would); dropped with the app.
+    stop: Mutex<Option<tokio::sync::oneshot::Sender<()>>>,
+    served: Mutex<Option<tokio::task::JoinHandle<anyhow::Result<()>>>>,
     _pg: Option<PgDatabase>,
 }
 
@@ -120,6 +123,17 @@ impl TestApp {
     /// An embed token for the demo workspace and user `sub`.
     pub async fn demo_token(&self, sub: &str) -> String {
         server::demo::mint_demo_token(&self.state.demo, sub).await.expect("demo workspace exists")
+    }
+
+    /// Shuts the server down as SIGTERM does; returns once it has stopped.
+    pub async fn shut_down(&self) {
+        if let Some(stop) = self.stop.lock().unwrap().take() {
+            let _ = stop.send(());
+        }
+        let served = self.served.lock().unwrap().take();
+        if let Some(served) = served {
+            served.await.expect("the server task ends").expect("the server shuts down cleanly");
+        }
     }
 
     /// `POST path` as `bearer`, with a JSON body.
@@ -204,8 +218,21 @@ impl AppBuilder {
         let app = Application::build_with_clock(config, clock.clone()).await.expect("the app starts");
         let address = app.address();
         let state = app.state().clone();
-        tokio::spawn(app.run_until_stopped());
-        TestApp { address, database_url, client: reqwest::Client::new(), state, clock, data_dir, _pg: pg }
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(app.run_until(async {
+            let _ = stopped.await;
+        }));
+        TestApp {
+            address,
+            database_url,
+            client: reqwest::Client::new(),
+            state,
+            clock,
+            data_dir,
+            stop: Mutex::new(Some(stop)),
+            served: Mutex::new(Some(served)),
+            _pg: pg,
+        }
     }
 }
 

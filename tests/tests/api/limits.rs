@@ -208,3 +208,33 @@ async fn a_stop_sent_to_another_replica_stops_the_turn() {
         .unwrap();
     assert_eq!(response.status(), 404);
 }
+
+/// SIGTERM: no new connection; a turn that ends within the grace period
+/// ends as usual, one still running after it is stopped — and either way
+/// its end is saved before the process exits.
+#[tokio::test]
+async fn shutting_down_lets_turns_finish_within_the_grace_period_and_stops_the_rest() {
+    let quick = HostSpec::new(task_tools()).delay(200);
+    let script = vec![Step::Call("lookup", json!({})), Step::Text("done")];
+    let rig = Rig::start(Db::Sqlite, quick, script, &[("CA_SHUTDOWN_GRACE_MS", "5000")]).await;
+    let turn = RunningTurn::start(&rig).await;
+    let (events, ()) = tokio::join!(turn.finish(), rig.app.shut_down());
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "completed", "inside the grace period");
+    assert!(rig.app.client.get(rig.app.url("/health")).send().await.is_err(), "no new connection");
+
+    let slow = HostSpec::new(task_tools()).delay(5000);
+    let rig =
+        Rig::start(Db::Sqlite, slow, vec![Step::Call("lookup", json!({}))], &[("CA_SHUTDOWN_GRACE_MS", "300")]).await;
+    let started = Instant::now();
+    let turn = RunningTurn::start(&rig).await;
+    let turn_id = turn.id.clone();
+    let (events, ()) = tokio::join!(turn.finish(), rig.app.shut_down());
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "cancelled", "past the grace period");
+    assert!(started.elapsed() < Duration::from_secs(4), "the grace period bounds the wait");
+    let (reason,): (Option<String>,) = sqlx::query_as("SELECT stop_reason FROM turns WHERE id = $1")
+        .bind(&turn_id)
+        .fetch_one(&rig.app.state.pool)
+        .await
+        .unwrap();
+    assert_eq!(reason.as_deref(), Some("cancelled"), "the stopped turn's end is saved");
+}
