@@ -198,3 +198,15 @@ test("a component of a kind the widget does not know shows nothing and breaks no
   await expect(host.lastReply).not.toContainText("onerror");
   expect(errors).toEqual([]);
 });
+
+test("a cross-origin-isolated host page (COEP require-corp) gets a working widget", async ({ page, request, baseURL }) => {
+  const ws = await taskWorkspace(request);
+  const host = new TaskHostPage(page, baseURL!);
+  await host.load(ws, "isolated_user", { isolated: "1" });
+  expect(await page.evaluate(() => self.crossOriginIsolated)).toBe(true);
+
+  await page.locator("button.ca-launcher").click();
+  await expect(host.input).toHaveAttribute("placeholder", "Type a message…");
+  await host.ask("hello");
+  await expect(host.lastReply).toContainText("offline demo model");
+});

@@ -27,13 +27,23 @@ pub fn router(state: EmbedState) -> Router {
     Router::new().route("/embed.js", get(loader)).route("/widget", get(widget_page)).with_state(state)
 }
 
+/// The loader. Any page may load it, also a cross-origin-isolated one
+/// (`Cross-Origin-Embedder-Policy: require-corp`), which blocks a script
+/// from another origin unless it says it may be embedded anywhere.
 async fn loader() -> Response {
     (
-        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8"), (header::CACHE_CONTROL, "public, max-age=300")],
+        [
+            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=300"),
+            (CROSS_ORIGIN_RESOURCE_POLICY, "cross-origin"),
+        ],
         LOADER_JS,
     )
         .into_response()
 }
+
+const CROSS_ORIGIN_RESOURCE_POLICY: header::HeaderName =
+    header::HeaderName::from_static("cross-origin-resource-policy");
 
 #[derive(Deserialize)]
 struct WidgetQuery {

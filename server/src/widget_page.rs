@@ -48,6 +48,19 @@ impl WidgetPages {
             Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
         }
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        // A cross-origin-isolated host (COEP require-corp) may frame only a
+        // document that is isolated too and consents to being embedded: the
+        // widget loads its own files from its origin and the cards' images
+        // without credentials (`credentialless`), and it is still framed
+        // only by the origins of `frame-ancestors`.
+        headers.insert(
+            header::HeaderName::from_static("cross-origin-embedder-policy"),
+            HeaderValue::from_static("credentialless"),
+        );
+        headers.insert(
+            header::HeaderName::from_static("cross-origin-resource-policy"),
+            HeaderValue::from_static("cross-origin"),
+        );
         response
     }
 }

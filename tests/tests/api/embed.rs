@@ -25,6 +25,7 @@ async fn the_loader_is_small_javascript() {
     let app = spawn_app(Db::Sqlite).start().await;
     let response = app.client.get(app.url("/embed.js")).send().await.unwrap();
     assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/javascript"));
+    assert_eq!(response.headers()["cross-origin-resource-policy"], "cross-origin");
     let js = response.text().await.unwrap();
     assert!(js.contains("postMessage") && js.contains("/widget?"));
     assert!(!js.contains("?token=") && !js.contains("&token="), "the token never travels in a URL");
@@ -49,6 +50,10 @@ async fn the_widget_page_may_be_framed_only_by_allowed_origins() {
     let csp = response.headers()["content-security-policy"].to_str().unwrap().to_owned();
     assert!(csp.contains(&format!("frame-ancestors 'self' http://{}", app.address)), "{csp}");
     assert!(csp.contains("script-src 'self' 'nonce-"), "{csp}");
+    // Isolated itself, and consenting to be framed by an isolated host (which
+    // frame-ancestors still limits to the workspace's origins).
+    assert_eq!(response.headers()["cross-origin-embedder-policy"], "credentialless");
+    assert_eq!(response.headers()["cross-origin-resource-policy"], "cross-origin");
     let html = response.text().await.unwrap();
     assert!(html.contains(r#"name="ca-boot""#), "{html}");
     assert!(html.contains("Demo model (offline)"));
