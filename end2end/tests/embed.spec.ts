@@ -210,3 +210,32 @@ test("a cross-origin-isolated host page (COEP require-corp) gets a working widge
   await host.ask("hello");
   await expect(host.lastReply).toContainText("offline demo model");
 });
+
+test("under a strict host CSP (no inline styles) the launcher floats, the panel opens at its size and the chat works", async ({ page, request, baseURL }) => {
+  const violations: string[] = [];
+  page.on("console", (m) => { if (/Content Security Policy/i.test(m.text())) violations.push(m.text()); });
+  const ws = await taskWorkspace(request);
+  const host = new TaskHostPage(page, baseURL!);
+  await host.load(ws, "strict_user", { strict: "1" });
+  await page.evaluate(() => {
+    (window as unknown as { violations: string[] }).violations = [];
+    document.addEventListener("securitypolicyviolation", (e) =>
+      (window as unknown as { violations: string[] }).violations.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+
+  const launcher = page.locator("button.ca-launcher");
+  await expect(launcher).toHaveCSS("position", "fixed");
+  await expect(launcher).toHaveCSS("width", "56px");
+  await launcher.click();
+  await expect(host.input).toHaveAttribute("placeholder", "Type a message…");
+  const frame = page.locator("iframe.ca-frame");
+  await expect(frame).toHaveCSS("position", "fixed");
+  const box = await frame.boundingBox();
+  expect(box?.width).toBe(400);
+  expect(box?.height).toBeGreaterThan(400);
+
+  await host.ask("hello");
+  await expect(host.lastReply).toContainText("offline demo model");
+  expect(await page.evaluate(() => (window as unknown as { violations: string[] }).violations)).toEqual([]);
+  expect(violations).toEqual([]);
+});

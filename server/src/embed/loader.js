@@ -21,7 +21,9 @@
       return fetch(opts.tokenUrl, { credentials: "same-origin" }).then(function (r) { return r.ok ? r.text() : null; });
     };
     function emit(type, detail) { (listeners[type] || []).forEach(function (f) { try { f(detail); } catch (e) {} }); }
-    function css(el, text) { el.setAttribute("style", text); return el; }
+    // Through the CSSOM, not a style attribute: a host page whose CSP has no
+    // 'unsafe-inline' in style-src refuses style attributes, not the CSSOM.
+    function css(el, text) { el.style.cssText = text; return el; }
     var button = css(document.createElement("button"),
       "position:fixed;right:20px;bottom:" + (20 + 72 * index) + "px;z-index:2147483000;width:56px;height:56px;" +
       "border-radius:28px;border:0;background:" + (opts.accent || "#1f6f5c") + ";color:#fff;cursor:pointer;" +
