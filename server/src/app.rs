@@ -18,6 +18,7 @@ use tower_http::trace::TraceLayer;
 use crate::api::{self, ApiState};
 use crate::bistro::{self, Bistro, BistroState};
 use crate::caddie::{self, Caddie, CaddieState};
+use crate::client_addr::{self, ClientAddr, TrustedProxies};
 use crate::clock::Clock;
 use crate::config::{Config, ModelConfig};
 use crate::crypto::Vault;
@@ -219,7 +220,8 @@ impl Application {
                 }
             }
         });
-        axum::serve(listener, self.router).with_graceful_shutdown(stopping.clone().cancelled_owned()).await?;
+        let service = self.router.into_make_service_with_connect_info::<SocketAddr>();
+        axum::serve(listener, service).with_graceful_shutdown(stopping.clone().cancelled_owned()).await?;
         // No connection is left, but a turn whose browser went away may
         // still run: it too finishes, or is stopped, and is saved.
         let _ = drain.await;
@@ -239,6 +241,7 @@ const STOP_POLL: std::time::Duration = std::time::Duration::from_millis(300);
 /// Every route of the server: each feature's router with its own state.
 pub fn router(state: AppState) -> Router {
     let site_root = state.config.site_root.clone();
+    let trusted = TrustedProxies::new(state.config.trusted_proxies.clone());
     // Without CADDIE_TOOL_SECRET the Caddie routes do not exist (404).
     let caddie = state.caddie.map_or_else(Router::new, caddie::router);
     Router::new()
@@ -261,8 +264,11 @@ pub fn router(state: AppState) -> Router {
         ))
         // The path only: query strings may carry tokens and never reach the log.
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<_>| {
-            tracing::info_span!("http", method = %request.method(), path = %request.uri().path())
+            let client = request.extensions().get::<ClientAddr>().map(|c| c.ip.to_string()).unwrap_or_default();
+            tracing::info_span!("http", method = %request.method(), path = %request.uri().path(), client_ip = %client)
         }))
+        // Outermost: who the client is, before the log line is begun.
+        .layer(axum::middleware::from_fn(move |request, next| client_addr::attach(trusted.clone(), request, next)))
 }
 
 /// `GET /ready`: `200` once the database answers with every migration of

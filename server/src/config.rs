@@ -40,6 +40,9 @@ pub struct Config {
     pub caddie: Option<CaddieConfig>,
     /// `CA_CADDIE_RETRY_MS`: how often queued status reports are retried (default 5000).
     pub caddie_retry_every: Duration,
+    /// `CA_TRUSTED_PROXIES`: the reverse proxies whose `X-Forwarded-For`
+    /// and `X-Forwarded-Proto` are believed (none by default).
+    pub trusted_proxies: Vec<ipnet::IpNet>,
     /// `CA_SHUTDOWN_GRACE_MS`: how long running turns may go on after a
     /// SIGTERM before they are stopped (default 20000).
     pub shutdown_grace: Duration,
@@ -277,6 +280,8 @@ impl Config {
         Ok(Self {
             caddie_retry_every: Duration::from_millis(number("CA_CADDIE_RETRY_MS", 5000, 10)?),
             shutdown_grace: Duration::from_millis(number("CA_SHUTDOWN_GRACE_MS", 20_000, 0)?),
+            trusted_proxies: parse_networks(&get("CA_TRUSTED_PROXIES").unwrap_or_default())
+                .map_err(|reason| bad("CA_TRUSTED_PROXIES", reason))?,
             public_url,
             caddie,
             listen,
@@ -295,6 +300,19 @@ impl Config {
             output_name: get("LEPTOS_OUTPUT_NAME").unwrap_or_else(|| "context-assistant".into()),
         })
     }
+}
+
+/// Addresses or networks, comma-separated (`127.0.0.1, 10.0.0.0/8, ::1`).
+pub fn parse_networks(raw: &str) -> Result<Vec<ipnet::IpNet>, String> {
+    raw.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            p.parse::<ipnet::IpNet>()
+                .or_else(|_| p.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                .map_err(|_| format!("`{p}` is not an address or a network like 10.0.0.0/8"))
+        })
+        .collect()
 }
 
 /// `scheme://host[:port]` of an absolute http(s) URL with nothing else.

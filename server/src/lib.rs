@@ -9,7 +9,7 @@
 //! 2. `api`, `caddie`, `bistro`, `demo`, `embed`: the HTTP edges, each
 //!    owning its router and taking only its own part of the state;
 //! 3. `engine`: the turn loop (knows no edge; `TurnFinished` tells who listens);
-//! 4. `host`, `llm`, `display`, `markdown`, `component`, `schema`,
+//! 4. `host`, `llm`, `display`, `markdown`, `component`, `schema`, `client_addr`,
 //!    `workspaces`, `widget_page`, `auth`, `http`, `precompress`: services;
 //! 5. `db` (every query), `config`, `crypto`, `secret`, `clock`, `ids`, `telemetry`.
 
@@ -18,6 +18,7 @@ pub mod app;
 pub mod auth;
 pub mod bistro;
 pub mod caddie;
+pub mod client_addr;
 pub mod clock;
 pub mod component;
 pub mod config;

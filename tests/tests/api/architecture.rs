@@ -22,6 +22,7 @@ const SERVER_LAYERS: &[(&str, &[&str])] = &[
             "markdown",
             "component",
             "schema",
+            "client_addr",
             "workspaces",
             "widget_page",
             "auth",
