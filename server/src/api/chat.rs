@@ -1,15 +1,14 @@
 //! Chat turns (assistant-api.md §3): `POST /v1/chat/turns` streams a turn
 //! as server-sent events; `POST /v1/turns/{id}/stop` cancels one.
 
-use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderName, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use futures::Stream;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 use widget::wire::TurnRequest;
@@ -35,7 +34,7 @@ async fn create_turn(
     State(state): State<ApiState>,
     caller: Caller,
     ApiJson(request): ApiJson<TurnRequest>,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+) -> Result<Response, ApiError> {
     let message = request.message.trim().to_owned();
     if message.is_empty() {
         return Err(ApiError::BadRequest("message must not be empty".into()));
@@ -60,13 +59,9 @@ async fn create_turn(
 }
 
 /// Runs a turn on its own task and streams its events; a heartbeat
-/// comment (`: ping`) keeps an idle stream open.
-pub fn stream_turn(
-    state: &ApiState,
-    caller: Caller,
-    conversation_id: String,
-    start: TurnStart,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>> + use<>> {
+/// comment (`: ping`) keeps an idle stream open, and `X-Accel-Buffering:
+/// no` keeps a buffering proxy (nginx) from holding events back.
+pub fn stream_turn(state: &ApiState, caller: Caller, conversation_id: String, start: TurnStart) -> Response {
     let turn_id = new_id("turn");
     let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
     let cancel = state.turns.start(&turn_id, &caller.workspace_id, &caller.external_user_id);
@@ -77,9 +72,11 @@ pub fn stream_turn(
         engine.run_turn(input, EventSink::new(sender), cancel).await;
         turns.finish(&turn_id);
     });
-    let events = UnboundedReceiverStream::new(receiver)
-        .map(|event| Ok(Event::default().event(event.kind().as_str()).data(event.data())));
-    Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)).text("ping"))
+    let events = UnboundedReceiverStream::new(receiver).map(|event| {
+        Ok::<_, std::convert::Infallible>(Event::default().event(event.kind().as_str()).data(event.data()))
+    });
+    let stream = Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)).text("ping"));
+    ([(HeaderName::from_static("x-accel-buffering"), "no")], stream).into_response()
 }
 
 /// Cancels a running turn of the caller's; it ends with `cancelled`.

@@ -168,6 +168,7 @@ impl TestApp {
         let response = self.post("/v1/chat/turns", token, &body).await;
         assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
         assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+        assert_eq!(response.headers()["x-accel-buffering"], "no", "a buffering proxy must pass events at once");
         parse_sse(&response.text().await.unwrap())
     }
 }
