@@ -1,0 +1,145 @@
+//! Conversations and their transcript: every message, in order.
+
+use sqlx::FromRow;
+use widget::wire::{DisplayCard, Role};
+
+use super::pool::Pool;
+use crate::ids::{new_id, now_ms};
+
+#[derive(Debug, Clone, FromRow)]
+pub struct ConversationRow {
+    pub id: String,
+    pub workspace_id: String,
+    pub external_user_id: String,
+    pub title: String,
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone, FromRow)]
+pub struct MessageRow {
+    pub id: String,
+    pub seq: i64,
+    #[sqlx(try_from = "String")]
+    pub role: Role,
+    pub content: String,
+    pub tool_calls: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub cards: Option<String>,
+    pub created_at: i64,
+}
+
+pub async fn create_conversation(
+    pool: &Pool,
+    workspace_id: &str,
+    external_user_id: &str,
+    title: &str,
+) -> anyhow::Result<String> {
+    let id = new_id("conv");
+    let now = now_ms();
+    sqlx::query(
+        "INSERT INTO conversations (id, workspace_id, external_user_id, title, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(&id)
+    .bind(workspace_id)
+    .bind(external_user_id)
+    .bind(title)
+    .bind(now)
+    .bind(now)
+    .execute(pool)
+    .await?;
+    Ok(id)
+}
+
+/// The conversation, only if it belongs to this workspace and user.
+pub async fn owned_conversation(
+    pool: &Pool,
+    id: &str,
+    workspace_id: &str,
+    external_user_id: &str,
+) -> anyhow::Result<Option<ConversationRow>> {
+    Ok(sqlx::query_as(
+        "SELECT id, workspace_id, external_user_id, title, updated_at FROM conversations
+         WHERE id = $1 AND workspace_id = $2 AND external_user_id = $3",
+    )
+    .bind(id)
+    .bind(workspace_id)
+    .bind(external_user_id)
+    .fetch_optional(pool)
+    .await?)
+}
+
+pub async fn list_conversations(
+    pool: &Pool,
+    workspace_id: &str,
+    external_user_id: &str,
+) -> anyhow::Result<Vec<ConversationRow>> {
+    Ok(sqlx::query_as(
+        "SELECT id, workspace_id, external_user_id, title, updated_at FROM conversations
+         WHERE workspace_id = $1 AND external_user_id = $2 ORDER BY updated_at DESC LIMIT 100",
+    )
+    .bind(workspace_id)
+    .bind(external_user_id)
+    .fetch_all(pool)
+    .await?)
+}
+
+pub async fn messages(pool: &Pool, conversation_id: &str) -> anyhow::Result<Vec<MessageRow>> {
+    Ok(sqlx::query_as(
+        "SELECT id, seq, role, content, tool_calls, tool_call_id, cards, created_at FROM messages
+         WHERE conversation_id = $1 ORDER BY seq",
+    )
+    .bind(conversation_id)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// A message to append to a conversation's transcript.
+#[derive(Debug)]
+pub struct NewMessage<'a> {
+    role: Role,
+    content: &'a str,
+    tool_calls: Option<String>,
+    tool_call_id: Option<&'a str>,
+    cards: Option<String>,
+}
+
+impl<'a> NewMessage<'a> {
+    /// A user's message, or an assistant's text.
+    pub fn new(role: Role, content: &'a str) -> Self {
+        Self { role, content, tool_calls: None, tool_call_id: None, cards: None }
+    }
+
+    /// The model's tool calls of this step (JSON), saved with its text.
+    pub fn with_tool_calls(mut self, calls_json: String) -> Self {
+        self.tool_calls = Some(calls_json);
+        self
+    }
+
+    /// The answer to tool call `call_id`, with the cards the user was shown.
+    pub fn tool_result(call_id: &'a str, content: &'a str, cards: &[DisplayCard]) -> Self {
+        let cards = (!cards.is_empty()).then(|| serde_json::to_string(cards).expect("cards serialize"));
+        Self { role: Role::Tool, content, tool_calls: None, tool_call_id: Some(call_id), cards }
+    }
+}
+
+/// Appends a message at the end of the transcript; returns its id. One
+/// statement (atomic on its own): the hot path of every turn.
+pub async fn append_message(pool: &Pool, conversation_id: &str, m: NewMessage<'_>) -> anyhow::Result<String> {
+    let id = new_id("msg");
+    sqlx::query(
+        "INSERT INTO messages (id, conversation_id, seq, role, content, tool_calls, tool_call_id, cards, created_at)
+         SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3, $4, $5, $6, $7, $8 FROM messages WHERE conversation_id = $2",
+    )
+    .bind(&id)
+    .bind(conversation_id)
+    .bind(m.role.as_str())
+    .bind(m.content)
+    .bind(m.tool_calls)
+    .bind(m.tool_call_id)
+    .bind(m.cards)
+    .bind(now_ms())
+    .execute(pool)
+    .await?;
+    Ok(id)
+}

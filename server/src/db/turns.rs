@@ -1,0 +1,67 @@
+//! Turns: when each started and ended, why, and stop requests that any
+//! replica can see.
+
+use widget::wire::StopReason;
+
+use super::pool::Pool;
+use crate::ids::now_ms;
+
+/// Records a turn's start; the conversation counts as updated now.
+pub async fn start_turn(pool: &Pool, turn_id: &str, conversation_id: &str) -> anyhow::Result<()> {
+    let now = now_ms();
+    sqlx::query("INSERT INTO turns (id, conversation_id, started_at) VALUES ($1, $2, $3)")
+        .bind(turn_id)
+        .bind(conversation_id)
+        .bind(now)
+        .execute(pool)
+        .await?;
+    sqlx::query("UPDATE conversations SET updated_at = $1 WHERE id = $2")
+        .bind(now)
+        .bind(conversation_id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// Asks for a running turn of this workspace and user to stop, whichever
+/// replica runs it; false when there is no such running turn.
+pub async fn request_stop(pool: &Pool, turn_id: &str, workspace_id: &str, user: &str) -> anyhow::Result<bool> {
+    let updated = sqlx::query(
+        "UPDATE turns SET stop_requested = 1 WHERE id = $1 AND finished_at IS NULL AND conversation_id IN
+           (SELECT id FROM conversations WHERE workspace_id = $2 AND external_user_id = $3)",
+    )
+    .bind(turn_id)
+    .bind(workspace_id)
+    .bind(user)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(updated > 0)
+}
+
+/// Running turns someone asked to stop.
+pub async fn stop_requests(pool: &Pool) -> anyhow::Result<Vec<String>> {
+    let rows: Vec<(String,)> =
+        sqlx::query_as("SELECT id FROM turns WHERE stop_requested = 1 AND finished_at IS NULL LIMIT 500")
+            .fetch_all(pool)
+            .await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
+pub async fn finish_turn(
+    pool: &Pool,
+    turn_id: &str,
+    stop_reason: StopReason,
+    iterations: u32,
+    tokens: u64,
+) -> anyhow::Result<()> {
+    sqlx::query("UPDATE turns SET stop_reason = $1, iterations = $2, tokens = $3, finished_at = $4 WHERE id = $5")
+        .bind(stop_reason.as_str())
+        .bind(i64::from(iterations))
+        .bind(tokens as i64)
+        .bind(now_ms())
+        .bind(turn_id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}

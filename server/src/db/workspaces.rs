@@ -1,0 +1,139 @@
+//! Workspaces and their integration (the connected tool host).
+
+use sqlx::FromRow;
+
+use super::pool::Pool;
+use crate::ids::now_ms;
+
+#[derive(Debug, Clone, FromRow)]
+pub struct WorkspaceRow {
+    pub id: String,
+    pub name: String,
+    pub allowed_origins: String,
+    pub embed_secret_enc: String,
+}
+
+impl WorkspaceRow {
+    pub fn allowed_origins(&self) -> Vec<String> {
+        serde_json::from_str(&self.allowed_origins).unwrap_or_default()
+    }
+}
+
+#[derive(Debug, Clone, FromRow)]
+pub struct IntegrationRow {
+    pub workspace_id: String,
+    pub provider: String,
+    pub base_url: String,
+    pub secret_enc: String,
+    pub allowed_tools: String,
+    pub builtin: i64,
+}
+
+impl IntegrationRow {
+    pub fn allowed_tools(&self) -> Vec<String> {
+        serde_json::from_str(&self.allowed_tools).unwrap_or_default()
+    }
+}
+
+/// A new workspace as it is written.
+pub struct NewWorkspace<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    pub allowed_origins: &'a [String],
+    pub api_key_hash: &'a str,
+    pub embed_secret_enc: &'a str,
+}
+
+pub async fn insert_workspace(pool: &Pool, w: NewWorkspace<'_>) -> anyhow::Result<()> {
+    sqlx::query(
+        "INSERT INTO workspaces (id, name, allowed_origins, api_key_hash, embed_secret_enc, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(w.id)
+    .bind(w.name)
+    .bind(serde_json::to_string(w.allowed_origins)?)
+    .bind(w.api_key_hash)
+    .bind(w.embed_secret_enc)
+    .bind(now_ms())
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+pub async fn set_workspace_origins(pool: &Pool, id: &str, origins: &[String]) -> anyhow::Result<()> {
+    sqlx::query("UPDATE workspaces SET allowed_origins = $1 WHERE id = $2")
+        .bind(serde_json::to_string(origins)?)
+        .bind(id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+pub async fn workspace(pool: &Pool, id: &str) -> anyhow::Result<Option<WorkspaceRow>> {
+    Ok(sqlx::query_as("SELECT id, name, allowed_origins, embed_secret_enc FROM workspaces WHERE id = $1")
+        .bind(id)
+        .fetch_optional(pool)
+        .await?)
+}
+
+pub async fn workspace_by_api_key_hash(pool: &Pool, hash: &str) -> anyhow::Result<Option<WorkspaceRow>> {
+    Ok(sqlx::query_as("SELECT id, name, allowed_origins, embed_secret_enc FROM workspaces WHERE api_key_hash = $1")
+        .bind(hash)
+        .fetch_optional(pool)
+        .await?)
+}
+
+/// A new or replacing integration.
+pub struct NewIntegration<'a> {
+    pub workspace_id: &'a str,
+    pub provider: &'a str,
+    pub base_url: &'a str,
+    pub secret_enc: &'a str,
+    pub allowed_tools: &'a [String],
+    pub builtin: bool,
+}
+
+/// Connects (or re-connects, replacing) an integration.
+pub async fn upsert_integration(pool: &Pool, i: NewIntegration<'_>) -> anyhow::Result<()> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("DELETE FROM integrations WHERE workspace_id = $1 AND provider = $2")
+        .bind(i.workspace_id)
+        .bind(i.provider)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(
+        "INSERT INTO integrations (workspace_id, provider, base_url, secret_enc, allowed_tools, builtin, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(i.workspace_id)
+    .bind(i.provider)
+    .bind(i.base_url)
+    .bind(i.secret_enc)
+    .bind(serde_json::to_string(i.allowed_tools)?)
+    .bind(i64::from(i.builtin))
+    .bind(now_ms())
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Removes an integration; true when there was one.
+pub async fn delete_integration(pool: &Pool, workspace_id: &str, provider: &str) -> anyhow::Result<bool> {
+    let done = sqlx::query("DELETE FROM integrations WHERE workspace_id = $1 AND provider = $2")
+        .bind(workspace_id)
+        .bind(provider)
+        .execute(pool)
+        .await?;
+    Ok(done.rows_affected() > 0)
+}
+
+pub async fn integration(pool: &Pool, workspace_id: &str) -> anyhow::Result<Option<IntegrationRow>> {
+    Ok(sqlx::query_as(
+        "SELECT workspace_id, provider, base_url, secret_enc, allowed_tools, builtin
+         FROM integrations WHERE workspace_id = $1 ORDER BY created_at DESC LIMIT 1",
+    )
+    .bind(workspace_id)
+    .fetch_optional(pool)
+    .await?)
+}
