@@ -3,6 +3,7 @@
 //! interactively on `login_required`; logging out sets an opt-out cookie so
 //! the next sign-in is an explicit one.
 
+use axum::Extension;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, header};
 use axum::response::Response;
@@ -14,6 +15,7 @@ use super::pages;
 use super::state::{
     Caddie, CaddieState, OPTOUT_COOKIE, SESSION_COOKIE, STATE_COOKIE, cookie_value, safe_next, see_other, urlencode,
 };
+use crate::client_addr::ClientAddr;
 use crate::db::caddie as store;
 
 #[derive(Deserialize)]
@@ -28,10 +30,12 @@ pub(super) struct LoginQuery {
 /// user opted out of the silent probe by logging out.
 pub(super) async fn start_login(
     State(state): State<CaddieState>,
+    client: Option<Extension<ClientAddr>>,
     headers: HeaderMap,
     Query(q): Query<LoginQuery>,
 ) -> Result<Response, CaddieError> {
     let caddie = &state.caddie;
+    let secure = caddie.secure_for(client.as_deref());
     let Some(next) = q.next.as_deref().and_then(safe_next) else {
         return Ok(pages::invalid_link(&caddie.config.hub_origin));
     };
@@ -43,7 +47,7 @@ pub(super) async fn start_login(
     } else {
         Prompt::Silent
     };
-    start_sign_in(&state, caddie, next, prompt).await
+    start_sign_in(&state, caddie, next, prompt, secure).await
 }
 
 /// How the IdP is asked.
@@ -61,6 +65,7 @@ async fn start_sign_in(
     caddie: &Caddie,
     next: &str,
     prompt: Prompt,
+    secure: bool,
 ) -> Result<Response, CaddieError> {
     let interactive = prompt != Prompt::Silent;
     let flow = FlowSecrets::new();
@@ -79,7 +84,7 @@ async fn start_sign_in(
     };
     let mut response = see_other(url.as_str());
     // Binds the flow to this browser: a callback from another one is refused.
-    response.headers_mut().append(header::SET_COOKIE, caddie.cookie(STATE_COOKIE, &flow.state, 600));
+    response.headers_mut().append(header::SET_COOKIE, caddie.cookie(STATE_COOKIE, &flow.state, 600, secure));
     Ok(response)
 }
 
@@ -94,10 +99,12 @@ pub(super) struct CallbackQuery {
 /// silent probe (then the interactive login, as a top-level page).
 pub(super) async fn finish_login(
     State(state): State<CaddieState>,
+    client: Option<Extension<ClientAddr>>,
     headers: HeaderMap,
     Query(q): Query<CallbackQuery>,
 ) -> Result<Response, CaddieError> {
     let caddie = &state.caddie;
+    let secure = caddie.secure_for(client.as_deref());
     let Some(flow_state) = q.state.filter(|s| s.len() <= 128) else {
         return Ok(pages::invalid_link(&caddie.config.hub_origin));
     };
@@ -116,7 +123,7 @@ pub(super) async fn finish_login(
             "login_required" | "interaction_required" | "consent_required" | "account_selection_required"
         );
         if needs_interaction && flow.interactive == 0 {
-            return start_sign_in(&state, caddie, &flow.next_path, Prompt::Interactive).await;
+            return start_sign_in(&state, caddie, &flow.next_path, Prompt::Interactive, secure).await;
         }
         tracing::info!(error = %error.chars().take(64).collect::<String>(), "caddie: the provider refused the sign-in");
         return Ok(pages::sign_in_failed(&retry));
@@ -135,9 +142,9 @@ pub(super) async fn finish_login(
     tracing::info!("caddie: signed in");
     let mut response = see_other(&flow.next_path);
     let headers = response.headers_mut();
-    headers.append(header::SET_COOKIE, caddie.cookie(SESSION_COOKIE, &token, store::SESSION_TTL_MS / 1000));
-    headers.append(header::SET_COOKIE, caddie.cookie(STATE_COOKIE, "", 0));
-    headers.append(header::SET_COOKIE, caddie.cookie(OPTOUT_COOKIE, "", 0));
+    headers.append(header::SET_COOKIE, caddie.cookie(SESSION_COOKIE, &token, store::SESSION_TTL_MS / 1000, secure));
+    headers.append(header::SET_COOKIE, caddie.cookie(STATE_COOKIE, "", 0, secure));
+    headers.append(header::SET_COOKIE, caddie.cookie(OPTOUT_COOKIE, "", 0, secure));
     Ok(response)
 }
 
@@ -145,10 +152,12 @@ pub(super) async fn finish_login(
 /// explicit one; `next` (a sign-in URL of ours) switches accounts.
 pub(super) async fn log_out(
     State(state): State<CaddieState>,
+    client: Option<Extension<ClientAddr>>,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, CaddieError> {
     let caddie = &state.caddie;
+    let secure = caddie.secure_for(client.as_deref());
     if let Some(token) = cookie_value(&headers, SESSION_COOKIE) {
         store::delete_session(&state.pool, &token).await?;
     }
@@ -161,7 +170,7 @@ pub(super) async fn log_out(
         None => pages::signed_out(&caddie.config.hub_origin),
     };
     let headers = response.headers_mut();
-    headers.append(header::SET_COOKIE, caddie.cookie(SESSION_COOKIE, "", 0));
-    headers.append(header::SET_COOKIE, caddie.cookie(OPTOUT_COOKIE, "1", 365 * 24 * 3600));
+    headers.append(header::SET_COOKIE, caddie.cookie(SESSION_COOKIE, "", 0, secure));
+    headers.append(header::SET_COOKIE, caddie.cookie(OPTOUT_COOKIE, "1", 365 * 24 * 3600, secure));
     Ok(response)
 }

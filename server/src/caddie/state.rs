@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use super::keys::Keys;
 use super::oidc::Oidc;
 use super::{pages, signed, token};
+use crate::client_addr::ClientAddr;
 use crate::config::CaddieConfig;
 use crate::crypto::Vault;
 use crate::db::Pool;
@@ -59,8 +60,14 @@ impl Caddie {
         request
     }
 
-    pub(super) fn cookie(&self, name: &str, value: &str, max_age_secs: i64) -> HeaderValue {
-        let secure = if self.secure_cookies { "; Secure" } else { "" };
+    /// Whether this request's cookies are `Secure`: the public URL is
+    /// https, or a trusted proxy says the browser came over https.
+    pub(super) fn secure_for(&self, client: Option<&ClientAddr>) -> bool {
+        self.secure_cookies || client.is_some_and(|c| c.https)
+    }
+
+    pub(super) fn cookie(&self, name: &str, value: &str, max_age_secs: i64, secure: bool) -> HeaderValue {
+        let secure = if secure { "; Secure" } else { "" };
         HeaderValue::from_str(&format!(
             "{name}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age_secs}{secure}"
         ))

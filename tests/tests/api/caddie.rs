@@ -989,3 +989,33 @@ async fn without_caddie_configuration_the_routes_do_not_exist() {
         assert_eq!(response.status(), 404, "{path}");
     }
 }
+
+/// Session cookies are `Secure` when the browser came over https: the
+/// public URL says so, or a trusted proxy's `X-Forwarded-Proto` does.
+/// Anyone else's `X-Forwarded-Proto` is not believed.
+#[tokio::test]
+async fn cookies_are_secure_over_https_as_the_public_url_or_a_trusted_proxy_says() {
+    async fn logout_cookies(rig: &Rig, proto: Option<&str>) -> Vec<String> {
+        let mut request = rig.app.client.post(rig.app.url("/caddie/logout"));
+        if let Some(proto) = proto {
+            request = request.header("x-forwarded-proto", proto);
+        }
+        let response = request.send().await.unwrap();
+        let cookies: Vec<String> =
+            response.headers().get_all("set-cookie").iter().map(|v| v.to_str().unwrap().to_owned()).collect();
+        assert!(!cookies.is_empty(), "logout sets its cookies");
+        cookies
+    }
+    let secure = |cookies: &[String]| cookies.iter().all(|c| c.ends_with("; Secure"));
+
+    let behind_proxy = Rig::start_with(Db::Sqlite, &["alice"], &[("CA_TRUSTED_PROXIES", "127.0.0.1, ::1")]).await;
+    assert!(secure(&logout_cookies(&behind_proxy, Some("https")).await), "the trusted proxy says https");
+    assert!(!secure(&logout_cookies(&behind_proxy, Some("http")).await));
+    assert!(!secure(&logout_cookies(&behind_proxy, None).await));
+
+    let no_proxy = Rig::start(Db::Sqlite, &["alice"]).await;
+    assert!(!secure(&logout_cookies(&no_proxy, Some("https")).await), "an untrusted peer's header is ignored");
+
+    let https = Rig::start_with(Db::Sqlite, &["alice"], &[("CA_PUBLIC_URL", "https://assistant.example")]).await;
+    assert!(secure(&logout_cookies(&https, None).await), "the public URL is https");
+}
