@@ -16,6 +16,18 @@ const proxiedPort = process.env.E2E_PROXIED_PORT ?? "3213";
 const proxyPort = process.env.E2E_PROXY_PORT ?? "3214";
 const publicURL = `http://localhost:${proxyPort}`;
 const server = process.env.CA_SERVER_BIN;
+
+/** The environment of an assistant under test on `port`, with its own data directory. */
+function assistantEnv(port: string, extra: Record<string, string>): Record<string, string> {
+  return {
+    LEPTOS_SITE_ADDR: `127.0.0.1:${port}`,
+    LEPTOS_SITE_ROOT: process.env.LEPTOS_SITE_ROOT ?? "../target/site",
+    LEPTOS_OUTPUT_NAME: "context-assistant",
+    CA_DATA_DIR: mkdtempSync(join(tmpdir(), "ca-e2e-")),
+    RUST_LOG: "warn",
+    ...extra,
+  };
+}
 if (!server) throw new Error("CA_SERVER_BIN is not set: run the suite with ./dev e2e");
 
 export default defineConfig({
@@ -52,15 +64,10 @@ export default defineConfig({
       timeout: 60_000,
       stdout: "pipe",
       stderr: "pipe",
-      env: {
-        LEPTOS_SITE_ADDR: `127.0.0.1:${port}`,
-        LEPTOS_SITE_ROOT: process.env.LEPTOS_SITE_ROOT ?? "../target/site",
-        LEPTOS_OUTPUT_NAME: "context-assistant",
-        CA_DATA_DIR: mkdtempSync(join(tmpdir(), "ca-e2e-")),
+      env: assistantEnv(port, {
         // The task host of fixtures/ lives on loopback, and the tests make its workspace.
         CA_ALLOW_PRIVATE_TOOL_HOSTS: "1",
         CA_ADMIN_TOKEN: "e2e-admin-token-of-at-least-32-characters",
-        RUST_LOG: "warn",
         // Launched from the stub Caddie hub of fixtures/caddie-hub.mjs, which is also the IdP.
         CADDIE_TOOL_SECRET: "e2e-caddie-secret",
         CADDIE_TOOL_SLUG: "assistant",
@@ -68,7 +75,7 @@ export default defineConfig({
         OIDC_ISSUER: `${caddieHub}/idp`,
         OIDC_CLIENT_ID: "assistant-e2e",
         OIDC_CLIENT_SECRET: "assistant-e2e-secret",
-      },
+      }),
     },
     {
       command: "node fixtures/task-host.mjs",
@@ -91,14 +98,7 @@ export default defineConfig({
       timeout: 60_000,
       stdout: "pipe",
       stderr: "pipe",
-      env: {
-        LEPTOS_SITE_ADDR: `127.0.0.1:${proxiedPort}`,
-        LEPTOS_SITE_ROOT: process.env.LEPTOS_SITE_ROOT ?? "../target/site",
-        LEPTOS_OUTPUT_NAME: "context-assistant",
-        CA_DATA_DIR: mkdtempSync(join(tmpdir(), "ca-e2e-proxied-")),
-        CA_PUBLIC_URL: publicURL,
-        RUST_LOG: "warn",
-      },
+      env: assistantEnv(proxiedPort, { CA_PUBLIC_URL: publicURL }),
     },
     {
       command: "node fixtures/proxy.mjs",

@@ -119,15 +119,28 @@ pub(super) async fn get_context(
     Json(json!({ "restaurant": "Acme Bistro", "currency": "USD", "page": "menu", "cart": cart })).into_response()
 }
 
+/// A tool call as the contract sends it, from a caller holding the secret;
+/// else the status and message to refuse it with.
+fn authorized_call(
+    state: &BistroState,
+    headers: &HeaderMap,
+    body: Option<Json<ToolCall>>,
+) -> Result<ToolCall, (StatusCode, &'static str)> {
+    if !authorized(state, headers) {
+        return Err((StatusCode::UNAUTHORIZED, "bad secret"));
+    }
+    body.map(|Json(call)| call).ok_or((StatusCode::BAD_REQUEST, "body must be a tool call"))
+}
+
 pub(super) async fn preview_tool(
     State(state): State<BistroState>,
     headers: HeaderMap,
     body: Option<Json<ToolCall>>,
 ) -> Response {
-    if !authorized(&state, &headers) {
-        return error(StatusCode::UNAUTHORIZED, "bad secret");
-    }
-    let Some(Json(call)) = body else { return error(StatusCode::BAD_REQUEST, "body must be a tool call") };
+    let call = match authorized_call(&state, &headers, body) {
+        Ok(call) => call,
+        Err((status, message)) => return error(status, message),
+    };
     match tools::preview(&state, &call.tool, &call.arguments, call.execution.customer_key()).await {
         Ok(preview) => Json(json!({ "preview": preview })).into_response(),
         Err(e) => e.into_response(),
@@ -139,10 +152,10 @@ pub(super) async fn execute_tool(
     headers: HeaderMap,
     body: Option<Json<ToolCall>>,
 ) -> Response {
-    if !authorized(&state, &headers) {
-        return error(StatusCode::UNAUTHORIZED, "bad secret");
-    }
-    let Some(Json(call)) = body else { return error(StatusCode::BAD_REQUEST, "body must be a tool call") };
+    let call = match authorized_call(&state, &headers, body) {
+        Ok(call) => call,
+        Err((status, message)) => return error(status, message),
+    };
     match tools::execute(&state, &call.tool, &call.arguments, call.execution.customer_key()).await {
         Ok(output) => Json(json!({ "output": output })).into_response(),
         Err(e) => e.into_response(),
