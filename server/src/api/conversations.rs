@@ -107,9 +107,10 @@ async fn get_conversation(
     for m in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
         m.html = Some(crate::markdown::render(&m.text));
     }
+    let now = state.clock.now_ms();
     let pending_action = match actions::open_in_conversation(&state.pool, &conversation.id).await? {
-        Some(action) if action.is_expired(state.clock.now_ms()) => {
-            actions::expire(&state.pool, &action.id, state.clock.now_ms()).await?;
+        Some(action) if action.is_expired(now) => {
+            actions::expire(&state.pool, &action.id, now).await?;
             None
         }
         Some(action) => Some(pending_action(&action)),
