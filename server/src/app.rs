@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use axum::Router;
 use axum::http::{HeaderValue, Request, header};
-use axum::routing::{get, post};
+use axum::routing::post;
 use axum::serve::ListenerExt;
 use leptos::config::{Env, LeptosOptions};
 use tokio::net::TcpListener;
@@ -29,6 +29,7 @@ use crate::engine::stop::TurnRegistry;
 use crate::engine::{Engine, TurnFinished};
 use crate::host::HostClient;
 use crate::llm::Model;
+use crate::ops::{self, OpsState};
 use crate::widget_page::WidgetPages;
 use crate::workspaces::Workspaces;
 
@@ -43,6 +44,7 @@ pub struct AppState {
     pub api: ApiState,
     pub demo: DemoState,
     pub embed: EmbedState,
+    pub ops: OpsState,
     /// The Caddie tool side, when configured (`CADDIE_TOOL_SECRET`).
     pub caddie: Option<CaddieState>,
 }
@@ -50,6 +52,8 @@ pub struct AppState {
 /// A bound, ready server.
 pub struct Application {
     listener: TcpListener,
+    /// `CA_METRICS_ADDR`'s listener, serving only `/metrics`.
+    metrics_listener: Option<TcpListener>,
     router: Router,
     address: SocketAddr,
     state: AppState,
@@ -75,6 +79,15 @@ impl Application {
             .await
             .with_context(|| format!("invalid LEPTOS_SITE_ADDR: cannot listen on {}", config.listen))?;
         let address = listener.local_addr()?;
+        let metrics_listener = match config.metrics_listen {
+            None => None,
+            Some(at) => Some(
+                TcpListener::bind(at)
+                    .await
+                    .with_context(|| format!("invalid CA_METRICS_ADDR: cannot listen on {at}"))?,
+            ),
+        };
+        crate::metrics::handle();
         // The server reaches itself (demo model, bistro host) over loopback.
         let loopback = if address.ip().is_unspecified() {
             SocketAddr::from((Ipv4Addr::LOCALHOST, address.port()))
@@ -148,9 +161,10 @@ impl Application {
                 admin_token: config.admin_token.clone(),
                 allow_private_tool_hosts: config.allow_private_tool_hosts,
                 public_origin: public_origin.clone(),
-                clock,
+                clock: clock.clone(),
                 component_calls: Default::default(),
             },
+            ops: OpsState { pool: pool.clone(), clock, metrics_token: config.metrics_token.clone() },
             demo: DemoState {
                 pool: pool.clone(),
                 vault: vault.clone(),
@@ -175,12 +189,17 @@ impl Application {
             demo::seed(&state.demo, loopback).await.context("cannot set up the demo workspace")?;
         }
         let router = router(state.clone());
-        Ok(Self { listener, router, address, state })
+        Ok(Self { listener, metrics_listener, router, address, state })
     }
 
     /// The address actually listened on (port 0 resolved).
     pub fn address(&self) -> SocketAddr {
         self.address
+    }
+
+    /// The address `/metrics` listens on separately (`CA_METRICS_ADDR`).
+    pub fn metrics_address(&self) -> Option<SocketAddr> {
+        self.metrics_listener.as_ref().and_then(|l| l.local_addr().ok())
     }
 
     /// The shared state (tests read the database and vault through it).
@@ -220,6 +239,16 @@ impl Application {
                 }
             }
         });
+        if let Some(listener) = self.metrics_listener {
+            let metrics = ops::metrics_router(self.state.ops.clone());
+            let stopping = stopping.clone();
+            tokio::spawn(async move {
+                let served = axum::serve(listener, metrics).with_graceful_shutdown(stopping.cancelled_owned()).await;
+                if let Err(error) = served {
+                    tracing::error!(%error, "the metrics listener failed");
+                }
+            });
+        }
         let service = self.router.into_make_service_with_connect_info::<SocketAddr>();
         axum::serve(listener, service).with_graceful_shutdown(stopping.clone().cancelled_owned()).await?;
         // No connection is left, but a turn whose browser went away may
@@ -250,9 +279,8 @@ pub fn router(state: AppState) -> Router {
         .merge(bistro::router(BistroState { pool: state.pool.clone(), bistro: state.bistro }))
         .merge(embed::router(state.embed))
         .merge(demo::router(state.demo))
+        .merge(ops::router(state.ops))
         .route("/demo-model/v1/chat/completions", post(crate::llm::demo::chat_completions))
-        .route("/health", get(|| async { "ok" }))
-        .route("/ready", get(move || ready(state.pool.clone())))
         .fallback_service(ServeDir::new(site_root).precompressed_br().precompressed_gzip())
         .layer(SetResponseHeaderLayer::if_not_present(
             header::X_CONTENT_TYPE_OPTIONS,
@@ -269,20 +297,6 @@ pub fn router(state: AppState) -> Router {
         }))
         // Outermost: who the client is, before the log line is begun.
         .layer(axum::middleware::from_fn(move |request, next| client_addr::attach(trusted.clone(), request, next)))
-}
-
-/// `GET /ready`: `200` once the database answers with every migration of
-/// this build applied, else `503` (the cause is logged, never shown).
-async fn ready(pool: Pool) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    match db::check_ready(&pool).await {
-        Ok(()) => axum::Json(serde_json::json!({ "status": "ready" })).into_response(),
-        Err(error) => {
-            tracing::warn!(%error, "not ready");
-            let body = serde_json::json!({ "error": "not ready to serve yet", "code": "not_ready" });
-            (axum::http::StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response()
-        }
-    }
 }
 
 async fn shutdown_signal() {

@@ -46,6 +46,13 @@ pub struct Config {
     /// `CA_SHUTDOWN_GRACE_MS`: how long running turns may go on after a
     /// SIGTERM before they are stopped (default 20000).
     pub shutdown_grace: Duration,
+    /// `CA_METRICS_TOKEN`: `/metrics` on the main listener asks for this
+    /// bearer (at least 32 characters); without it there is no `/metrics`
+    /// there.
+    pub metrics_token: Option<Secret>,
+    /// `CA_METRICS_ADDR`: a separate listen address serving `/metrics`
+    /// (a private interface the scraper reaches; the token too, if set).
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// Launched from the Caddie hub (caddie-tool-contract-ct1.md).
@@ -236,6 +243,20 @@ impl Config {
                 format!("must be at least {MIN_ADMIN_TOKEN_CHARS} characters (for example `openssl rand -hex 24`)"),
             ));
         }
+        let metrics_token = get("CA_METRICS_TOKEN").map(Secret::new);
+        if metrics_token.as_ref().is_some_and(|t| t.expose().chars().count() < MIN_ADMIN_TOKEN_CHARS) {
+            return Err(bad(
+                "CA_METRICS_TOKEN",
+                format!("must be at least {MIN_ADMIN_TOKEN_CHARS} characters (for example `openssl rand -hex 24`)"),
+            ));
+        }
+        let metrics_listen = match get("CA_METRICS_ADDR") {
+            None => None,
+            Some(raw) => Some(
+                raw.parse::<SocketAddr>()
+                    .map_err(|_| bad("CA_METRICS_ADDR", format!("`{raw}` is not an address like 127.0.0.1:9464")))?,
+            ),
+        };
         // The demo page mints tokens for anyone: with a real model it would
         // spend the operator's key, so it is off unless asked for.
         let demo = flag("CA_DEMO", matches!(model, ModelConfig::Demo))?;
@@ -284,6 +305,8 @@ impl Config {
                 .map_err(|reason| bad("CA_TRUSTED_PROXIES", reason))?,
             public_url,
             caddie,
+            metrics_token,
+            metrics_listen,
             listen,
             data_dir,
             database_url,

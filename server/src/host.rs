@@ -230,7 +230,7 @@ impl HostClient {
             .ok_or_else(|| HostError::Invalid("execute answer has no `output`".into()))
     }
 
-    async fn get(&self, target: &HostTarget, path: &str, scope: &ExecutionScope) -> Result<Value, HostError> {
+    async fn get(&self, target: &HostTarget, path: &'static str, scope: &ExecutionScope) -> Result<Value, HostError> {
         let mut url = endpoint(&target.base_url, path);
         {
             let mut q = url.query_pairs_mut();
@@ -241,13 +241,13 @@ impl HostClient {
             }
             q.append_pair("requestId", &scope.request_id);
         }
-        self.send(self.client_for(target)?.get(url).bearer_auth(target.secret.expose())).await
+        self.send(path, self.client_for(target)?.get(url).bearer_auth(target.secret.expose())).await
     }
 
     async fn post(
         &self,
         target: &HostTarget,
-        path: &str,
+        path: &'static str,
         tool: &str,
         call_id: &str,
         arguments: &Value,
@@ -255,10 +255,18 @@ impl HostClient {
     ) -> Result<Value, HostError> {
         let url = endpoint(&target.base_url, path);
         let body = ToolCallBody { tool, call_id, arguments, execution: scope };
-        self.send(self.client_for(target)?.post(url).bearer_auth(target.secret.expose()).json(&body)).await
+        self.send(path, self.client_for(target)?.post(url).bearer_auth(target.secret.expose()).json(&body)).await
     }
 
-    async fn send(&self, request: reqwest::RequestBuilder) -> Result<Value, HostError> {
+    /// Sends a request to the host's `endpoint`, timed (metrics).
+    async fn send(&self, endpoint: &'static str, request: reqwest::RequestBuilder) -> Result<Value, HostError> {
+        let started = std::time::Instant::now();
+        let answer = self.answer(request).await;
+        crate::metrics::host_request(endpoint, started.elapsed(), answer.is_ok());
+        answer
+    }
+
+    async fn answer(&self, request: reqwest::RequestBuilder) -> Result<Value, HostError> {
         let timeout = self.timeout;
         let call = async {
             let response = request.send().await.map_err(|e| HostError::Unreachable(error_chain(&e)))?;

@@ -95,7 +95,12 @@ fn json_rejection_message(rejection: &JsonRejection) -> String {
 
 /// The bearer token of a request, if any.
 pub fn bearer(parts: &Parts) -> Option<&str> {
-    let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    bearer_in(&parts.headers)
+}
+
+/// The bearer token of these headers, if any.
+pub fn bearer_in(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
 }

@@ -6,12 +6,12 @@
 //! from a layer above it):
 //!
 //! 1. `app`: wiring — builds every part once and merges the routers;
-//! 2. `api`, `caddie`, `bistro`, `demo`, `embed`: the HTTP edges, each
+//! 2. `api`, `caddie`, `bistro`, `demo`, `embed`, `ops`: the HTTP edges, each
 //!    owning its router and taking only its own part of the state;
 //! 3. `engine`: the turn loop (knows no edge; `TurnFinished` tells who listens);
 //! 4. `host`, `llm`, `display`, `markdown`, `component`, `schema`, `client_addr`,
 //!    `workspaces`, `widget_page`, `auth`, `http`, `precompress`: services;
-//! 5. `db` (every query), `config`, `crypto`, `secret`, `clock`, `ids`, `telemetry`.
+//! 5. `db` (every query), `config`, `crypto`, `secret`, `clock`, `ids`, `telemetry`, `metrics`.
 
 pub mod api;
 pub mod app;
@@ -33,6 +33,8 @@ pub mod http;
 pub mod ids;
 pub mod llm;
 pub mod markdown;
+pub mod metrics;
+pub mod ops;
 pub mod precompress;
 pub mod schema;
 pub mod secret;

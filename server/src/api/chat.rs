@@ -72,7 +72,9 @@ pub fn stream_turn(state: &ApiState, caller: Caller, conversation_id: String, st
         engine.run_turn(input, EventSink::new(sender), cancel).await;
         turns.finish(&turn_id);
     });
-    let events = UnboundedReceiverStream::new(receiver).map(|event| {
+    let open = crate::metrics::OpenStream::open();
+    let events = UnboundedReceiverStream::new(receiver).map(move |event| {
+        let _counted = &open;
         Ok::<_, std::convert::Infallible>(Event::default().event(event.kind().as_str()).data(event.data()))
     });
     let stream = Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)).text("ping"));

@@ -37,6 +37,7 @@ async fn call_tool(
         .await?
         .ok_or(ApiError::NotFound)?;
     if !state.component_calls.allow(&format!("{}:{}", caller.workspace_id, caller.external_user_id)) {
+        crate::metrics::limit_refused("component_calls");
         return Err(ApiError::TooManyRequests);
     }
     if !row.tools().contains(&call.tool) {

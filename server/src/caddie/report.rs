@@ -50,12 +50,17 @@ async fn report(caddie: &Caddie, pool: &Pool, workspace_id: &str) -> anyhow::Res
     // Earlier reports still queued go first: the hub sees seq rise.
     if !store::has_queued_reports(pool, &link.assignment_id).await? {
         match tokio::time::timeout(FIRST_PUSH_TIMEOUT, push(caddie, &body)).await {
-            Ok(Ok(())) => return Ok(()),
+            Ok(Ok(())) => {
+                crate::metrics::caddie_report("pushed");
+                return Ok(());
+            }
             Ok(Err(e)) => tracing::info!(error = format!("{e:#}"), "caddie: status push failed; queued"),
             Err(_) => tracing::info!("caddie: status push timed out; queued"),
         }
     }
-    store::queue_report(pool, &link.assignment_id, seq, &body).await
+    store::queue_report(pool, &link.assignment_id, seq, &body).await?;
+    crate::metrics::caddie_report("queued");
+    Ok(())
 }
 
 /// `POST {hub}/api/tool/report`, signed.
@@ -82,9 +87,11 @@ pub async fn deliver_due(caddie: &Caddie, pool: &Pool, base: Duration) -> anyhow
             match push(caddie, &report.body).await {
                 Ok(()) => {
                     store::delete_report(pool, &report.id).await?;
+                    crate::metrics::caddie_report("retried");
                     delivered += 1;
                 }
                 Err(e) => {
+                    crate::metrics::caddie_report("failed");
                     let attempts = report.attempts;
                     let wait = (base.as_millis() as i64).saturating_mul(1 << attempts.clamp(0, 20)).min(MAX_BACKOFF_MS);
                     store::postpone_report(pool, &report.id, now + wait).await?;

@@ -145,6 +145,25 @@ pub async fn transition(
     Ok(done.rows_affected() == 1)
 }
 
+/// Actions still waiting for the user (`pending`, `confirmed_once`, not
+/// expired at `now`) or for the host (`executing`), by status: every
+/// workspace's, for metrics.
+pub async fn count_open(pool: &Pool, now: i64) -> anyhow::Result<Vec<(ActionStatus, i64)>> {
+    let rows: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT status, COUNT(*) FROM actions \
+         WHERE status = 'executing' OR (status IN ('pending', 'confirmed_once') AND expires_at > $1) \
+         GROUP BY status",
+    )
+    .bind(now)
+    .fetch_all(pool)
+    .await?;
+    let counted = |status: ActionStatus| rows.iter().find(|(s, _)| s == status.as_str()).map_or(0, |(_, n)| *n);
+    Ok([ActionStatus::Pending, ActionStatus::ConfirmedOnce, ActionStatus::Executing]
+        .into_iter()
+        .map(|status| (status, counted(status)))
+        .collect())
+}
+
 /// Records how an execution ended (from `executing` only).
 pub async fn finish(pool: &Pool, id: &str, status: ActionStatus) -> anyhow::Result<()> {
     sqlx::query("UPDATE actions SET status = $1, updated_at = $2 WHERE id = $3 AND status = 'executing'")

@@ -38,12 +38,14 @@ impl Turn<'_> {
         activity(ToolStatus::Started);
         match engine.host.execute(&target, &action.tool, &action.call_id, &action.arguments(), &scope).await {
             Ok(output) => {
+                crate::metrics::tool_call(Some(action.verb), "ok");
                 finish(ActionStatus::Succeeded).await;
                 activity(ToolStatus::Succeeded);
                 tracing::info!(action_id = %action.id, "action executed");
                 ToolOutcome::output(output)
             }
             Err(error) => {
+                crate::metrics::tool_call(Some(action.verb), "error");
                 finish(ActionStatus::Failed).await;
                 tracing::warn!(action_id = %action.id, code = error.code(), %error, "action failed at the host");
                 activity(ToolStatus::Failed);

@@ -10,7 +10,7 @@ use super::context::{Stop, Turn};
 use super::events::TurnEvent;
 use super::metrics::StepClock;
 use super::outcome::ToolOutcome;
-use super::plan::plan_step;
+use super::plan::{Plan, plan_step};
 use super::prepare::Prepared;
 use crate::db::{self, NewMessage};
 use crate::llm::ChatMessage;
@@ -44,6 +44,7 @@ impl Turn<'_> {
             Stop::Failed("The assistant's model could not answer. Please try again.")
         })?;
         tracing::debug!(iteration, duration_ms = clock.waited_ms(), "model step");
+        crate::metrics::tokens(&self.input.caller.workspace_id, step.input_tokens, step.output_tokens);
         let tokens = self.progress.add_tokens(step.tokens);
         if step.tool_calls.is_empty() {
             return Ok(StepEnd::Answered);
@@ -57,6 +58,10 @@ impl Turn<'_> {
         prepared.messages.push(ChatMessage::Assistant { text: step.text.clone(), tool_calls: step.tool_calls.clone() });
 
         let (plans, change) = plan_step(&step.tool_calls, &prepared.tools);
+        for (call, _) in step.tool_calls.iter().zip(&plans).filter(|(_, plan)| matches!(plan, Plan::Answer(_))) {
+            let verb = prepared.tools.iter().find(|t| t.name == call.name).map(|t| t.verb);
+            crate::metrics::tool_call(verb, "refused");
+        }
         let runs = step.tool_calls.iter().zip(&plans).map(|(call, plan)| self.run_planned(call, plan, prepared));
         let outcomes = clock.waiting(futures::future::join_all(runs)).await;
         for (call, outcome) in step.tool_calls.iter().zip(outcomes) {

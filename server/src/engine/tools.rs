@@ -45,10 +45,12 @@ impl Turn<'_> {
         tracing::debug!(tool = %tool.name, duration_ms = started.elapsed().as_secs_f64() * 1000.0, "tool call");
         match result {
             Ok(output) => {
+                crate::metrics::tool_call(Some(tool.verb), "ok");
                 activity(ToolStatus::Succeeded);
                 ToolOutcome::output(output)
             }
             Err(error) => {
+                crate::metrics::tool_call(Some(tool.verb), "error");
                 tracing::warn!(tool = %tool.name, code = error.code(), %error, "tool call failed");
                 activity(ToolStatus::Failed);
                 ToolOutcome::error(error.user_message(), error.code())
@@ -71,6 +73,7 @@ impl Turn<'_> {
         let engine = self.engine;
         let preview =
             engine.host.preview(target, &tool.name, &call.id, arguments, &prepared.scope).await.map_err(|error| {
+                crate::metrics::tool_call(Some(tool.verb), "preview_failed");
                 tracing::warn!(tool = %tool.name, code = error.code(), %error, "preview failed");
                 tool_error(error.user_message(), error.code())
             })?;
@@ -99,6 +102,7 @@ impl Turn<'_> {
             tool_error("the change could not be prepared", "internal")
         })?;
         tracing::info!(action_id = %action.id, tool = %tool.name, "pending action proposed");
+        crate::metrics::tool_call(Some(tool.verb), "previewed");
         self.events.send(TurnEvent::PendingAction(pending_action(&action)));
         Ok(())
     }

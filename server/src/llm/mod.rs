@@ -41,6 +41,9 @@ pub struct StepOutput {
     pub tool_calls: Vec<ToolCall>,
     /// Tokens used, from the provider's usage or estimated when it sends none.
     pub tokens: u64,
+    /// Of `tokens`, those sent (the prompt) and those received (the answer).
+    pub input_tokens: u64,
+    pub output_tokens: u64,
 }
 
 /// The model failed; `Display` is for logs, the user sees a generic line.
@@ -64,24 +67,45 @@ impl Model {
     }
 
     /// Streams one step: text deltas go to `on_text` as they arrive; tool
-    /// calls are assembled from their fragments.
+    /// calls are assembled from their fragments. Its duration and time to
+    /// the first delta are recorded (metrics).
     pub async fn step(
         &self,
         messages: &[ChatMessage],
         tools: &[ToolSpec],
+        on_text: impl FnMut(&str),
+    ) -> Result<StepOutput, ModelError> {
+        let started = std::time::Instant::now();
+        let mut first_delta = None;
+        let out = self.stream_step(messages, tools, on_text, || {
+            first_delta.get_or_insert_with(|| started.elapsed());
+        });
+        let out = out.await;
+        crate::metrics::model_step(started.elapsed(), first_delta, out.is_ok());
+        out
+    }
+
+    async fn stream_step(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolSpec],
         mut on_text: impl FnMut(&str),
+        mut on_delta: impl FnMut(),
     ) -> Result<StepOutput, ModelError> {
         let request = self.request(messages, tools)?;
         let mut stream = self.client.chat().create_stream(request).await.map_err(|e| ModelError(e.to_string()))?;
         let mut out = StepOutput::default();
         let mut partial: Vec<ToolCall> = Vec::new();
-        let mut reported_tokens: Option<u64> = None;
+        let mut usage: Option<(u64, u64)> = None;
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| ModelError(e.to_string()))?;
-            if let Some(usage) = &chunk.usage {
-                reported_tokens = Some(u64::from(usage.total_tokens));
+            if let Some(reported) = &chunk.usage {
+                usage = Some((u64::from(reported.prompt_tokens), u64::from(reported.completion_tokens)));
             }
             for choice in chunk.choices {
+                if choice.delta.content.as_deref().is_some_and(|t| !t.is_empty()) || choice.delta.tool_calls.is_some() {
+                    on_delta();
+                }
                 if let Some(text) = choice.delta.content
                     && !text.is_empty()
                 {
@@ -117,7 +141,8 @@ impl Model {
                 call.id = format!("call_{i}");
             }
         }
-        out.tokens = reported_tokens.unwrap_or_else(|| estimate_tokens(messages, &out));
+        (out.input_tokens, out.output_tokens) = usage.unwrap_or_else(|| estimate_tokens(messages, &out));
+        out.tokens = out.input_tokens + out.output_tokens;
         Ok(out)
     }
 
@@ -187,9 +212,10 @@ impl Model {
     }
 }
 
-/// About four characters a token: used when a provider reports no usage.
-pub fn estimate_tokens(messages: &[ChatMessage], out: &StepOutput) -> u64 {
-    let chars: usize = messages
+/// About four characters a token, (input, output): used when a provider
+/// reports no usage.
+pub fn estimate_tokens(messages: &[ChatMessage], out: &StepOutput) -> (u64, u64) {
+    let input: usize = messages
         .iter()
         .map(|m| match m {
             ChatMessage::System(t) | ChatMessage::User(t) => t.len(),
@@ -198,8 +224,7 @@ pub fn estimate_tokens(messages: &[ChatMessage], out: &StepOutput) -> u64 {
             }
             ChatMessage::Tool { content, .. } => content.len(),
         })
-        .sum::<usize>()
-        + out.text.len()
-        + out.tool_calls.iter().map(|c| c.name.len() + c.arguments.len()).sum::<usize>();
-    (chars as u64).div_ceil(4)
+        .sum::<usize>();
+    let output = out.text.len() + out.tool_calls.iter().map(|c| c.name.len() + c.arguments.len()).sum::<usize>();
+    ((input as u64).div_ceil(4), (output as u64).div_ceil(4))
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 /// (where allowed) and from any layer below.
 const SERVER_LAYERS: &[(&str, &[&str])] = &[
     ("wiring", &["app"]),
-    ("edges", &["api", "caddie", "bistro", "demo", "embed"]),
+    ("edges", &["api", "caddie", "bistro", "demo", "embed", "ops"]),
     ("engine", &["engine"]),
     (
         "services",
@@ -30,7 +30,7 @@ const SERVER_LAYERS: &[(&str, &[&str])] = &[
             "precompress",
         ],
     ),
-    ("base", &["db", "config", "crypto", "secret", "clock", "ids", "telemetry"]),
+    ("base", &["db", "config", "crypto", "secret", "clock", "ids", "telemetry", "metrics"]),
 ];
 
 /// Server layers whose modules must not import one another (each edge

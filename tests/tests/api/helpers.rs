@@ -103,6 +103,8 @@ pub fn random_hex(bytes: usize) -> String {
 /// A running server and what it needs to stay alive.
 pub struct TestApp {
     pub address: SocketAddr,
+    /// `CA_METRICS_ADDR`'s listener, when the test asked for one.
+    pub metrics_address: Option<SocketAddr>,
     pub database_url: String,
     pub client: reqwest::Client,
     pub state: server::app::AppState,
@@ -217,7 +219,7 @@ impl AppBuilder {
         let config = Config::from_lookup(|name| vars.get(name).cloned()).expect("test configuration is valid");
         let clock = server::clock::Clock::default();
         let app = Application::build_with_clock(config, clock.clone()).await.expect("the app starts");
-        let address = app.address();
+        let (address, metrics_address) = (app.address(), app.metrics_address());
         let state = app.state().clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let served = tokio::spawn(app.run_until(async {
@@ -225,6 +227,7 @@ impl AppBuilder {
         }));
         TestApp {
             address,
+            metrics_address,
             database_url,
             client: reqwest::Client::new(),
             state,

@@ -12,4 +12,5 @@ mod components;
 mod config;
 mod embed;
 mod limits;
+mod ops;
 mod setup;

@@ -41,6 +41,12 @@ pub async fn queue_report(pool: &Pool, assignment_id: &str, seq: i64, body: &str
     Ok(())
 }
 
+/// Reports waiting for the hub, every assignment's (for metrics).
+pub async fn count_queued_reports(pool: &Pool) -> anyhow::Result<i64> {
+    let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM caddie_status_queue").fetch_one(pool).await?;
+    Ok(count)
+}
+
 /// Assignments with queued reports (at most 200 per round).
 pub async fn assignments_with_reports(pool: &Pool) -> anyhow::Result<Vec<String>> {
     let rows: Vec<(String,)> =
