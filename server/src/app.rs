@@ -72,7 +72,14 @@ impl Application {
         let _ = any_spawner::Executor::init_tokio();
         std::fs::create_dir_all(&config.data_dir)
             .with_context(|| format!("invalid CA_DATA_DIR: cannot create {}", config.data_dir.display()))?;
-        let vault = Vault::load(config.secret_key.as_ref(), &config.data_dir)?;
+        let rotation: Vec<(&str, &crate::secret::Secret)> = [
+            ("CA_SECRET_KEY_PREVIOUS", config.secret_key_previous.as_ref()),
+            ("CA_SECRET_KEY_NEXT", config.secret_key_next.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(variable, key)| Some((variable, key?)))
+        .collect();
+        let vault = Vault::load(config.secret_key.as_ref(), &rotation, &config.data_dir)?;
         let pool =
             db::connect(&config.database_url).await.map_err(|e| anyhow::anyhow!("invalid DATABASE_URL: {e:#}"))?;
         let listener = TcpListener::bind(config.listen)
@@ -115,6 +122,12 @@ impl Application {
             .env(Env::PROD)
             .build();
         let workspaces = Workspaces::new(pool.clone(), vault.clone());
+        if config.secret_key_previous.is_some() {
+            // Before serving: what the old key sealed is under the new one
+            // once this replica answers.
+            let resealed = workspaces.reseal_all().await.context("cannot re-seal the stored secrets")?;
+            tracing::info!(resealed, "secret key rotation: stored secrets sealed under CA_SECRET_KEY");
+        }
         let pages = WidgetPages::new(leptos_options, model.is_demo);
         let host = HostClient::new(config.limits.tool_timeout, config.allow_private_tool_hosts);
 

@@ -24,6 +24,14 @@ pub struct Config {
     pub allow_private_tool_hosts: bool,
     /// `CA_SECRET_KEY`: 64 hex digits; otherwise a key file in the data dir.
     pub secret_key: Option<Secret>,
+    /// `CA_SECRET_KEY_PREVIOUS`: after a rotation's switch, the old key: it
+    /// opens what it sealed, and the server re-seals that under the new key
+    /// at start.
+    pub secret_key_previous: Option<Secret>,
+    /// `CA_SECRET_KEY_NEXT`: before a rotation's switch (several
+    /// replicas), the new key: it opens what replicas already switched
+    /// have sealed; nothing is sealed with it yet.
+    pub secret_key_next: Option<Secret>,
     /// `CA_DEMO`: seed the Acme Bistro demo workspace (default on).
     pub demo: bool,
     /// `CA_BISTRO_SOLD_OUT`: menu ids the demo bistro marks unavailable (comma-separated).
@@ -207,12 +215,28 @@ impl Config {
             }
         };
 
-        let secret_key = get("CA_SECRET_KEY").map(Secret::new);
-        if let Some(key) = &secret_key {
-            let ok = key.expose().len() == 64 && key.expose().bytes().all(|b| b.is_ascii_hexdigit());
-            if !ok {
-                return Err(bad("CA_SECRET_KEY", "expected 64 hex digits (32 bytes)".into()));
+        let hex_key = |variable: &'static str| -> Result<Option<Secret>, ConfigError> {
+            let Some(key) = get(variable).map(Secret::new) else { return Ok(None) };
+            if key.expose().len() != 64 || !key.expose().bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(bad(variable, "expected 64 hex digits (32 bytes)".into()));
             }
+            Ok(Some(key))
+        };
+        let secret_key = hex_key("CA_SECRET_KEY")?;
+        let secret_key_previous = hex_key("CA_SECRET_KEY_PREVIOUS")?;
+        let secret_key_next = hex_key("CA_SECRET_KEY_NEXT")?;
+        for (variable, other) in
+            [("CA_SECRET_KEY_PREVIOUS", &secret_key_previous), ("CA_SECRET_KEY_NEXT", &secret_key_next)]
+        {
+            if other.is_some() && secret_key.is_none() {
+                return Err(bad(variable, "a rotation needs the current key in CA_SECRET_KEY".into()));
+            }
+            if other.is_some() && *other == secret_key {
+                return Err(bad(variable, "is the same key as CA_SECRET_KEY".into()));
+            }
+        }
+        if secret_key_previous.is_some() && secret_key_next.is_some() {
+            return Err(bad("CA_SECRET_KEY_NEXT", "one rotation at a time: not with CA_SECRET_KEY_PREVIOUS".into()));
         }
 
         let public_url =
@@ -315,6 +339,8 @@ impl Config {
             limits,
             allow_private_tool_hosts: flag("CA_ALLOW_PRIVATE_TOOL_HOSTS", false)?,
             secret_key,
+            secret_key_previous,
+            secret_key_next,
             demo,
             bistro_sold_out: get("CA_BISTRO_SOLD_OUT")
                 .map(|v| v.split(',').map(|id| id.trim().to_owned()).filter(|id| !id.is_empty()).collect())

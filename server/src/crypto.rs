@@ -1,6 +1,9 @@
 //! Secrets at rest: XChaCha20-Poly1305 under the server key, and hashes of
 //! api keys. The key comes from `CA_SECRET_KEY` or a generated key file in
 //! the data directory (mode 0600), so a restart can still read what it wrote.
+//! During a rotation other keys open too (`CA_SECRET_KEY_NEXT` before
+//! the switch, `CA_SECRET_KEY_PREVIOUS` after it), and [`Vault::reseal`]
+//! moves what they sealed to the current key.
 
 use std::path::Path;
 
@@ -19,6 +22,8 @@ use crate::secret::Secret;
 #[derive(Clone)]
 pub struct Vault {
     key: [u8; 32],
+    /// Keys of a rotation (the next one, or the previous one): they only open.
+    others: Vec<[u8; 32]>,
 }
 
 impl std::fmt::Debug for Vault {
@@ -28,12 +33,20 @@ impl std::fmt::Debug for Vault {
 }
 
 impl Vault {
-    /// Uses `configured` (64 hex digits) or reads/creates `<data_dir>/secret.key`.
-    pub fn load(configured: Option<&Secret>, data_dir: &Path) -> anyhow::Result<Self> {
-        if let Some(hex_key) = configured {
-            let bytes = hex::decode(hex_key.expose()).context("CA_SECRET_KEY is not hex")?;
-            let key: [u8; 32] = bytes.try_into().map_err(|_| anyhow::anyhow!("CA_SECRET_KEY is not 32 bytes"))?;
-            return Ok(Self { key });
+    /// Uses `configured` (64 hex digits) or reads/creates `<data_dir>/secret.key`;
+    /// each of `others` (64 hex digits, named by its variable) also opens
+    /// sealed values.
+    pub fn load(configured: Option<&Secret>, others: &[(&str, &Secret)], data_dir: &Path) -> anyhow::Result<Self> {
+        let mut vault = Self::load_current(configured, data_dir)?;
+        for (variable, key) in others {
+            vault.others.push(hex_key(key, variable)?);
+        }
+        Ok(vault)
+    }
+
+    fn load_current(configured: Option<&Secret>, data_dir: &Path) -> anyhow::Result<Self> {
+        if let Some(configured) = configured {
+            return Ok(Self { key: hex_key(configured, "CA_SECRET_KEY")?, others: Vec::new() });
         }
         let path = data_dir.join("secret.key");
         match std::fs::read_to_string(&path) {
@@ -42,13 +55,13 @@ impl Vault {
                     hex::decode(text.trim()).with_context(|| format!("the key file {} is not hex", path.display()))?;
                 let key: [u8; 32] =
                     bytes.try_into().map_err(|_| anyhow::anyhow!("the key file {} is not 32 bytes", path.display()))?;
-                Ok(Self { key })
+                Ok(Self { key, others: Vec::new() })
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let key = random_bytes::<32>();
                 write_private(&path, hex::encode(key).as_bytes())
                     .with_context(|| format!("cannot write the key file {}", path.display()))?;
-                Ok(Self { key })
+                Ok(Self { key, others: Vec::new() })
             }
             Err(e) => Err(e).with_context(|| format!("cannot read the key file {}", path.display())),
         }
@@ -56,7 +69,7 @@ impl Vault {
 
     #[cfg(test)]
     pub fn for_tests() -> Self {
-        Self { key: [7; 32] }
+        Self { key: [7; 32], others: Vec::new() }
     }
 
     /// Encrypts `plain`; the output is url-safe base64 of nonce ‖ ciphertext.
@@ -71,18 +84,32 @@ impl Vault {
         URL_SAFE_NO_PAD.encode(out)
     }
 
-    /// Decrypts what [`Vault::seal`] wrote with the same key.
+    /// Decrypts what [`Vault::seal`] wrote with this key or, during a
+    /// rotation, the previous one.
     pub fn open(&self, sealed: &str) -> anyhow::Result<Secret> {
+        self.open_with_any(sealed).map(|(plain, _)| plain)
+    }
+
+    /// A value another key sealed, sealed anew with the current key;
+    /// `None` when the current key already opens it.
+    pub fn reseal(&self, sealed: &str) -> anyhow::Result<Option<String>> {
+        let (plain, by_previous) = self.open_with_any(sealed)?;
+        Ok(by_previous.then(|| self.seal(plain.expose())))
+    }
+
+    /// The plain text, and whether another key than the current one opened it.
+    fn open_with_any(&self, sealed: &str) -> anyhow::Result<(Secret, bool)> {
         let bytes = URL_SAFE_NO_PAD.decode(sealed).context("sealed value is not base64")?;
         if bytes.len() < 24 + 16 {
             bail!("sealed value is too short");
         }
         let (nonce, body) = bytes.split_at(24);
-        let cipher = XChaCha20Poly1305::new((&self.key).into());
-        let plain = cipher
-            .decrypt(XNonce::from_slice(nonce), body)
-            .map_err(|_| anyhow::anyhow!("sealed value does not decrypt with this server's key"))?;
-        Ok(Secret::new(String::from_utf8(plain).context("sealed value is not UTF-8")?))
+        let decrypt = |key: &[u8; 32]| XChaCha20Poly1305::new(key.into()).decrypt(XNonce::from_slice(nonce), body);
+        let (plain, by_other) = match decrypt(&self.key) {
+            Ok(plain) => (plain, false),
+            Err(_) => (self.others.iter().find_map(|key| decrypt(key).ok()).ok_or_else(not_ours)?, true),
+        };
+        Ok((Secret::new(String::from_utf8(plain).context("sealed value is not UTF-8")?), by_other))
     }
 
     /// A stable secret derived for one purpose (for example the built-in
@@ -92,6 +119,18 @@ impl Vault {
         mac.update(purpose.as_bytes());
         Secret::new(hex::encode(mac.finalize().into_bytes()))
     }
+}
+
+fn not_ours() -> anyhow::Error {
+    anyhow::anyhow!(
+        "sealed value does not decrypt with this server's key (CA_SECRET_KEY changed without CA_SECRET_KEY_PREVIOUS?)"
+    )
+}
+
+/// 32 bytes from 64 hex digits; errors name `variable`.
+fn hex_key(value: &Secret, variable: &str) -> anyhow::Result<[u8; 32]> {
+    let bytes = hex::decode(value.expose()).with_context(|| format!("{variable} is not hex"))?;
+    bytes.try_into().map_err(|_| anyhow::anyhow!("{variable} is not 32 bytes"))
 }
 
 /// SHA-256 of an api key, hex: what the database keeps instead of the key.
@@ -120,8 +159,23 @@ mod tests {
         let sealed = vault.seal("host-secret");
         assert!(!sealed.contains("host-secret"));
         assert_eq!(vault.open(&sealed).unwrap().expose(), "host-secret");
-        let other = Vault { key: [8; 32] };
+        let other = Vault { key: [8; 32], others: Vec::new() };
         assert!(other.open(&sealed).is_err());
+    }
+
+    #[test]
+    fn a_rotation_opens_old_values_and_reseals_them_under_the_new_key() {
+        let old = Vault::for_tests();
+        let sealed = old.seal("host-secret");
+        let rotating = Vault { key: [9; 32], others: vec![[7; 32]] };
+        assert_eq!(rotating.open(&sealed).unwrap().expose(), "host-secret");
+        let resealed = rotating.reseal(&sealed).unwrap().expect("sealed by the previous key");
+        assert!(rotating.reseal(&resealed).unwrap().is_none(), "already under the current key");
+        let new_only = Vault { key: [9; 32], others: Vec::new() };
+        assert_eq!(new_only.open(&resealed).unwrap().expose(), "host-secret");
+        assert!(new_only.open(&sealed).is_err(), "without the previous key the old value stays shut");
+        let stranger = Vault { key: [1; 32], others: vec![[2; 32]] };
+        assert!(stranger.reseal(&sealed).is_err());
     }
 
     #[test]
@@ -137,8 +191,8 @@ mod tests {
     fn the_key_file_is_created_once_and_reused() {
         let dir = std::env::temp_dir().join(crate::ids::new_id("vault"));
         std::fs::create_dir_all(&dir).unwrap();
-        let first = Vault::load(None, &dir).unwrap();
-        let second = Vault::load(None, &dir).unwrap();
+        let first = Vault::load(None, &[], &dir).unwrap();
+        let second = Vault::load(None, &[], &dir).unwrap();
         assert_eq!(second.open(&first.seal("kept")).unwrap().expose(), "kept");
         std::fs::remove_dir_all(dir).unwrap();
     }

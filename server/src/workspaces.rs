@@ -72,4 +72,24 @@ impl Workspaces {
         let allowed_tools = row.allowed_tools();
         Ok(Some(ConnectedHost { target: HostTarget { base_url, secret, trusted: row.builtin != 0 }, allowed_tools }))
     }
+
+    /// Seals anew, under the current key, every stored secret the previous
+    /// key sealed (`CA_SECRET_KEY_PREVIOUS`); returns how many. Safe on
+    /// several replicas at once: each value is replaced only if unchanged.
+    pub async fn reseal_all(&self) -> anyhow::Result<usize> {
+        let mut resealed = 0;
+        for secret in db::sealed_secrets(&self.pool).await? {
+            match self.vault.reseal(&secret.sealed) {
+                Ok(Some(new)) => resealed += usize::from(db::replace_sealed(&self.pool, &secret, &new).await?),
+                Ok(None) => {}
+                Err(error) => tracing::error!(
+                    workspace_id = %secret.workspace_id,
+                    kind = ?secret.kind,
+                    %error,
+                    "a stored secret opens with neither CA_SECRET_KEY nor CA_SECRET_KEY_PREVIOUS"
+                ),
+            }
+        }
+        Ok(resealed)
+    }
 }

@@ -137,3 +137,47 @@ pub async fn integration(pool: &Pool, workspace_id: &str) -> anyhow::Result<Opti
     .fetch_optional(pool)
     .await?)
 }
+
+/// A sealed secret as stored, for re-sealing under a new key.
+#[derive(Debug, Clone)]
+pub struct SealedSecret {
+    pub kind: SealedKind,
+    pub workspace_id: String,
+    pub sealed: String,
+}
+
+/// Where a sealed secret lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SealedKind {
+    /// `workspaces.embed_secret_enc`.
+    EmbedSecret,
+    /// `integrations.secret_enc` (the tool host's bearer).
+    HostSecret,
+}
+
+/// Every sealed secret in the database.
+pub async fn sealed_secrets(pool: &Pool) -> anyhow::Result<Vec<SealedSecret>> {
+    let embed: Vec<(String, String)> =
+        sqlx::query_as("SELECT id, embed_secret_enc FROM workspaces").fetch_all(pool).await?;
+    let host: Vec<(String, String)> =
+        sqlx::query_as("SELECT workspace_id, secret_enc FROM integrations").fetch_all(pool).await?;
+    let of = |kind| move |(workspace_id, sealed)| SealedSecret { kind, workspace_id, sealed };
+    Ok(embed
+        .into_iter()
+        .map(of(SealedKind::EmbedSecret))
+        .chain(host.into_iter().map(of(SealedKind::HostSecret)))
+        .collect())
+}
+
+/// Replaces a sealed secret if it is still `old` (another replica, or a
+/// new connection, may have written it meanwhile); true when replaced.
+pub async fn replace_sealed(pool: &Pool, secret: &SealedSecret, new: &str) -> anyhow::Result<bool> {
+    let sql = match secret.kind {
+        SealedKind::EmbedSecret => {
+            "UPDATE workspaces SET embed_secret_enc = $1 WHERE id = $2 AND embed_secret_enc = $3"
+        }
+        SealedKind::HostSecret => "UPDATE integrations SET secret_enc = $1 WHERE workspace_id = $2 AND secret_enc = $3",
+    };
+    let done = sqlx::query(sql).bind(new).bind(&secret.workspace_id).bind(&secret.sealed).execute(pool).await?;
+    Ok(done.rows_affected() == 1)
+}

@@ -11,6 +11,7 @@ mod chat;
 mod components;
 mod config;
 mod embed;
+mod keys;
 mod limits;
 mod ops;
 mod setup;
