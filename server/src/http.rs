@@ -7,8 +7,8 @@ use axum::extract::{FromRequest, Request};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::json;
 
 /// Every error the API answers: a status and `{"error", "code"}`.
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +21,8 @@ pub enum ApiError {
     Forbidden(&'static str, String),
     #[error("not found")]
     NotFound,
+    #[error("this method is not allowed here")]
+    MethodNotAllowed,
     #[error("{1}")]
     BadGateway(&'static str, String),
     #[error("too many requests; try again in a few seconds")]
@@ -40,6 +42,7 @@ impl ApiError {
             ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             ApiError::Forbidden(code, _) => (StatusCode::FORBIDDEN, code),
             ApiError::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+            ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::BadGateway(code, _) => (StatusCode::BAD_GATEWAY, code),
             ApiError::TooManyRequests => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             ApiError::Action { status, code, .. } => (*status, code),
@@ -48,16 +51,31 @@ impl ApiError {
     }
 }
 
+/// The body of every error answer.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong, for a person.
+    pub error: String,
+    /// What went wrong, for a program: `bad_request`, `unauthorized`,
+    /// `not_found`, `expired`, `already_applied`, …
+    pub code: String,
+    /// The action as it stands now, when an action could not move.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<widget::wire::PendingAction>,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();
         if let ApiError::Internal(cause) = &self {
             tracing::error!(error = format!("{cause:#}"), "request failed");
         }
-        let mut body = json!({ "error": self.to_string(), "code": code });
-        if let ApiError::Action { action, .. } = &self {
-            body["action"] = serde_json::to_value(action).unwrap_or_default();
-        }
+        let error = self.to_string();
+        let action = match self {
+            ApiError::Action { action, .. } => Some(*action),
+            _ => None,
+        };
+        let body = ErrorBody { error, code: code.to_owned(), action };
         let mut response = (status, axum::Json(body)).into_response();
         if status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));

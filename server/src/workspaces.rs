@@ -22,7 +22,7 @@ pub struct Workspaces {
 
 /// A new workspace and its two secrets, shown once: the api key is stored
 /// hashed, the embed secret encrypted.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct CreatedWorkspace {
     pub id: String,
     pub api_key: String,

@@ -3,15 +3,14 @@
 //! `cancel` (the model hears the user declined, then replies). Every state
 //! change is a conditional UPDATE: of fifty simultaneous applies, one wins.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::json;
-
-use widget::wire::ActionStatus;
+use serde::{Deserialize, Serialize};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use widget::wire::{ActionStatus, PendingAction};
 
 use super::chat::stream_turn;
 use super::state::ApiState;
@@ -23,11 +22,14 @@ use crate::http::ApiError;
 /// Longest cancel reason kept, in characters.
 const MAX_REASON_CHARS: usize = 500;
 
-pub fn router() -> Router<ApiState> {
-    Router::new()
-        .route("/v1/actions/{id}/confirm", post(confirm_action))
-        .route("/v1/actions/{id}/apply", post(apply_action))
-        .route("/v1/actions/{id}/cancel", post(cancel_action))
+pub fn router() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new().routes(routes!(confirm_action)).routes(routes!(apply_action)).routes(routes!(cancel_action))
+}
+
+/// `confirm`'s answer: the delete, now confirmed once.
+#[derive(Serialize, utoipa::ToSchema)]
+struct Confirmed {
+    action: PendingAction,
 }
 
 async fn owned_action(state: &ApiState, caller: &Caller, id: &str) -> Result<ActionRow, ApiError> {
@@ -60,6 +62,18 @@ async fn refusal(state: &ApiState, id: &str) -> ApiError {
 }
 
 /// The first of a delete's two confirmations.
+///
+/// Only a delete needs it (`409 confirmation_not_required` otherwise);
+/// confirming twice is harmless. An action that cannot move answers
+/// `409` or `410` with the action as it stands.
+#[utoipa::path(
+    post,
+    path = "/v1/actions/{id}/confirm",
+    tag = "chat",
+    security(("embed_token" = [])),
+    params(("id" = String, Path, description = "The `action_id` of a `pending_action`")),
+    responses((status = 200, body = Confirmed)),
+)]
 async fn confirm_action(
     State(state): State<ApiState>,
     caller: Caller,
@@ -80,12 +94,25 @@ async fn confirm_action(
     let current = actions::get(&state.pool, &id).await?.ok_or(ApiError::NotFound)?;
     if moved || (current.status == ActionStatus::ConfirmedOnce && !current.is_expired(now)) {
         tracing::info!(action_id = %id, "delete confirmed once");
-        return Ok(Json(json!({ "action": pending_action(&current) })).into_response());
+        return Ok(Json(Confirmed { action: pending_action(&current) }).into_response());
     }
     Err(refusal(&state, &id).await)
 }
 
 /// Executes the action once and streams the model's reply.
+///
+/// Of simultaneous applies, one wins; the others answer `409`. A delete
+/// must be confirmed first.
+#[utoipa::path(
+    post,
+    path = "/v1/actions/{id}/apply",
+    tag = "chat",
+    security(("embed_token" = [])),
+    params(("id" = String, Path, description = "The `action_id` of a `pending_action`")),
+    responses(
+        (status = 200, description = super::openapi::TURN_STREAM, content_type = "text/event-stream", body = String),
+    ),
+)]
 async fn apply_action(
     State(state): State<ApiState>,
     caller: Caller,
@@ -103,24 +130,41 @@ async fn apply_action(
     Ok(stream_turn(&state, caller, conversation_id, TurnStart::Applied(action)).into_response())
 }
 
-#[derive(Deserialize, Default)]
+/// `cancel`'s optional body.
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 struct CancelRequest {
+    /// Why the user declined, told to the model (at most 500 characters kept).
     #[serde(default)]
     reason: Option<String>,
 }
 
 /// Cancels the action and streams the model's answer to the refusal.
+///
+/// The body is optional: none, `null`, `{}` or `{"reason": "…"}`.
+#[utoipa::path(
+    post,
+    path = "/v1/actions/{id}/cancel",
+    tag = "chat",
+    security(("embed_token" = [])),
+    params(("id" = String, Path, description = "The `action_id` of a `pending_action`")),
+    request_body(content = Option<CancelRequest>, content_type = "application/json"),
+    responses(
+        (status = 200, description = super::openapi::TURN_STREAM, content_type = "text/event-stream", body = String),
+    ),
+)]
 async fn cancel_action(
     State(state): State<ApiState>,
     caller: Caller,
     Path(id): Path<String>,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    // The body is optional: none, `{}` or `{"reason": "…"}`.
+    // The body is optional: none, `null`, `{}` or `{"reason": "…"}`.
     let request: CancelRequest = if body.iter().all(u8::is_ascii_whitespace) {
         CancelRequest::default()
     } else {
-        serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("invalid body: {e}")))?
+        serde_json::from_slice::<Option<CancelRequest>>(&body)
+            .map_err(|e| ApiError::BadRequest(format!("invalid body: {e}")))?
+            .unwrap_or_default()
     };
     let action = owned_action(&state, &caller, &id).await?;
     let open = [ActionStatus::Pending, ActionStatus::ConfirmedOnce];

@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::{HeaderName, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::UnboundedReceiverStream;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use widget::wire::TurnRequest;
 
 use super::state::ApiState;
@@ -24,12 +24,25 @@ use crate::ids::new_id;
 /// Longest user message accepted, in characters.
 pub const MAX_MESSAGE_CHARS: usize = 8_000;
 
-pub fn router() -> Router<ApiState> {
-    Router::new().route("/v1/chat/turns", post(create_turn)).route("/v1/turns/{turn_id}/stop", post(stop_turn))
+pub fn router() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new().routes(routes!(create_turn)).routes(routes!(stop_turn))
 }
 
-/// Starts a turn and streams its events. The turn runs on its own task: a
-/// closed stream does not lose the answer, which is saved either way.
+/// Starts a turn and streams its events.
+///
+/// A new conversation when `conversation_id` is absent. The turn runs on
+/// its own task: a closed stream does not lose the answer, which is saved
+/// either way.
+#[utoipa::path(
+    post,
+    path = "/v1/chat/turns",
+    tag = "chat",
+    security(("embed_token" = [])),
+    request_body = TurnRequest,
+    responses(
+        (status = 200, description = super::openapi::TURN_STREAM, content_type = "text/event-stream", body = String),
+    ),
+)]
 async fn create_turn(
     State(state): State<ApiState>,
     caller: Caller,
@@ -39,7 +52,7 @@ async fn create_turn(
     if message.is_empty() {
         return Err(ApiError::BadRequest("message must not be empty".into()));
     }
-    if message.chars().count() > MAX_MESSAGE_CHARS {
+    if request.message.chars().count() > MAX_MESSAGE_CHARS {
         return Err(ApiError::BadRequest(format!("message must be at most {MAX_MESSAGE_CHARS} characters")));
     }
     let conversation_id = match request.conversation_id {
@@ -81,7 +94,17 @@ pub fn stream_turn(state: &ApiState, caller: Caller, conversation_id: String, st
     ([(HeaderName::from_static("x-accel-buffering"), "no")], stream).into_response()
 }
 
-/// Cancels a running turn of the caller's; it ends with `cancelled`.
+/// Stops a running turn of the caller's; it ends with `cancelled`.
+///
+/// Works whichever replica runs the turn.
+#[utoipa::path(
+    post,
+    path = "/v1/turns/{turn_id}/stop",
+    tag = "chat",
+    security(("embed_token" = [])),
+    params(("turn_id" = String, Path, description = "The `turn_id` of the stream's `turn` event")),
+    responses((status = 202, description = "The turn is being stopped")),
+)]
 async fn stop_turn(
     State(state): State<ApiState>,
     caller: Caller,

@@ -5,10 +5,11 @@
 //! the host still lists and the workspace allows may run this way — and
 //! never a `delete`, which always takes the assistant's two confirmations.
 
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::post;
-use axum::{Json, Router};
 use serde_json::{Value, json};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use widget::wire::{ComponentCall, ComponentCallResult, ComponentView};
 
 use super::state::ApiState;
@@ -18,8 +19,8 @@ use crate::host::{HostError, Verb};
 use crate::http::{ApiError, ApiJson};
 use crate::ids::new_id;
 
-pub fn router() -> Router<ApiState> {
-    Router::new().route("/v1/components/{id}/call", post(call_tool))
+pub fn router() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new().routes(routes!(call_tool))
 }
 
 fn host_error(error: HostError) -> ApiError {
@@ -27,6 +28,19 @@ fn host_error(error: HostError) -> ApiError {
     ApiError::BadGateway(error.code(), error.user_message().into())
 }
 
+/// Runs one of the tools a component declared, at the user's click.
+///
+/// Never a `delete`; 20 calls per 10 s per user (`429`). The answer holds
+/// the component's new state when the tool's result carried one.
+#[utoipa::path(
+    post,
+    path = "/v1/components/{id}/call",
+    tag = "chat",
+    security(("embed_token" = [])),
+    params(("id" = String, Path, description = "The `component_id` of a `component` event")),
+    request_body = ComponentCall,
+    responses((status = 200, body = ComponentCallResult)),
+)]
 async fn call_tool(
     State(state): State<ApiState>,
     caller: Caller,

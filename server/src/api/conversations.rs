@@ -1,10 +1,11 @@
 //! Conversations of the caller (assistant-api.md §3), so a reload restores
 //! the chat. A caller sees only its own workspace's and user's.
 
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::Serialize;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use widget::wire::{ComponentView, ConversationMessage, ConversationView, DisplayCard, Role};
 
 use super::state::ApiState;
@@ -13,24 +14,30 @@ use crate::db::{self, actions, components};
 use crate::engine::pending_action;
 use crate::http::ApiError;
 
-pub fn router() -> Router<ApiState> {
-    Router::new()
-        .route("/v1/conversations", get(list_conversations))
-        .route("/v1/conversations/{id}", get(get_conversation))
+pub fn router() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new().routes(routes!(list_conversations)).routes(routes!(get_conversation))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct ConversationSummary {
     id: String,
     title: String,
     updated_at: i64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct ConversationListResponse {
     conversations: Vec<ConversationSummary>,
 }
 
+/// The caller's conversations, the most recently updated first.
+#[utoipa::path(
+    get,
+    path = "/v1/conversations",
+    tag = "chat",
+    security(("embed_token" = [])),
+    responses((status = 200, body = ConversationListResponse)),
+)]
 async fn list_conversations(
     State(state): State<ApiState>,
     caller: Caller,
@@ -41,9 +48,19 @@ async fn list_conversations(
     Ok(Json(ConversationListResponse { conversations }))
 }
 
-/// The user-visible transcript: each user message, then the turn's
-/// answer as one assistant message (its text from every model step, its
-/// cards and components from every tool result), and the open action, if any.
+/// One of the caller's conversations, as the user saw it.
+///
+/// Each user message, then the turn's answer as one assistant message (its
+/// text from every model step, its cards and components from every tool
+/// result), and the open action, if any.
+#[utoipa::path(
+    get,
+    path = "/v1/conversations/{id}",
+    tag = "chat",
+    security(("embed_token" = [])),
+    params(("id" = String, Path, description = "The conversation's id")),
+    responses((status = 200, body = ConversationView)),
+)]
 async fn get_conversation(
     State(state): State<ApiState>,
     caller: Caller,

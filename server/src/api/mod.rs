@@ -6,22 +6,50 @@ pub mod actions;
 pub mod chat;
 pub mod components;
 pub mod conversations;
+pub mod openapi;
 pub mod rate;
 pub mod setup;
 mod state;
 
 use axum::Router;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
 
 pub use crate::http::{ApiError, ApiJson, bearer};
 pub use state::ApiState;
 
-/// Every route of the API.
-pub fn router(state: ApiState) -> Router {
-    Router::new()
+/// Every route of the API, each with its description.
+fn routes() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(actions::router())
         .merge(chat::router())
         .merge(components::router())
         .merge(conversations::router())
         .merge(setup::router())
+}
+
+/// The OpenAPI document of every `/v1` route.
+pub fn document() -> serde_json::Value {
+    openapi::finish(routes().into_openapi())
+}
+
+/// Every route of the API, `GET /v1/openapi.json`, and JSON errors for
+/// a `/v1` path or method that does not exist.
+pub fn router(state: ApiState) -> Router {
+    let (router, doc) = routes().split_for_parts();
+    let doc: std::sync::Arc<str> = openapi::finish(doc).to_string().into();
+    router
+        .route(
+            "/v1/openapi.json",
+            get(move || {
+                let doc = doc.clone();
+                async move { ([(header::CONTENT_TYPE, "application/json")], doc.to_string()).into_response() }
+            }),
+        )
+        .route("/v1/{*rest}", axum::routing::any(|| async { ApiError::NotFound }))
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .with_state(state)
 }

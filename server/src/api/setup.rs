@@ -1,13 +1,14 @@
 //! Setup, server to server (assistant-api.md §1): workspaces (admin token)
 //! and the `generic-rest` integration (workspace api key).
 
+use axum::Json;
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
-use axum::routing::{delete, post};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use url::Url;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::state::ApiState;
 use crate::crypto::hash_api_key;
@@ -18,29 +19,53 @@ use crate::ids::new_id;
 use crate::secret::Secret;
 use crate::workspaces::{CreatedWorkspace, PROVIDER};
 
-pub fn router() -> Router<ApiState> {
-    Router::new()
-        .route("/v1/workspaces", post(create_workspace))
-        .route("/v1/integrations/{provider}/connect", post(connect_integration))
-        .route("/v1/integrations/{provider}", delete(disconnect_integration))
+pub fn router() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_workspace))
+        .routes(routes!(connect_integration))
+        .routes(routes!(disconnect_integration))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 struct CreateWorkspaceRequest {
+    /// 1 to 200 characters, not only whitespace.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
     name: String,
+    /// The origins whose pages may embed the widget.
     #[serde(default)]
+    #[schema(value_type = Vec<Origin>)]
     allowed_origins: Vec<String>,
 }
 
-/// The two secrets are shown once: the api key is stored hashed, the embed
-/// secret encrypted.
+/// An origin: `http(s)://host[:port]`, nothing more (`https://shop.example`).
+#[derive(utoipa::ToSchema)]
+#[schema(pattern = "^https?://([A-Za-z0-9]+(-[A-Za-z0-9]+)*\\.)*[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*(:[0-9]{1,4})?$")]
+#[allow(dead_code)] // describes the strings of `allowed_origins`
+struct Origin(String);
+
+/// Creates a workspace and answers its two secrets, once.
+///
+/// The api key is stored hashed, the embed secret encrypted: neither can
+/// be read again.
+#[utoipa::path(
+    post,
+    path = "/v1/workspaces",
+    tag = "setup",
+    security(("admin" = [])),
+    request_body = CreateWorkspaceRequest,
+    responses((status = 201, body = CreatedWorkspace)),
+)]
 async fn create_workspace(
     State(state): State<ApiState>,
     _admin: Admin,
     ApiJson(request): ApiJson<CreateWorkspaceRequest>,
 ) -> Result<(StatusCode, Json<CreatedWorkspace>), ApiError> {
     let name = request.name.trim();
-    if name.is_empty() || name.chars().count() > 200 {
+    if name.is_empty() || request.name.chars().count() > 200 {
         return Err(ApiError::BadRequest("name must be 1 to 200 characters".into()));
     }
     let origins = request.allowed_origins.iter().map(|o| parse_origin(o)).collect::<Result<Vec<_>, _>>()?;
@@ -52,8 +77,15 @@ async fn create_workspace(
 fn parse_origin(raw: &str) -> Result<String, ApiError> {
     let bad = || ApiError::BadRequest(format!("allowed_origins: `{raw}` is not an origin like https://shop.example"));
     let url = Url::parse(raw).map_err(|_| bad())?;
+    // A host name of letters, digits, `-` and `.` (international names
+    // arrive as punycode), or an IP address: what a browser's Origin holds.
+    let host_ok = match url.host() {
+        Some(url::Host::Domain(name)) => name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.'),
+        Some(_) => true,
+        None => false,
+    };
     if !matches!(url.scheme(), "http" | "https")
-        || url.host_str().is_none()
+        || !host_ok
         || url.path() != "/"
         || url.query().is_some()
         || !url.username().is_empty()
@@ -63,15 +95,23 @@ fn parse_origin(raw: &str) -> Result<String, ApiError> {
     Ok(url.origin().ascii_serialization())
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 struct ConnectRequest {
+    /// The tool server's base URL (remote-tools-contract.md): http(s), a
+    /// host name and an optional port and path.
+    #[schema(
+        pattern = "^https?://([A-Za-z0-9]+(-[A-Za-z0-9]+)*\\.)*[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*$"
+    )]
     base_url: String,
+    /// The bearer the assistant sends the tool server.
+    #[schema(min_length = 1)]
     secret: String,
+    /// The tools the assistant may offer; empty: all of them.
     #[serde(default)]
     allowed_tools: Vec<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct ConnectResponse {
     provider: &'static str,
     base_url: String,
@@ -79,7 +119,19 @@ struct ConnectResponse {
     tools: Vec<String>,
 }
 
-/// Verifies the host by calling its `GET /tools` once, then saves it.
+/// Connects the workspace's tool server, after calling its `GET /tools` once.
+///
+/// `502 host_check_failed` when that call fails. Connecting again replaces
+/// the connection.
+#[utoipa::path(
+    post,
+    path = "/v1/integrations/{provider}/connect",
+    tag = "setup",
+    security(("api_key" = [])),
+    params(("provider" = String, Path, description = "`generic-rest`, the one provider")),
+    request_body = ConnectRequest,
+    responses((status = 200, body = ConnectResponse)),
+)]
 async fn connect_integration(
     State(state): State<ApiState>,
     workspace: WorkspaceKey,
@@ -131,6 +183,15 @@ async fn connect_integration(
     }))
 }
 
+/// Disconnects the workspace's tool server.
+#[utoipa::path(
+    delete,
+    path = "/v1/integrations/{provider}",
+    tag = "setup",
+    security(("api_key" = [])),
+    params(("provider" = String, Path, description = "`generic-rest`, the one provider")),
+    responses((status = 204, description = "Disconnected")),
+)]
 async fn disconnect_integration(
     State(state): State<ApiState>,
     workspace: WorkspaceKey,

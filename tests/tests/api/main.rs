@@ -13,5 +13,6 @@ mod config;
 mod embed;
 mod keys;
 mod limits;
+mod openapi;
 mod ops;
 mod setup;

@@ -16,10 +16,17 @@ async fn creating_a_workspace_needs_the_admin_token() {
     assert!(created["id"].as_str().unwrap().starts_with("ws_"));
     assert!(created["api_key"].as_str().unwrap().starts_with("cak_"));
     assert_eq!(created["embed_secret"].as_str().unwrap().len(), 64);
-    let bad = app
-        .post("/v1/workspaces", ADMIN_TOKEN, &json!({"name": "x", "allowed_origins": ["https://shop.example/path"]}))
-        .await;
-    assert_eq!(bad.status(), 400);
+    for origin in ["https://shop.example/path", "https://shop*.example", "ftp://shop.example", "https://"] {
+        let bad = app.post("/v1/workspaces", ADMIN_TOKEN, &json!({"name": "x", "allowed_origins": [origin]})).await;
+        assert_eq!(bad.status(), 400, "{origin}");
+    }
+    for name in ["", " \u{3000}\t", &"x".repeat(201)] {
+        let bad = app.post("/v1/workspaces", ADMIN_TOKEN, &json!({"name": name})).await;
+        assert_eq!(bad.status(), 400, "{name:?}");
+    }
+    let origins = json!(["https://xn--bcher-kva.example:8443", "http://127.0.0.1:3000"]);
+    let fine = app.post("/v1/workspaces", ADMIN_TOKEN, &json!({"name": "Bücher", "allowed_origins": origins})).await;
+    assert_eq!(fine.status(), 201);
 }
 
 #[tokio::test]

@@ -13,6 +13,7 @@ pub use vocab::{ActionStatus, EventKind, Role, StopReason, ToolStatus, UnknownWo
 
 /// A sanitized link card (remote-tools-contract.md, "Displayable results").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct DisplayCard {
     pub title: String,
     pub url: String,
@@ -26,6 +27,7 @@ pub struct DisplayCard {
 
 /// `turn`: always first.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct TurnStarted {
     pub turn_id: String,
     pub conversation_id: String,
@@ -33,12 +35,14 @@ pub struct TurnStarted {
 
 /// `text`: a piece of the assistant's reply as it streams.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct TextDelta {
     pub delta: String,
 }
 
 /// `tool`: a tool call started, succeeded or failed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ToolActivity {
     pub call_id: String,
     pub name: String,
@@ -48,6 +52,7 @@ pub struct ToolActivity {
 
 /// `display`: sanitized cards from one tool result.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct DisplayCards {
     pub call_id: String,
     pub cards: Vec<DisplayCard>,
@@ -56,6 +61,7 @@ pub struct DisplayCards {
 /// `component`: a rich result the widget renders by `kind` (for example
 /// the bistro's `menu_cart`); a kind the widget does not know is ignored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ComponentEvent {
     pub call_id: String,
     pub kind: String,
@@ -73,6 +79,7 @@ pub struct ComponentEvent {
 
 /// A component as the conversation view restores it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ComponentView {
     pub component_id: String,
     pub call_id: String,
@@ -83,6 +90,7 @@ pub struct ComponentView {
 /// `POST /v1/components/{id}/call` body: one of the tools the component
 /// declared, never a `delete`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ComponentCall {
     pub tool: String,
     #[serde(default)]
@@ -92,12 +100,14 @@ pub struct ComponentCall {
 /// `POST /v1/components/{id}/call` answer: the component's new state, when
 /// the tool's result carried one.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ComponentCallResult {
     pub component: Option<ComponentView>,
 }
 
 /// `message`: the finished assistant message; `html` is sanitized.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct FinishedMessage {
     pub message_id: String,
     pub text: String,
@@ -106,12 +116,14 @@ pub struct FinishedMessage {
 
 /// `done`: always last.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct TurnDone {
     pub stop_reason: StopReason,
 }
 
 /// `error`: a generic message for the user; details stay in the server log.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct TurnError {
     pub message: String,
     pub code: String,
@@ -120,6 +132,7 @@ pub struct TurnError {
 /// `pending_action`: a change the host previewed, frozen until the user
 /// applies it (after a second confirmation for a delete) or cancels it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct PendingAction {
     pub action_id: String,
     pub tool: String,
@@ -136,13 +149,25 @@ pub struct PendingAction {
 
 /// `POST /v1/chat/turns` body.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct TurnRequest {
+    /// Absent or null: a new conversation.
     pub conversation_id: Option<String>,
+    /// What the user wrote: not only whitespace, at most 8000 characters.
+    #[cfg_attr(
+        feature = "ssr",
+        schema(
+            min_length = 1,
+            max_length = 8000,
+            pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+        )
+    )]
     pub message: String,
 }
 
 /// One message of `GET /v1/conversations/{id}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ConversationMessage {
     pub id: String,
     /// `user` or `assistant`.
@@ -161,6 +186,7 @@ pub struct ConversationMessage {
 
 /// `GET /v1/conversations/{id}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ConversationView {
     pub id: String,
     pub messages: Vec<ConversationMessage>,

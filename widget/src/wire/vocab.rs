@@ -51,6 +51,20 @@ macro_rules! vocabulary {
             }
         }
 
+        // The API document (server only): a string of exactly these words.
+        #[cfg(feature = "ssr")]
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .enum_values(Some([$($word),+]))
+                    .into()
+            }
+        }
+
+        #[cfg(feature = "ssr")]
+        impl utoipa::ToSchema for $name {}
+
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(self.as_str())

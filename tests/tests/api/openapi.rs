@@ -1,0 +1,98 @@
+//! The API's OpenAPI document: served, complete, and true to the routes
+//! (the property-based run against it is tests/api-fuzz/run.sh).
+
+use serde_json::Value;
+use widget::wire::EventKind;
+
+use crate::helpers::{Db, spawn_app};
+
+/// Every `/v1` operation: (method, path, credential).
+const OPERATIONS: &[(&str, &str, &str)] = &[
+    ("post", "/v1/workspaces", "admin"),
+    ("post", "/v1/integrations/{provider}/connect", "api_key"),
+    ("delete", "/v1/integrations/{provider}", "api_key"),
+    ("post", "/v1/chat/turns", "embed_token"),
+    ("post", "/v1/turns/{turn_id}/stop", "embed_token"),
+    ("get", "/v1/conversations", "embed_token"),
+    ("get", "/v1/conversations/{id}", "embed_token"),
+    ("post", "/v1/actions/{id}/confirm", "embed_token"),
+    ("post", "/v1/actions/{id}/apply", "embed_token"),
+    ("post", "/v1/actions/{id}/cancel", "embed_token"),
+    ("post", "/v1/components/{id}/call", "embed_token"),
+];
+
+#[tokio::test]
+async fn the_document_describes_every_route_its_credential_and_its_errors() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let response = reqwest::get(app.url("/v1/openapi.json")).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let doc: Value = response.json().await.unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc, server::api::document(), "served as generated");
+
+    let mut described = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            described.push((method.clone(), path.clone()));
+        }
+    }
+    let mut expected: Vec<(String, String)> =
+        OPERATIONS.iter().map(|(m, p, _)| ((*m).to_owned(), (*p).to_owned())).collect();
+    described.sort();
+    expected.sort();
+    assert_eq!(described, expected);
+
+    for (method, path, credential) in OPERATIONS {
+        let operation = &doc["paths"][path][method];
+        assert_eq!(operation["security"][0].as_object().unwrap().keys().collect::<Vec<_>>(), [credential], "{path}");
+        for range in ["4XX", "5XX"] {
+            let schema = &operation["responses"][range]["content"]["application/json"]["schema"]["$ref"];
+            assert_eq!(schema, "#/components/schemas/ErrorBody", "{method} {path} {range}");
+        }
+        assert!(operation["summary"].is_string(), "{method} {path} has a summary");
+    }
+    let error = &doc["components"]["schemas"]["ErrorBody"];
+    assert_eq!(error["required"], serde_json::json!(["error", "code"]));
+    for scheme in ["admin", "api_key", "embed_token"] {
+        assert_eq!(doc["components"]["securitySchemes"][scheme]["scheme"], "bearer");
+    }
+}
+
+#[tokio::test]
+async fn the_turn_stream_is_described_event_by_event() {
+    let doc = server::api::document();
+    for path in ["/v1/chat/turns", "/v1/actions/{id}/apply", "/v1/actions/{id}/cancel"] {
+        let stream = &doc["paths"][path]["post"]["responses"]["200"]["content"]["text/event-stream"];
+        assert_eq!(stream["schema"]["$ref"], "#/components/schemas/TurnStreamEvent", "{path} streams turn events");
+    }
+    let schemas = &doc["components"]["schemas"];
+    let events = schemas["TurnStreamEvent"]["oneOf"].as_array().unwrap();
+    let names: Vec<&str> = events.iter().map(|e| e["properties"]["event"]["const"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = EventKind::ALL.iter().map(|k| k.as_str()).collect();
+    assert_eq!(names, kinds, "one described event per event the engine sends");
+    for event in events {
+        let data = &event["properties"]["data"];
+        assert_eq!(data["contentMediaType"], "application/json");
+        let name = data["contentSchema"]["$ref"].as_str().unwrap().trim_start_matches("#/components/schemas/");
+        assert!(schemas[name]["properties"].is_object(), "{name} is described");
+    }
+    assert_eq!(schemas["TurnDone"]["required"], serde_json::json!(["stop_reason"]));
+}
+
+#[tokio::test]
+async fn an_unknown_path_or_method_answers_a_json_error() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let client = reqwest::Client::new();
+
+    let missing = client.get(app.url("/v1/nothing/here")).send().await.unwrap();
+    assert_eq!(missing.status(), 404);
+    let body: Value = missing.json().await.unwrap();
+    assert_eq!(body["code"], "not_found");
+
+    let wrong = client.put(app.url("/v1/workspaces")).send().await.unwrap();
+    assert_eq!(wrong.status(), 405);
+    assert_eq!(wrong.headers()["allow"], "POST");
+    let body: Value = wrong.json().await.unwrap();
+    assert_eq!((body["code"].as_str(), body["error"].is_string()), (Some("method_not_allowed"), true));
+}
