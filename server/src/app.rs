@@ -113,7 +113,8 @@ impl Application {
         let model = match &config.model {
             ModelConfig::Demo => Model::new(&format!("http://{loopback}/demo-model/v1"), "demo", "demo", true),
             ModelConfig::Remote { base_url, api_key, model } => Model::new(base_url, api_key.expose(), model, false),
-        };
+        }
+        .context("invalid OPENAI_BASE_URL")?;
         let leptos_options = LeptosOptions::builder()
             .output_name(config.output_name.as_str())
             .site_root(config.site_root.to_string_lossy().as_ref())

@@ -162,6 +162,13 @@ async fn connect_integration(
         tracing::info!(workspace_id = %workspace.0, %error, "connect: the host's GET /tools failed");
         ApiError::BadGateway("host_check_failed", format!("the host's GET /tools failed: {}", error.user_message()))
     })?;
+    if tools.len() > crate::llm::wire::MAX_TOOLS {
+        return Err(ApiError::BadRequest(format!(
+            "the host offers {} tools; models accept at most {}: list the ones to offer in allowed_tools",
+            tools.len(),
+            crate::llm::wire::MAX_TOOLS
+        )));
+    }
     db::upsert_integration(
         &state.pool,
         NewIntegration {

@@ -58,6 +58,9 @@ fn limit_notice(reason: StopReason) -> Option<&'static str> {
         StopReason::TimeLimit => Some("I stopped here: this request took longer than I may spend on one turn."),
         StopReason::TokenLimit => Some("I stopped here: this request used more of the model than one turn allows."),
         StopReason::Cancelled => Some("Stopped."),
+        StopReason::ContentFilter => {
+            Some("The model's provider withheld the rest of this answer (its content filter).")
+        }
         StopReason::Completed | StopReason::PendingAction | StopReason::Error => None,
     }
 }

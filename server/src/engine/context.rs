@@ -21,6 +21,8 @@ pub(super) enum Stop {
     Limit(StopReason),
     /// A failure the user is told about in general terms.
     Failed(&'static str),
+    /// The model failed (after its retries): the user is told what kind.
+    Model(crate::llm::ModelError),
 }
 
 impl Stop {

@@ -88,7 +88,7 @@ mod tests {
     }
 
     fn call(name: &str, arguments: &str) -> ToolCall {
-        ToolCall { id: "c".into(), name: name.into(), arguments: arguments.into() }
+        ToolCall { id: "c".into(), name: name.into(), arguments: arguments.into(), extra: None }
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::outcome::ToolOutcome;
 use super::plan::{Plan, plan_step};
 use super::prepare::Prepared;
 use crate::db::{self, NewMessage};
-use crate::llm::ChatMessage;
+use crate::llm::{ChatMessage, Finish};
 
 /// How a step that did not stop the turn ended.
 pub(super) enum StepEnd {
@@ -35,17 +35,18 @@ impl Turn<'_> {
 
     async fn run_step(&self, prepared: &mut Prepared, iteration: u32, clock: &mut StepClock) -> Result<StepEnd, Stop> {
         self.progress.start_step(iteration);
-        let model = self.engine.model.step(&prepared.messages, &prepared.tools, |delta| {
+        let mut on_text = |delta: &str| {
             let delta = self.progress.push_text(delta);
             self.events.send(TurnEvent::Text(TextDelta { delta }));
-        });
-        let step = clock.waiting(model).await.map_err(|error| {
-            tracing::warn!(%error, "model step failed");
-            Stop::Failed("The assistant's model could not answer. Please try again.")
-        })?;
+        };
+        let model = self.engine.model.step(&prepared.messages, &prepared.tools, &mut on_text);
+        let step = clock.waiting(model).await.map_err(Stop::Model)?;
         tracing::debug!(iteration, duration_ms = clock.waited_ms(), "model step");
         crate::metrics::tokens(&self.input.caller.workspace_id, step.input_tokens, step.output_tokens);
         let tokens = self.progress.add_tokens(step.tokens);
+        if step.finish == Some(Finish::ContentFilter) {
+            return Err(Stop::Limit(StopReason::ContentFilter));
+        }
         if step.tool_calls.is_empty() {
             return Ok(StepEnd::Answered);
         }

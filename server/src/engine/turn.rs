@@ -52,6 +52,12 @@ impl Turn<'_> {
                 self.events.send(TurnEvent::Error(TurnError { message: message.into(), code: "turn_failed".into() }));
                 StopReason::Error
             }
+            Err(Stop::Model(error)) => {
+                tracing::warn!(%error, "model step failed");
+                let (message, code) = (error.user_message().into(), error.code().into());
+                self.events.send(TurnEvent::Error(TurnError { message, code }));
+                StopReason::Error
+            }
         };
         self.close(reason).await;
     }

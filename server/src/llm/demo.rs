@@ -2,7 +2,7 @@
 //! `POST /demo-model/v1/chat/completions` (streaming and not, with
 //! `tool_calls`) that answers by simple rules, so the whole loop runs on a
 //! machine with no model and no network. The engine reaches it over HTTP
-//! through async-openai like any other endpoint.
+//! through the same client as any other endpoint.
 //!
 //! The rules, in order:
 //! 1. After tool results, it reports them: a menu (`items` with `price`

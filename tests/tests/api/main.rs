@@ -15,4 +15,5 @@ mod keys;
 mod limits;
 mod openapi;
 mod ops;
+mod providers;
 mod setup;

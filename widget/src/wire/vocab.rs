@@ -171,6 +171,8 @@ vocabulary! {
         TimeLimit = "time_limit",
         TokenLimit = "token_limit",
         Cancelled = "cancelled",
+        /// The model provider's content filter withheld the answer.
+        ContentFilter = "content_filter",
         Error = "error",
     }
 }
