@@ -122,7 +122,7 @@ impl Application {
             .site_addr(address)
             .env(Env::PROD)
             .build();
-        let workspaces = Workspaces::new(pool.clone(), vault.clone());
+        let workspaces = Workspaces::new(pool.clone(), vault.clone(), config.allow_private_model_hosts);
         if config.secret_key_previous.is_some() {
             // Before serving: what the old key sealed is under the new one
             // once this replica answers.
@@ -174,6 +174,7 @@ impl Application {
                 host,
                 admin_token: config.admin_token.clone(),
                 allow_private_tool_hosts: config.allow_private_tool_hosts,
+                allow_private_model_hosts: config.allow_private_model_hosts,
                 public_origin: public_origin.clone(),
                 clock: clock.clone(),
                 component_calls: Default::default(),

@@ -22,6 +22,9 @@ pub struct Config {
     pub limits: TurnLimits,
     /// `CA_ALLOW_PRIVATE_TOOL_HOSTS=1`: tool hosts may be loopback/private.
     pub allow_private_tool_hosts: bool,
+    /// `CA_ALLOW_PRIVATE_MODEL_HOSTS=1`: a workspace's own model may be on
+    /// a loopback/private address (a local Ollama or vLLM).
+    pub allow_private_model_hosts: bool,
     /// `CA_SECRET_KEY`: 64 hex digits; otherwise a key file in the data dir.
     pub secret_key: Option<Secret>,
     /// `CA_SECRET_KEY_PREVIOUS`: after a rotation's switch, the old key: it
@@ -338,6 +341,7 @@ impl Config {
             model,
             limits,
             allow_private_tool_hosts: flag("CA_ALLOW_PRIVATE_TOOL_HOSTS", false)?,
+            allow_private_model_hosts: flag("CA_ALLOW_PRIVATE_MODEL_HOSTS", false)?,
             secret_key,
             secret_key_previous,
             secret_key_next,

@@ -321,7 +321,7 @@ pub fn is_private(ip: IpAddr) -> bool {
 }
 
 /// Resolves host names to their public addresses only.
-struct PublicOnlyResolver;
+pub struct PublicOnlyResolver;
 
 impl Resolve for PublicOnlyResolver {
     fn resolve(&self, name: Name) -> Resolving {

@@ -3,21 +3,31 @@
 //! finding a workspace's connected host with its secret opened (the
 //! engine, a component's buttons).
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use serde::Serialize;
 
 use crate::crypto::{Vault, hash_api_key};
 use crate::db::{self, NewWorkspace, Pool};
 use crate::host::HostTarget;
 use crate::ids::{new_id, random_bytes};
+use crate::llm::Model;
 
 /// The one integration provider: a Remote Tools host over HTTP.
 pub const PROVIDER: &str = "generic-rest";
 
-/// Creating workspaces and reading their integration.
+/// Creating workspaces and reading their integration and model.
 #[derive(Clone)]
 pub struct Workspaces {
     pool: Pool,
     vault: Vault,
+    /// `CA_ALLOW_PRIVATE_MODEL_HOSTS`: a workspace's model may be on a
+    /// private address (a local Ollama or vLLM).
+    allow_private_models: bool,
+    /// Each workspace's own model as last read (by its `updated_at`), so
+    /// what a model learned about its provider lasts across turns.
+    models: Arc<Mutex<HashMap<String, (i64, Model)>>>,
 }
 
 /// A new workspace and its two secrets, shown once: the api key is stored
@@ -38,8 +48,42 @@ pub struct ConnectedHost {
 }
 
 impl Workspaces {
-    pub fn new(pool: Pool, vault: Vault) -> Self {
-        Self { pool, vault }
+    pub fn new(pool: Pool, vault: Vault, allow_private_models: bool) -> Self {
+        Self { pool, vault, allow_private_models, models: Arc::default() }
+    }
+
+    /// A workspace's own model, as it would be used (not yet saved); the
+    /// error says why the settings cannot be (never the key).
+    pub fn model_from(&self, base_url: &str, api_key: &str, model: &str) -> anyhow::Result<Model> {
+        Model::for_workspace(base_url, api_key, model, self.allow_private_models)
+    }
+
+    /// Saves a workspace's own model, its key sealed.
+    pub async fn set_model(
+        &self,
+        workspace_id: &str,
+        base_url: &str,
+        api_key: &str,
+        model: &str,
+    ) -> anyhow::Result<()> {
+        db::set_workspace_model(&self.pool, workspace_id, base_url, &self.vault.seal(api_key), model).await
+    }
+
+    /// The workspace's own model, if it set one.
+    pub async fn model(&self, workspace_id: &str) -> anyhow::Result<Option<Model>> {
+        let Some(row) = db::workspace_model(&self.pool, workspace_id).await? else {
+            return Ok(None);
+        };
+        let mut models = self.models.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((at, model)) = models.get(workspace_id)
+            && *at == row.updated_at
+        {
+            return Ok(Some(model.clone()));
+        }
+        let key = self.vault.open(&row.api_key_enc)?;
+        let model = self.model_from(&row.base_url, key.expose(), &row.model)?;
+        models.insert(workspace_id.to_owned(), (row.updated_at, model.clone()));
+        Ok(Some(model))
     }
 
     /// Creates a workspace with fresh secrets.

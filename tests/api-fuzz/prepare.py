@@ -2,7 +2,7 @@
 
 Creates a workspace (admin token), connects it to this server's demo
 bistro host (its bearer derived from CA_SECRET_KEY, as the server derives
-it), mints an embed token for one user (PyJWT), and runs turns so that a
+it), gives it this server's demo model as its own model, mints an embed token for one user (PyJWT), and runs turns so that a
 conversation, a component and pending actions exist. Prints shell
 assignments of the credentials and ids.
 """
@@ -64,6 +64,13 @@ call(
     "/v1/integrations/generic-rest/connect",
     workspace["api_key"],
     {"base_url": BASE + "/bistro/api", "secret": bistro_secret},
+)
+# The workspace's own model: this server's demo model, over loopback.
+call(
+    "PUT",
+    "/v1/workspace/model",
+    workspace["api_key"],
+    {"base_url": BASE + "/demo-model/v1", "api_key": "demo", "model": "demo"},
 )
 now = int(time.time())
 claims = {"aud": "context-assistant", "ws": workspace["id"], "sub": "fuzz-user", "permissions": [],

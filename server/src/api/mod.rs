@@ -6,6 +6,7 @@ pub mod actions;
 pub mod chat;
 pub mod components;
 pub mod conversations;
+pub mod model;
 pub mod openapi;
 pub mod rate;
 pub mod setup;
@@ -28,6 +29,7 @@ fn routes() -> OpenApiRouter<ApiState> {
         .merge(chat::router())
         .merge(components::router())
         .merge(conversations::router())
+        .merge(model::router())
         .merge(setup::router())
 }
 

@@ -149,7 +149,7 @@ async fn connect_integration(
         return Err(ApiError::BadRequest("secret must not be empty".into()));
     }
     if !state.allow_private_tool_hosts {
-        refuse_private_host(&base_url).await?;
+        refuse_private_host(&base_url, "CA_ALLOW_PRIVATE_TOOL_HOSTS").await?;
     }
     let target = HostTarget { base_url: base_url.clone(), secret: Secret::new(request.secret.clone()), trusted: false };
     let scope = ExecutionScope {
@@ -210,8 +210,9 @@ async fn disconnect_integration(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Refuses hosts that resolve to loopback, private or link-local addresses.
-async fn refuse_private_host(url: &Url) -> Result<(), ApiError> {
+/// Refuses hosts that resolve to loopback, private or link-local addresses
+/// (`setting` allows them).
+pub(super) async fn refuse_private_host(url: &Url, setting: &str) -> Result<(), ApiError> {
     let host = url.host_str().unwrap_or_default().trim_start_matches('[').trim_end_matches(']').to_owned();
     let port = url.port_or_known_default().unwrap_or(443);
     let addrs = tokio::net::lookup_host((host.as_str(), port))
@@ -219,9 +220,9 @@ async fn refuse_private_host(url: &Url) -> Result<(), ApiError> {
         .map_err(|_| ApiError::BadRequest("base_url: the host name does not resolve".into()))?;
     for addr in addrs {
         if is_private(addr.ip()) {
-            return Err(ApiError::BadRequest(
-                "base_url points at a private, loopback or link-local address (set CA_ALLOW_PRIVATE_TOOL_HOSTS=1 to allow)".into(),
-            ));
+            return Err(ApiError::BadRequest(format!(
+                "base_url points at a private, loopback or link-local address (set {setting}=1 to allow)"
+            )));
         }
     }
     Ok(())
@@ -248,7 +249,7 @@ impl FromRequestParts<ApiState> for Admin {
 }
 
 /// A workspace authenticated by its api key.
-struct WorkspaceKey(String);
+pub(super) struct WorkspaceKey(pub String);
 
 impl FromRequestParts<ApiState> for WorkspaceKey {
     type Rejection = ApiError;

@@ -31,6 +31,9 @@ pub struct ApiState {
     pub admin_token: Option<Secret>,
     /// `CA_ALLOW_PRIVATE_TOOL_HOSTS`.
     pub allow_private_tool_hosts: bool,
+    /// `CA_ALLOW_PRIVATE_MODEL_HOSTS`.
+    #[from_ref(skip)]
+    pub allow_private_model_hosts: bool,
     /// The assistant's own origin, e.g. `http://127.0.0.1:3000`.
     pub public_origin: Arc<str>,
     /// What pending actions expire by.

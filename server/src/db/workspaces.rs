@@ -138,6 +138,53 @@ pub async fn integration(pool: &Pool, workspace_id: &str) -> anyhow::Result<Opti
     .await?)
 }
 
+/// A workspace's own model, as stored.
+#[derive(Debug, Clone, FromRow)]
+pub struct WorkspaceModelRow {
+    pub base_url: String,
+    pub api_key_enc: String,
+    pub model: String,
+    pub updated_at: i64,
+}
+
+/// Sets (or replaces) a workspace's own model.
+pub async fn set_workspace_model(
+    pool: &Pool,
+    workspace_id: &str,
+    base_url: &str,
+    api_key_enc: &str,
+    model: &str,
+) -> anyhow::Result<()> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("DELETE FROM workspace_models WHERE workspace_id = $1").bind(workspace_id).execute(&mut *tx).await?;
+    sqlx::query(
+        "INSERT INTO workspace_models (workspace_id, base_url, api_key_enc, model, updated_at) VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(workspace_id)
+    .bind(base_url)
+    .bind(api_key_enc)
+    .bind(model)
+    .bind(now_ms())
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+pub async fn workspace_model(pool: &Pool, workspace_id: &str) -> anyhow::Result<Option<WorkspaceModelRow>> {
+    Ok(sqlx::query_as("SELECT base_url, api_key_enc, model, updated_at FROM workspace_models WHERE workspace_id = $1")
+        .bind(workspace_id)
+        .fetch_optional(pool)
+        .await?)
+}
+
+/// True when there was one to delete.
+pub async fn delete_workspace_model(pool: &Pool, workspace_id: &str) -> anyhow::Result<bool> {
+    let done =
+        sqlx::query("DELETE FROM workspace_models WHERE workspace_id = $1").bind(workspace_id).execute(pool).await?;
+    Ok(done.rows_affected() > 0)
+}
+
 /// A sealed secret as stored, for re-sealing under a new key.
 #[derive(Debug, Clone)]
 pub struct SealedSecret {
@@ -153,6 +200,8 @@ pub enum SealedKind {
     EmbedSecret,
     /// `integrations.secret_enc` (the tool host's bearer).
     HostSecret,
+    /// `workspace_models.api_key_enc` (a workspace's own model key).
+    ModelKey,
 }
 
 /// Every sealed secret in the database.
@@ -161,11 +210,14 @@ pub async fn sealed_secrets(pool: &Pool) -> anyhow::Result<Vec<SealedSecret>> {
         sqlx::query_as("SELECT id, embed_secret_enc FROM workspaces").fetch_all(pool).await?;
     let host: Vec<(String, String)> =
         sqlx::query_as("SELECT workspace_id, secret_enc FROM integrations").fetch_all(pool).await?;
+    let model: Vec<(String, String)> =
+        sqlx::query_as("SELECT workspace_id, api_key_enc FROM workspace_models").fetch_all(pool).await?;
     let of = |kind| move |(workspace_id, sealed)| SealedSecret { kind, workspace_id, sealed };
     Ok(embed
         .into_iter()
         .map(of(SealedKind::EmbedSecret))
         .chain(host.into_iter().map(of(SealedKind::HostSecret)))
+        .chain(model.into_iter().map(of(SealedKind::ModelKey)))
         .collect())
 }
 
@@ -177,6 +229,9 @@ pub async fn replace_sealed(pool: &Pool, secret: &SealedSecret, new: &str) -> an
             "UPDATE workspaces SET embed_secret_enc = $1 WHERE id = $2 AND embed_secret_enc = $3"
         }
         SealedKind::HostSecret => "UPDATE integrations SET secret_enc = $1 WHERE workspace_id = $2 AND secret_enc = $3",
+        SealedKind::ModelKey => {
+            "UPDATE workspace_models SET api_key_enc = $1 WHERE workspace_id = $2 AND api_key_enc = $3"
+        }
     };
     let done = sqlx::query(sql).bind(new).bind(&secret.workspace_id).bind(&secret.sealed).execute(pool).await?;
     Ok(done.rows_affected() == 1)

@@ -9,7 +9,7 @@ use super::context::{Stop, Turn};
 use super::prompt;
 use crate::db;
 use crate::host::{ExecutionScope, HostTarget, ToolSpec};
-use crate::llm::ChatMessage;
+use crate::llm::{ChatMessage, Model};
 
 /// What the model steps work with.
 pub(super) struct Prepared {
@@ -22,6 +22,8 @@ pub(super) struct Prepared {
     /// What the model is sent: the system prompt, the transcript, and
     /// every step and tool result of this turn so far.
     pub messages: Vec<ChatMessage>,
+    /// The workspace's own model, or the server's.
+    pub model: Model,
 }
 
 impl Turn<'_> {
@@ -50,12 +52,19 @@ impl Turn<'_> {
                 (tools, context)
             }
         };
+        let model = match engine.workspaces.model(&self.input.caller.workspace_id).await {
+            Ok(own) => own.unwrap_or_else(|| engine.model.clone()),
+            Err(error) => {
+                tracing::error!(error = format!("{error:#}"), "cannot load the workspace's model");
+                return Err(Stop::Failed("The assistant is not set up correctly."));
+            }
+        };
         let history = db::messages(&engine.pool, &self.input.conversation_id).await.map_err(|error| {
             tracing::error!(error = format!("{error:#}"), "cannot read the conversation");
             Stop::Failed("The conversation could not be loaded.")
         })?;
         let mut messages = vec![ChatMessage::System(prompt::system_prompt(&context))];
         messages.extend(prompt::transcript(&history));
-        Ok(Prepared { target: host.map(|h| h.target), scope, tools, messages })
+        Ok(Prepared { target: host.map(|h| h.target), scope, tools, messages, model })
     }
 }

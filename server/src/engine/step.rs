@@ -39,7 +39,7 @@ impl Turn<'_> {
             let delta = self.progress.push_text(delta);
             self.events.send(TurnEvent::Text(TextDelta { delta }));
         };
-        let model = self.engine.model.step(&prepared.messages, &prepared.tools, &mut on_text);
+        let model = prepared.model.step(&prepared.messages, &prepared.tools, &mut on_text);
         let step = clock.waiting(model).await.map_err(Stop::Model)?;
         tracing::debug!(iteration, duration_ms = clock.waited_ms(), "model step");
         crate::metrics::tokens(&self.input.caller.workspace_id, step.input_tokens, step.output_tokens);

@@ -59,7 +59,44 @@ impl Model {
     /// `base_url` as configured (`…/v1`, a query such as Azure's
     /// `api-version` kept); errors name nothing secret.
     pub fn new(base_url: &str, api_key: &str, model: &str, is_demo: bool) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder().connect_timeout(Duration::from_secs(10)).build()?;
+        Self::with_client(base_url, api_key, model, is_demo, http)
+    }
+
+    /// A workspace's own model: unless private hosts are allowed
+    /// (`CA_ALLOW_PRIVATE_MODEL_HOSTS`), it connects only to public
+    /// addresses, like a tool host.
+    pub fn for_workspace(base_url: &str, api_key: &str, model: &str, allow_private: bool) -> anyhow::Result<Self> {
+        let builder = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy();
+        if allow_private {
+            return Self::with_client(base_url, api_key, model, false, builder.build()?);
+        }
+        let literal = match url::Url::parse(base_url)?.host() {
+            Some(url::Host::Ipv4(ip)) => Some(std::net::IpAddr::V4(ip)),
+            Some(url::Host::Ipv6(ip)) => Some(std::net::IpAddr::V6(ip)),
+            _ => None,
+        };
+        if literal.is_some_and(crate::host::is_private) {
+            anyhow::bail!("the model's address is private (set CA_ALLOW_PRIVATE_MODEL_HOSTS=1 to allow)");
+        }
+        let http = builder.dns_resolver(Arc::new(crate::host::PublicOnlyResolver)).build()?;
+        Self::with_client(base_url, api_key, model, false, http)
+    }
+
+    fn with_client(
+        base_url: &str,
+        api_key: &str,
+        model: &str,
+        is_demo: bool,
+        http: reqwest::Client,
+    ) -> anyhow::Result<Self> {
         let base = url::Url::parse(base_url)?;
+        if !matches!(base.scheme(), "http" | "https") || base.host_str().is_none() {
+            anyhow::bail!("the model's base URL must be an absolute http(s) URL");
+        }
         let mut endpoint = base.clone();
         endpoint.set_path(&format!("{}/chat/completions", base.path().trim_end_matches('/')));
         let azure = base.host_str().is_some_and(|h| {
@@ -67,7 +104,6 @@ impl Model {
                 .iter()
                 .any(|suffix| h.ends_with(suffix))
         });
-        let http = reqwest::Client::builder().connect_timeout(Duration::from_secs(10)).build()?;
         Ok(Self {
             http,
             endpoint,
@@ -79,6 +115,15 @@ impl Model {
             chars_per_token: Arc::new(AtomicU64::new(400)),
             policy: ModelPolicy::default(),
         })
+    }
+
+    /// One small request, no retry: does this endpoint answer with this
+    /// key and model?
+    pub async fn check(&self) -> Result<(), ModelError> {
+        let mut once = self.clone();
+        once.policy.retries = 0;
+        let ask = [ChatMessage::User("Reply with the single word OK.".into())];
+        once.step(&ask, &[], &mut |_| {}).await.map(|_| ())
     }
 
     /// The model's name (for logs).

@@ -160,6 +160,10 @@ impl TestApp {
     }
 
     /// `GET path` as `bearer`: the status and the JSON answer.
+    pub async fn put_json(&self, path: &str, bearer: &str, body: &Value) -> (u16, Value) {
+        status_and_json(self.client.put(self.url(path)).bearer_auth(bearer).json(body).send().await.unwrap()).await
+    }
+
     pub async fn get_json(&self, path: &str, bearer: &str) -> (u16, Value) {
         status_and_json(self.get(path, bearer).await).await
     }

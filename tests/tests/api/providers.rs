@@ -342,3 +342,72 @@ async fn more_tools_than_a_provider_accepts_are_refused_at_connect() {
     let (status, _) = app.post_json("/v1/integrations/generic-rest/connect", key, &fewer).await;
     assert_eq!(status, 200, "an allowlist under the limit connects");
 }
+
+/// A stream that answers `text`.
+fn says(text: &str) -> Answer {
+    let chunk = json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]});
+    Answer::Stream(format!("data: {chunk}\n\ndata: [DONE]\n\n"))
+}
+
+#[tokio::test]
+async fn a_workspace_brings_its_own_model() {
+    let server_model = FakeModel::start(vec![says("the server's model")]).await;
+    let own = FakeModel::start(vec![says("OK"), says("the workspace's model")]).await;
+    let app = spawn_app(crate::helpers::Db::Sqlite)
+        .env("OPENAI_BASE_URL", server_model.base_url.clone())
+        .env("CA_ALLOW_PRIVATE_MODEL_HOSTS", "1")
+        .start()
+        .await;
+    let (_, created) = app.post_json("/v1/workspaces", crate::helpers::ADMIN_TOKEN, &json!({"name": "Own"})).await;
+    let (key, workspace) = (created["api_key"].as_str().unwrap(), created["id"].as_str().unwrap());
+    let user = token(workspace, created["embed_secret"].as_str().unwrap(), "u");
+    let own_key = "sk-own-model-key-that-must-never-be-shown";
+
+    let set = json!({"base_url": own.base_url, "api_key": own_key, "model": "own-model"});
+    let (status, shown) = app.put_json("/v1/workspace/model", key, &set).await;
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!((shown["base_url"].as_str(), shown["model"].as_str()), (Some(own.base_url.as_str()), Some("own-model")));
+    assert_eq!(own.count(), 1, "checked with one request");
+    assert_eq!(own.request(0)["model"], "own-model");
+    let (status, read) = app.get_json("/v1/workspace/model", key).await;
+    assert_eq!((status, read["model"].as_str()), (200, Some("own-model")));
+    assert!(!read.to_string().contains(own_key) && !shown.to_string().contains(own_key), "the key is never shown");
+    let (sealed,): (String,) = sqlx::query_as("SELECT api_key_enc FROM workspace_models WHERE workspace_id = $1")
+        .bind(workspace)
+        .fetch_one(&app.state.pool)
+        .await
+        .unwrap();
+    assert!(!sealed.contains(own_key), "sealed at rest");
+
+    let events = app.turn(&user, None, "hello").await;
+    assert_eq!(of(&events, "message")[0]["text"], "the workspace's model");
+    assert_eq!((own.count(), server_model.count()), (2, 0));
+
+    let deleted = app.client.delete(app.url("/v1/workspace/model")).bearer_auth(key).send().await.unwrap();
+    assert_eq!(deleted.status(), 204);
+    let events = app.turn(&user, None, "hello").await;
+    assert_eq!(of(&events, "message")[0]["text"], "the server's model");
+    assert_eq!(app.get_json("/v1/workspace/model", key).await.0, 404);
+}
+
+#[tokio::test]
+async fn a_model_that_fails_its_check_or_sits_on_a_private_address_is_not_saved() {
+    let refusing =
+        FakeModel::start(vec![Answer::Status(401, vec![], r#"{"error": {"message": "bad key"}}"#.into())]).await;
+    let allowed = spawn_app(crate::helpers::Db::Sqlite).env("CA_ALLOW_PRIVATE_MODEL_HOSTS", "1").start().await;
+    let (_, created) = allowed.post_json("/v1/workspaces", crate::helpers::ADMIN_TOKEN, &json!({"name": "W"})).await;
+    let key = created["api_key"].as_str().unwrap();
+    let set = json!({"base_url": refusing.base_url, "api_key": "sk-wrong", "model": "m"});
+    let (status, body) = allowed.put_json("/v1/workspace/model", key, &set).await;
+    assert_eq!((status, body["code"].as_str()), (502, Some("model_check_failed")), "{body}");
+    assert!(body["error"].as_str().unwrap().contains("401"), "{body}");
+    assert_eq!(allowed.get_json("/v1/workspace/model", key).await.0, 404, "nothing saved");
+
+    let strict = spawn_app(crate::helpers::Db::Sqlite).start().await;
+    let (_, created) = strict.post_json("/v1/workspaces", crate::helpers::ADMIN_TOKEN, &json!({"name": "W"})).await;
+    let key = created["api_key"].as_str().unwrap();
+    let (status, body) = strict.put_json("/v1/workspace/model", key, &set).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("CA_ALLOW_PRIVATE_MODEL_HOSTS"), "{body}");
+    assert_eq!(refusing.count(), 1, "the private address was never called");
+}

@@ -1,0 +1,120 @@
+//! A workspace's own model (api key auth): `PUT /v1/workspace/model` sets
+//! an OpenAI-compatible endpoint, checked with one small request and its
+//! key sealed (never answered again); `GET` shows it, `DELETE` goes back
+//! to the server's model.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use url::Url;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::setup::{WorkspaceKey, refuse_private_host};
+use super::state::ApiState;
+use crate::db;
+use crate::http::{ApiError, ApiJson};
+
+pub fn router() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new().routes(routes!(show_model, set_model, delete_model))
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+struct SetModel {
+    /// The endpoint's base URL, `…/v1` (see the README's provider table).
+    #[schema(
+        pattern = "^https?://([A-Za-z0-9]+(-[A-Za-z0-9]+)*\\.)*[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*$"
+    )]
+    base_url: String,
+    /// The provider's API key; sealed at rest, never shown again.
+    #[schema(min_length = 1, max_length = 4096)]
+    api_key: String,
+    /// The model's name at that provider.
+    #[schema(min_length = 1, max_length = 200)]
+    model: String,
+}
+
+/// A workspace's model as shown: never its key.
+#[derive(Serialize, utoipa::ToSchema)]
+struct ShownModel {
+    base_url: String,
+    model: String,
+}
+
+/// The workspace's own model.
+///
+/// `404` when it uses the server's model.
+#[utoipa::path(
+    get,
+    path = "/v1/workspace/model",
+    tag = "setup",
+    security(("api_key" = [])),
+    responses((status = 200, body = ShownModel)),
+)]
+async fn show_model(State(state): State<ApiState>, workspace: WorkspaceKey) -> Result<Json<ShownModel>, ApiError> {
+    let row = db::workspace_model(&state.pool, &workspace.0).await?.ok_or(ApiError::NotFound)?;
+    Ok(Json(ShownModel { base_url: row.base_url, model: row.model }))
+}
+
+/// Sets the workspace's own model, after one small request to it.
+///
+/// `400` for an unusable URL (or a private address, unless the operator
+/// allows them with `CA_ALLOW_PRIVATE_MODEL_HOSTS`); `502 model_check_failed`
+/// when the endpoint does not answer the check, with what it said.
+#[utoipa::path(
+    put,
+    path = "/v1/workspace/model",
+    tag = "setup",
+    security(("api_key" = [])),
+    request_body = SetModel,
+    responses((status = 200, body = ShownModel)),
+)]
+async fn set_model(
+    State(state): State<ApiState>,
+    workspace: WorkspaceKey,
+    ApiJson(request): ApiJson<SetModel>,
+) -> Result<Json<ShownModel>, ApiError> {
+    let base_url = Url::parse(request.base_url.trim())
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some() && u.username().is_empty())
+        .ok_or_else(|| ApiError::BadRequest("base_url must be an absolute http(s) URL".into()))?;
+    let (api_key, name) = (request.api_key.trim(), request.model.trim());
+    if api_key.is_empty() || name.is_empty() {
+        return Err(ApiError::BadRequest("api_key and model must not be empty".into()));
+    }
+    if !state.allow_private_model_hosts {
+        refuse_private_host(&base_url, "CA_ALLOW_PRIVATE_MODEL_HOSTS").await?;
+    }
+    let base = base_url.as_str().trim_end_matches('/').to_owned();
+    let model = state
+        .workspaces
+        .model_from(&base, api_key, name)
+        .map_err(|error| ApiError::BadRequest(format!("base_url: {error}")))?;
+    model.check().await.map_err(|error| {
+        tracing::info!(workspace_id = %workspace.0, %error, "workspace model check failed");
+        let said = match &error {
+            crate::llm::ModelError::Rejected { status, .. } => format!("it answered {status}"),
+            other => other.to_string(),
+        };
+        ApiError::BadGateway("model_check_failed", format!("the model did not answer the check: {said}"))
+    })?;
+    state.workspaces.set_model(&workspace.0, &base, api_key, name).await?;
+    tracing::info!(workspace_id = %workspace.0, model = name, "workspace model set");
+    Ok(Json(ShownModel { base_url: base, model: name.to_owned() }))
+}
+
+/// Goes back to the server's model.
+#[utoipa::path(
+    delete,
+    path = "/v1/workspace/model",
+    tag = "setup",
+    security(("api_key" = [])),
+    responses((status = 204, description = "The server's model answers again")),
+)]
+async fn delete_model(State(state): State<ApiState>, workspace: WorkspaceKey) -> Result<StatusCode, ApiError> {
+    if !db::delete_workspace_model(&state.pool, &workspace.0).await? {
+        return Err(ApiError::NotFound);
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
