@@ -110,6 +110,9 @@ pub struct TurnLimits {
     pub tool_timeout: Duration,
     /// `CA_ACTION_TTL_SECS`: how long a previewed action may be applied (default 900).
     pub action_ttl: Duration,
+    /// `CA_MAX_HISTORY_TOKENS`: tokens of earlier turns sent with a step
+    /// (default 16 000; the current turn is always sent whole).
+    pub max_history_tokens: u64,
 }
 
 impl Default for TurnLimits {
@@ -120,6 +123,7 @@ impl Default for TurnLimits {
             max_turn_tokens: 60_000,
             tool_timeout: Duration::from_millis(10_000),
             action_ttl: Duration::from_secs(15 * 60),
+            max_history_tokens: 16_000,
         }
     }
 }
@@ -207,6 +211,7 @@ impl Config {
                 10,
             )?),
             action_ttl: Duration::from_secs(number("CA_ACTION_TTL_SECS", defaults.action_ttl.as_secs(), 1)?),
+            max_history_tokens: number("CA_MAX_HISTORY_TOKENS", defaults.max_history_tokens, 0)?,
         };
 
         let flag = |variable: &'static str, default: bool| -> Result<bool, ConfigError> {

@@ -52,7 +52,7 @@ impl Turn<'_> {
                 (tools, context)
             }
         };
-        let model = match engine.workspaces.model(&self.input.caller.workspace_id).await {
+        let mut model = match engine.workspaces.model(&self.input.caller.workspace_id).await {
             Ok(own) => own.unwrap_or_else(|| engine.model.clone()),
             Err(error) => {
                 tracing::error!(error = format!("{error:#}"), "cannot load the workspace's model");
@@ -65,6 +65,7 @@ impl Turn<'_> {
         })?;
         let mut messages = vec![ChatMessage::System(prompt::system_prompt(&context))];
         messages.extend(prompt::transcript(&history));
+        model.policy.history_tokens = engine.limits.max_history_tokens;
         Ok(Prepared { target: host.map(|h| h.target), scope, tools, messages, model })
     }
 }

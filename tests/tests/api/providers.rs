@@ -411,3 +411,44 @@ async fn a_model_that_fails_its_check_or_sits_on_a_private_address_is_not_saved(
     assert!(body["error"].as_str().unwrap().contains("CA_ALLOW_PRIVATE_MODEL_HOSTS"), "{body}");
     assert_eq!(refusing.count(), 1, "the private address was never called");
 }
+
+#[tokio::test]
+async fn a_tool_calls_provider_fields_survive_the_database_into_the_next_turn() {
+    let answers = vec![
+        Answer::Stream(fixture("gemini", "tools")),
+        Answer::Stream(fixture("gemini", "reply")),
+        Answer::Stream(fixture("gemini", "reply")),
+    ];
+    let model = FakeModel::start(answers).await;
+    let (app, _, token) = setup(&model, lookup_tools(), &[]).await;
+    let first = app.turn(&token, None, "find milk and eggs").await;
+    let conversation = of(&first, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+
+    // The next turn's transcript is read back from the database.
+    let next = app.turn(&token, Some(&conversation), "thanks").await;
+
+    assert_eq!(of(&next, "done")[0]["stop_reason"], "completed");
+    let request = model.request(2);
+    let assistant = request["messages"].as_array().unwrap().iter().find(|m| m["role"] == "assistant").unwrap();
+    let calls = assistant["tool_calls"].as_array().unwrap();
+    assert_eq!(calls[0]["extra_content"]["google"]["thought_signature"], "CiQB0e2Kb-milk-signature");
+    assert_eq!(calls[0]["id"], "function-call-1", "the provider's own id, kept");
+    assert!(calls[1].get("extra_content").is_none());
+}
+
+#[tokio::test]
+async fn earlier_turns_beyond_the_history_budget_are_not_sent() {
+    let model = FakeModel::start(vec![reply()]).await;
+    let (app, _, token) = setup(&model, lookup_tools(), &[("CA_MAX_HISTORY_TOKENS", "10")]).await;
+    let first = app.turn(&token, None, &format!("a long first question {}", "x".repeat(200))).await;
+    let conversation = of(&first, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+    app.turn(&token, Some(&conversation), "short").await;
+    let sent: Vec<String> = model.request(1)["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .map(|m| m["content"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(sent, ["short"], "the first turn is over the budget; the current one always goes");
+}
