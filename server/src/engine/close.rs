@@ -61,6 +61,6 @@ fn limit_notice(reason: StopReason) -> Option<&'static str> {
         StopReason::ContentFilter => {
             Some("The model's provider withheld the rest of this answer (its content filter).")
         }
-        StopReason::Completed | StopReason::PendingAction | StopReason::Error => None,
+        StopReason::Completed | StopReason::PendingAction | StopReason::ModelUnavailable | StopReason::Error => None,
     }
 }

@@ -56,7 +56,7 @@ impl Turn<'_> {
                 tracing::warn!(%error, "model step failed");
                 let (message, code) = (error.user_message().into(), error.code().into());
                 self.events.send(TurnEvent::Error(TurnError { message, code }));
-                StopReason::Error
+                if error.is_retryable() { StopReason::ModelUnavailable } else { StopReason::Error }
             }
         };
         self.close(reason).await;

@@ -180,7 +180,7 @@ async fn a_model_that_stays_rate_limited_ends_the_turn_with_its_reason() {
     let model = FakeModel::start(vec![busy]).await;
     let (app, _, token) = setup(&model, lookup_tools(), &[]).await;
     let events = app.turn(&token, None, "hello").await;
-    assert_eq!(of(&events, "done")[0]["stop_reason"], "error");
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "model_unavailable");
     let error = of(&events, "error")[0];
     assert_eq!(error["code"], "model_rate_limited");
     assert!(error["message"].as_str().unwrap().contains("busy"));

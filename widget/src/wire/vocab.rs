@@ -173,6 +173,8 @@ vocabulary! {
         Cancelled = "cancelled",
         /// The model provider's content filter withheld the answer.
         ContentFilter = "content_filter",
+        /// The model stayed rate limited or unavailable through the retries.
+        ModelUnavailable = "model_unavailable",
         Error = "error",
     }
 }

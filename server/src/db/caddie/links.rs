@@ -181,6 +181,7 @@ pub async fn space_activity(pool: &Pool, workspace_id: &str) -> anyhow::Result<S
     Ok(SpaceActivity {
         conversations,
         waiting: waiting.into_iter().map(|(u,)| u).collect(),
-        failing: matches!(last, Some((Some(reason),)) if reason == StopReason::Error.as_str()),
+        failing: matches!(last, Some((Some(reason),))
+            if [StopReason::Error, StopReason::ModelUnavailable].iter().any(|r| reason == r.as_str())),
     })
 }
