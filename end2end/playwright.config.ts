@@ -25,6 +25,10 @@ function assistantEnv(port: string, extra: Record<string, string>): Record<strin
     LEPTOS_OUTPUT_NAME: "context-assistant",
     CA_DATA_DIR: mkdtempSync(join(tmpdir(), "ca-e2e-")),
     RUST_LOG: "warn",
+    // Many turns from one address and user: the limits are not under test here.
+    CA_TURNS_PER_USER_PER_MINUTE: "100000",
+    CA_TURNS_PER_IP_PER_MINUTE: "100000",
+    CA_TURNS_PER_WORKSPACE_PER_MINUTE: "100000",
     ...extra,
   };
 }

@@ -140,12 +140,15 @@ impl Application {
             Arc::new(caddie::report::StatusReporter { caddie: caddie.clone(), pool: pool.clone() })
                 as Arc<dyn TurnFinished>
         });
+        let limits = crate::limits::Limits::new(pool.clone(), clock.clone(), config.rates.clone());
+        crate::limits::spawn_cleanup(limits.clone());
         let engine = Engine {
             pool: pool.clone(),
             workspaces: workspaces.clone(),
             host: host.clone(),
             model,
             limits: config.limits.clone(),
+            budgets: limits.clone(),
             clock: clock.clone(),
             on_turn_finished,
         };
@@ -177,7 +180,8 @@ impl Application {
                 allow_private_model_hosts: config.allow_private_model_hosts,
                 public_origin: public_origin.clone(),
                 clock: clock.clone(),
-                component_calls: Default::default(),
+                limits,
+                max_concurrent_turns: config.rates.max_concurrent_turns,
             },
             ops: OpsState { pool: pool.clone(), clock, metrics_token: config.metrics_token.clone() },
             demo: DemoState {

@@ -20,6 +20,7 @@ pub struct Config {
     pub admin_token: Option<Secret>,
     pub model: ModelConfig,
     pub limits: TurnLimits,
+    pub rates: RateLimits,
     /// `CA_ALLOW_PRIVATE_TOOL_HOSTS=1`: tool hosts may be loopback/private.
     pub allow_private_tool_hosts: bool,
     /// `CA_ALLOW_PRIVATE_MODEL_HOSTS=1`: a workspace's own model may be on
@@ -128,6 +129,43 @@ impl Default for TurnLimits {
     }
 }
 
+/// Limits across replicas (their counts live in the database) and the
+/// process's own cap; each has a variable and a default.
+#[derive(Clone, Debug)]
+pub struct RateLimits {
+    /// `CA_TURNS_PER_USER_PER_MINUTE` (default 10).
+    pub turns_per_user: u64,
+    /// `CA_TURNS_PER_IP_PER_MINUTE` (default 60): the client address, as
+    /// `CA_TRUSTED_PROXIES` reveal it.
+    pub turns_per_ip: u64,
+    /// `CA_TURNS_PER_WORKSPACE_PER_MINUTE` (default 600).
+    pub turns_per_workspace: u64,
+    /// `CA_COMPONENT_CALLS_PER_10S`: a component's direct tool calls per user (default 20).
+    pub component_calls: u64,
+    /// `CA_WORKSPACE_DAILY_TOKENS`: model tokens per workspace per UTC day
+    /// (default 2 000 000; 0: no budget).
+    pub workspace_daily_tokens: u64,
+    /// `CA_USER_DAILY_TOKENS`: model tokens per end user per day (default 0: no budget).
+    pub user_daily_tokens: u64,
+    /// `CA_MAX_CONCURRENT_TURNS`: turns running in this process at once;
+    /// beyond it new turns get `503` (default 200).
+    pub max_concurrent_turns: usize,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        Self {
+            turns_per_user: 10,
+            turns_per_ip: 60,
+            turns_per_workspace: 600,
+            component_calls: 20,
+            workspace_daily_tokens: 2_000_000,
+            user_daily_tokens: 0,
+            max_concurrent_turns: 200,
+        }
+    }
+}
+
 /// The shortest admin token accepted: it guards workspace creation.
 pub const MIN_ADMIN_TOKEN_CHARS: usize = 32;
 
@@ -212,6 +250,19 @@ impl Config {
             )?),
             action_ttl: Duration::from_secs(number("CA_ACTION_TTL_SECS", defaults.action_ttl.as_secs(), 1)?),
             max_history_tokens: number("CA_MAX_HISTORY_TOKENS", defaults.max_history_tokens, 0)?,
+        };
+
+        let rate_defaults = RateLimits::default();
+        let rates = RateLimits {
+            turns_per_user: number("CA_TURNS_PER_USER_PER_MINUTE", rate_defaults.turns_per_user, 1)?,
+            turns_per_ip: number("CA_TURNS_PER_IP_PER_MINUTE", rate_defaults.turns_per_ip, 1)?,
+            turns_per_workspace: number("CA_TURNS_PER_WORKSPACE_PER_MINUTE", rate_defaults.turns_per_workspace, 1)?,
+            component_calls: number("CA_COMPONENT_CALLS_PER_10S", rate_defaults.component_calls, 1)?,
+            workspace_daily_tokens: number("CA_WORKSPACE_DAILY_TOKENS", rate_defaults.workspace_daily_tokens, 0)?,
+            user_daily_tokens: number("CA_USER_DAILY_TOKENS", rate_defaults.user_daily_tokens, 0)?,
+            max_concurrent_turns: number("CA_MAX_CONCURRENT_TURNS", rate_defaults.max_concurrent_turns as u64, 1)?
+                .try_into()
+                .map_err(|_| bad("CA_MAX_CONCURRENT_TURNS", "too large".into()))?,
         };
 
         let flag = |variable: &'static str, default: bool| -> Result<bool, ConfigError> {
@@ -345,6 +396,7 @@ impl Config {
             admin_token,
             model,
             limits,
+            rates,
             allow_private_tool_hosts: flag("CA_ALLOW_PRIVATE_TOOL_HOSTS", false)?,
             allow_private_model_hosts: flag("CA_ALLOW_PRIVATE_MODEL_HOSTS", false)?,
             secret_key,

@@ -25,8 +25,14 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("{1}")]
     BadGateway(&'static str, String),
-    #[error("too many requests; try again in a few seconds")]
-    TooManyRequests,
+    #[error("Too many requests right now. Try again in {} s.", .0.as_secs_f64().ceil().max(1.0))]
+    TooManyRequests(std::time::Duration),
+    /// A turn of the conversation is still running.
+    #[error("A reply is still being written in this conversation. Wait for it, or stop it.")]
+    TurnInProgress,
+    /// This process runs as many turns as it may.
+    #[error("The assistant is busy. Try again in {} s.", .0.as_secs_f64().ceil().max(1.0))]
+    Overloaded(std::time::Duration),
     /// A pending action that cannot move as asked: `409` or `410`, with the action.
     #[error("{message}")]
     Action { status: StatusCode, code: &'static str, message: &'static str, action: Box<widget::wire::PendingAction> },
@@ -44,7 +50,9 @@ impl ApiError {
             ApiError::NotFound => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::BadGateway(code, _) => (StatusCode::BAD_GATEWAY, code),
-            ApiError::TooManyRequests => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            ApiError::TooManyRequests(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            ApiError::TurnInProgress => (StatusCode::CONFLICT, "turn_in_progress"),
+            ApiError::Overloaded(_) => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
             ApiError::Action { status, code, .. } => (*status, code),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
@@ -71,12 +79,21 @@ impl IntoResponse for ApiError {
             tracing::error!(error = format!("{cause:#}"), "request failed");
         }
         let error = self.to_string();
+        let retry_after = match &self {
+            ApiError::TooManyRequests(wait) | ApiError::Overloaded(wait) => {
+                Some(wait.as_secs_f64().ceil().max(1.0) as u64)
+            }
+            _ => None,
+        };
         let action = match self {
             ApiError::Action { action, .. } => Some(*action),
             _ => None,
         };
         let body = ErrorBody { error, code: code.to_owned(), action };
         let mut response = (status, axum::Json(body)).into_response();
+        if let Some(seconds) = retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, header::HeaderValue::from(seconds));
+        }
         if status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
         }

@@ -9,7 +9,7 @@
 //! 2. `api`, `caddie`, `bistro`, `demo`, `embed`, `ops`: the HTTP edges, each
 //!    owning its router and taking only its own part of the state;
 //! 3. `engine`: the turn loop (knows no edge; `TurnFinished` tells who listens);
-//! 4. `host`, `llm`, `display`, `markdown`, `component`, `schema`, `client_addr`,
+//! 4. `host`, `llm`, `limits`, `display`, `markdown`, `component`, `schema`, `client_addr`,
 //!    `workspaces`, `widget_page`, `auth`, `http`, `precompress`: services;
 //! 5. `db` (every query), `config`, `crypto`, `secret`, `clock`, `ids`, `telemetry`, `metrics`.
 
@@ -31,6 +31,7 @@ pub mod engine;
 pub mod host;
 pub mod http;
 pub mod ids;
+pub mod limits;
 pub mod llm;
 pub mod markdown;
 pub mod metrics;

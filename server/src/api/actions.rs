@@ -3,6 +3,7 @@
 //! `cancel` (the model hears the user declined, then replies). Every state
 //! change is a conditional UPDATE: of fifty simultaneous applies, one wins.
 
+use axum::Extension;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -12,9 +13,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use widget::wire::{ActionStatus, PendingAction};
 
-use super::chat::stream_turn;
+use super::chat::{admit, claim, release, stream_turn};
 use super::state::ApiState;
 use crate::auth::Caller;
+use crate::client_addr::ClientAddr;
 use crate::db::actions::{self, ActionRow};
 use crate::engine::{TurnStart, pending_action};
 use crate::http::ApiError;
@@ -116,18 +118,42 @@ async fn confirm_action(
 async fn apply_action(
     State(state): State<ApiState>,
     caller: Caller,
+    client: Option<Extension<ClientAddr>>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let action = owned_action(&state, &caller, &id).await?;
     let from = if action.needs_confirmation() { ActionStatus::ConfirmedOnce } else { ActionStatus::Pending };
-    if !actions::transition(&state.pool, &id, &[from], ActionStatus::Executing, state.clock.now_ms()).await? {
-        return Err(refusal(&state, &id).await);
-    }
+    let turn_id = begin(&state, &caller, client.as_deref(), &action, &[from], ActionStatus::Executing).await?;
     let mut action = action;
     action.status = ActionStatus::Executing;
     tracing::info!(action_id = %id, "action applied");
     let conversation_id = action.conversation_id.clone();
-    Ok(stream_turn(&state, caller, conversation_id, TurnStart::Applied(action)).into_response())
+    Ok(stream_turn(&state, caller, conversation_id, turn_id, TurnStart::Applied(action)).into_response())
+}
+
+/// Admits the turn an answer to an action starts, claims its conversation
+/// and moves the action `from` → `to`: the turn's id, or why not (the
+/// action as it stands when it cannot move, or its conversation is busy).
+async fn begin(
+    state: &ApiState,
+    caller: &Caller,
+    client: Option<&ClientAddr>,
+    action: &ActionRow,
+    from: &[ActionStatus],
+    to: ActionStatus,
+) -> Result<String, ApiError> {
+    admit(state, caller, client).await?;
+    let Ok(turn_id) = claim(state, &action.conversation_id).await else {
+        return Err(refusal(state, &action.id).await);
+    };
+    match actions::transition(&state.pool, &action.id, from, to, state.clock.now_ms()).await {
+        Ok(true) => Ok(turn_id),
+        moved => {
+            release(state, &turn_id).await;
+            moved?;
+            Err(refusal(state, &action.id).await)
+        }
+    }
 }
 
 /// `cancel`'s optional body.
@@ -155,6 +181,7 @@ struct CancelRequest {
 async fn cancel_action(
     State(state): State<ApiState>,
     caller: Caller,
+    client: Option<Extension<ClientAddr>>,
     Path(id): Path<String>,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
@@ -168,9 +195,7 @@ async fn cancel_action(
     };
     let action = owned_action(&state, &caller, &id).await?;
     let open = [ActionStatus::Pending, ActionStatus::ConfirmedOnce];
-    if !actions::transition(&state.pool, &id, &open, ActionStatus::Cancelled, state.clock.now_ms()).await? {
-        return Err(refusal(&state, &id).await);
-    }
+    let turn_id = begin(&state, &caller, client.as_deref(), &action, &open, ActionStatus::Cancelled).await?;
     let reason = request
         .reason
         .map(|r| r.chars().filter(|c| !c.is_control()).take(MAX_REASON_CHARS).collect::<String>())
@@ -178,5 +203,5 @@ async fn cancel_action(
         .filter(|r| !r.is_empty());
     tracing::info!(action_id = %id, "action cancelled");
     let conversation_id = action.conversation_id.clone();
-    Ok(stream_turn(&state, caller, conversation_id, TurnStart::Declined(action, reason)).into_response())
+    Ok(stream_turn(&state, caller, conversation_id, turn_id, TurnStart::Declined(action, reason)).into_response())
 }

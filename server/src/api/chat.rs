@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::{HeaderName, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -15,11 +16,13 @@ use widget::wire::TurnRequest;
 
 use super::state::ApiState;
 use crate::auth::Caller;
+use crate::client_addr::ClientAddr;
 use crate::db;
 use crate::engine::events::EventSink;
 use crate::engine::{TurnInput, TurnStart};
 use crate::http::{ApiError, ApiJson};
 use crate::ids::new_id;
+use crate::limits::Refusal;
 
 /// Longest user message accepted, in characters.
 pub const MAX_MESSAGE_CHARS: usize = 8_000;
@@ -32,7 +35,10 @@ pub fn router() -> OpenApiRouter<ApiState> {
 ///
 /// A new conversation when `conversation_id` is absent. The turn runs on
 /// its own task: a closed stream does not lose the answer, which is saved
-/// either way.
+/// either way. `409 turn_in_progress` while another turn of the
+/// conversation runs; `429 rate_limited` (the user, the client address or
+/// the workspace used its minute) and `503 overloaded` say when to try
+/// again in `Retry-After`.
 #[utoipa::path(
     post,
     path = "/v1/chat/turns",
@@ -46,6 +52,7 @@ pub fn router() -> OpenApiRouter<ApiState> {
 async fn create_turn(
     State(state): State<ApiState>,
     caller: Caller,
+    client: Option<Extension<ClientAddr>>,
     ApiJson(request): ApiJson<TurnRequest>,
 ) -> Result<Response, ApiError> {
     let message = request.message.trim().to_owned();
@@ -55,6 +62,7 @@ async fn create_turn(
     if request.message.chars().count() > MAX_MESSAGE_CHARS {
         return Err(ApiError::BadRequest(format!("message must be at most {MAX_MESSAGE_CHARS} characters")));
     }
+    admit(&state, &caller, client.as_deref()).await?;
     let conversation_id = match request.conversation_id {
         Some(id) => {
             db::owned_conversation(&state.pool, &id, &caller.workspace_id, &caller.external_user_id)
@@ -68,14 +76,57 @@ async fn create_turn(
         }
     };
 
-    Ok(stream_turn(&state, caller, conversation_id, TurnStart::Message(message)))
+    let turn_id = claim(&state, &conversation_id).await?;
+    Ok(stream_turn(&state, caller, conversation_id, turn_id, TurnStart::Message(message)))
+}
+
+/// Admits a new turn of `caller`, before anything is written: `503` when
+/// this process runs as many turns as it may, `429` when the user, the
+/// client address or the workspace has used its minute (both with
+/// `Retry-After`).
+pub async fn admit(state: &ApiState, caller: &Caller, client: Option<&ClientAddr>) -> Result<(), ApiError> {
+    if state.turns.running() >= state.max_concurrent_turns {
+        crate::metrics::limit_refused("concurrent_turns");
+        return Err(ApiError::Overloaded(Duration::from_secs(5)));
+    }
+    let ip = client.map_or(std::net::IpAddr::from([0, 0, 0, 0]), |c| c.ip);
+    match state.limits.admit_turn(caller, ip).await? {
+        Ok(()) => Ok(()),
+        Err(Refusal::TooMany { retry_after, .. }) => Err(ApiError::TooManyRequests(retry_after)),
+    }
+}
+
+/// Claims the conversation for a new turn, on whichever replica: `409
+/// turn_in_progress` while another one of it runs. A turn whose process
+/// died is taken for interrupted once it is older than a turn may get.
+pub async fn claim(state: &ApiState, conversation_id: &str) -> Result<String, ApiError> {
+    let turn_id = new_id("turn");
+    let limits = &state.engine.limits;
+    let longest = limits.turn_timeout + limits.tool_timeout * 2 + Duration::from_secs(60);
+    let now = crate::ids::now_ms();
+    if !db::limits::claim_turn(&state.pool, &turn_id, conversation_id, now, now - longest.as_millis() as i64).await? {
+        return Err(ApiError::TurnInProgress);
+    }
+    Ok(turn_id)
+}
+
+/// Gives back a claim whose turn will not run after all.
+pub async fn release(state: &ApiState, turn_id: &str) {
+    if let Err(error) = db::limits::release_turn(&state.pool, turn_id).await {
+        tracing::error!(error = format!("{error:#}"), "cannot release the conversation");
+    }
 }
 
 /// Runs a turn on its own task and streams its events; a heartbeat
 /// comment (`: ping`) keeps an idle stream open, and `X-Accel-Buffering:
 /// no` keeps a buffering proxy (nginx) from holding events back.
-pub fn stream_turn(state: &ApiState, caller: Caller, conversation_id: String, start: TurnStart) -> Response {
-    let turn_id = new_id("turn");
+pub fn stream_turn(
+    state: &ApiState,
+    caller: Caller,
+    conversation_id: String,
+    turn_id: String,
+    start: TurnStart,
+) -> Response {
     let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
     let cancel = state.turns.start(&turn_id, &caller.workspace_id, &caller.external_user_id);
     let input = TurnInput { caller, conversation_id, turn_id: turn_id.clone(), start };

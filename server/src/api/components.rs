@@ -18,6 +18,7 @@ use crate::db::components;
 use crate::host::{HostError, Verb};
 use crate::http::{ApiError, ApiJson};
 use crate::ids::new_id;
+use crate::limits::Refusal;
 
 pub fn router() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new().routes(routes!(call_tool))
@@ -30,7 +31,7 @@ fn host_error(error: HostError) -> ApiError {
 
 /// Runs one of the tools a component declared, at the user's click.
 ///
-/// Never a `delete`; 20 calls per 10 s per user (`429`). The answer holds
+/// Never a `delete`; 20 calls per 10 s per user by default (`429` with `Retry-After`). The answer holds
 /// the component's new state when the tool's result carried one.
 #[utoipa::path(
     post,
@@ -50,9 +51,8 @@ async fn call_tool(
     let row = components::owned(&state.pool, &id, &caller.workspace_id, &caller.external_user_id)
         .await?
         .ok_or(ApiError::NotFound)?;
-    if !state.component_calls.allow(&format!("{}:{}", caller.workspace_id, caller.external_user_id)) {
-        crate::metrics::limit_refused("component_calls");
-        return Err(ApiError::TooManyRequests);
+    if let Err(Refusal::TooMany { retry_after, .. }) = state.limits.admit_component_call(&caller).await? {
+        return Err(ApiError::TooManyRequests(retry_after));
     }
     if !row.tools().contains(&call.tool) {
         return Err(ApiError::Forbidden("tool_not_declared", "this component cannot call that tool".into()));

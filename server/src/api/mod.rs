@@ -8,7 +8,6 @@ pub mod components;
 pub mod conversations;
 pub mod model;
 pub mod openapi;
-pub mod rate;
 pub mod setup;
 mod state;
 

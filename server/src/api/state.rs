@@ -6,7 +6,6 @@ use axum::extract::{FromRef, FromRequestParts};
 use axum::http::header;
 use axum::http::request::Parts;
 
-use super::rate;
 use crate::auth::{self, Caller};
 use crate::clock::Clock;
 use crate::crypto::Vault;
@@ -15,6 +14,7 @@ use crate::engine::Engine;
 use crate::engine::stop::TurnRegistry;
 use crate::host::HostClient;
 use crate::http::{ApiError, bearer};
+use crate::limits::Limits;
 use crate::secret::Secret;
 use crate::workspaces::Workspaces;
 
@@ -38,8 +38,11 @@ pub struct ApiState {
     pub public_origin: Arc<str>,
     /// What pending actions expire by.
     pub clock: Clock,
-    /// Direct tool calls from components, per user.
-    pub component_calls: rate::RateLimiter,
+    /// Turns and component calls per user, address and workspace.
+    pub limits: Limits,
+    /// `CA_MAX_CONCURRENT_TURNS`.
+    #[from_ref(skip)]
+    pub max_concurrent_turns: usize,
 }
 
 /// The chat API's caller, from the embed token (assistant-api.md §2), and

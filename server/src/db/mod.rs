@@ -11,6 +11,7 @@ pub mod caddie;
 pub mod carts;
 pub mod components;
 mod conversations;
+pub mod limits;
 mod pool;
 mod turns;
 mod workspaces;

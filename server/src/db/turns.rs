@@ -6,15 +6,10 @@ use widget::wire::StopReason;
 use super::pool::Pool;
 use crate::ids::now_ms;
 
-/// Records a turn's start; the conversation counts as updated now.
-pub async fn start_turn(pool: &Pool, turn_id: &str, conversation_id: &str) -> anyhow::Result<()> {
+/// The conversation counts as updated now (a turn started; its row was
+/// written when it claimed the conversation, `limits::claim_turn`).
+pub async fn touch_conversation(pool: &Pool, conversation_id: &str) -> anyhow::Result<()> {
     let now = now_ms();
-    sqlx::query("INSERT INTO turns (id, conversation_id, started_at) VALUES ($1, $2, $3)")
-        .bind(turn_id)
-        .bind(conversation_id)
-        .bind(now)
-        .execute(pool)
-        .await?;
     sqlx::query("UPDATE conversations SET updated_at = $1 WHERE id = $2")
         .bind(now)
         .bind(conversation_id)

@@ -61,6 +61,13 @@ fn limit_notice(reason: StopReason) -> Option<&'static str> {
         StopReason::ContentFilter => {
             Some("The model's provider withheld the rest of this answer (its content filter).")
         }
-        StopReason::Completed | StopReason::PendingAction | StopReason::ModelUnavailable | StopReason::Error => None,
+        StopReason::BudgetExhausted => {
+            Some("This assistant has used its model allowance for today. Please try again tomorrow.")
+        }
+        StopReason::Completed
+        | StopReason::PendingAction
+        | StopReason::ModelUnavailable
+        | StopReason::Interrupted
+        | StopReason::Error => None,
     }
 }

@@ -15,7 +15,7 @@ use crate::db::{self, NewMessage};
 impl Turn<'_> {
     pub(super) async fn open(&self) -> anyhow::Result<()> {
         let (pool, conversation_id) = (&self.engine.pool, &self.input.conversation_id);
-        db::start_turn(pool, &self.input.turn_id, conversation_id).await?;
+        db::touch_conversation(pool, conversation_id).await?;
         match &self.input.start {
             TurnStart::Message(text) => {
                 for action in db::actions::supersede_open(pool, conversation_id).await? {

@@ -21,6 +21,8 @@ pub struct Engine {
     pub host: HostClient,
     pub model: Model,
     pub limits: TurnLimits,
+    /// Today's token budgets (counted in the database).
+    pub budgets: crate::limits::Limits,
     /// What pending actions expire by.
     pub clock: Clock,
     /// Told when a turn has ended, before its `done` is sent.

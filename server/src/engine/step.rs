@@ -34,6 +34,14 @@ impl Turn<'_> {
     }
 
     async fn run_step(&self, prepared: &mut Prepared, iteration: u32, clock: &mut StepClock) -> Result<StepEnd, Stop> {
+        let caller = &self.input.caller;
+        let within = self.engine.budgets.within_budget(caller).await.map_err(|error| {
+            tracing::error!(error = format!("{error:#}"), "cannot read the token budget");
+            Stop::Failed("The assistant could not check its allowance. Please try again.")
+        })?;
+        if !within {
+            return Err(Stop::Limit(StopReason::BudgetExhausted));
+        }
         self.progress.start_step(iteration);
         let mut on_text = |delta: &str| {
             let delta = self.progress.push_text(delta);
@@ -42,7 +50,10 @@ impl Turn<'_> {
         let model = prepared.model.step(&prepared.messages, &prepared.tools, &mut on_text);
         let step = clock.waiting(model).await.map_err(Stop::Model)?;
         tracing::debug!(iteration, duration_ms = clock.waited_ms(), "model step");
-        crate::metrics::tokens(&self.input.caller.workspace_id, step.input_tokens, step.output_tokens);
+        crate::metrics::tokens(&caller.workspace_id, step.input_tokens, step.output_tokens);
+        if let Err(error) = self.engine.budgets.spend(caller, step.tokens).await {
+            tracing::error!(error = format!("{error:#}"), "cannot count the step's tokens");
+        }
         let tokens = self.progress.add_tokens(step.tokens);
         if step.finish == Some(Finish::ContentFilter) {
             return Err(Stop::Limit(StopReason::ContentFilter));

@@ -46,6 +46,11 @@ impl TurnRegistry {
         }
     }
 
+    /// How many turns run in this process now.
+    pub fn running(&self) -> usize {
+        self.running.lock().expect("not poisoned").len()
+    }
+
     pub fn is_idle(&self) -> bool {
         self.running.lock().expect("not poisoned").is_empty()
     }

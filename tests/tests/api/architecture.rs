@@ -18,6 +18,7 @@ const SERVER_LAYERS: &[(&str, &[&str])] = &[
         &[
             "host",
             "llm",
+            "limits",
             "display",
             "markdown",
             "component",

@@ -789,7 +789,8 @@ async fn the_reconcile_reports_the_state_and_drops_delisted_grants(db: Db) {
     let conversation = server::db::create_conversation(pool, &rig.workspace, "alice", "hi").await.unwrap();
     let (_, report) = rig.hub_call(&base, HubCall::new(&path, None, "nonce-1002-aaaa")).await;
     assert_eq!(report["state"], "in_progress");
-    server::db::start_turn(pool, "turn_x", &conversation).await.unwrap();
+    let now = server::ids::now_ms();
+    assert!(server::db::limits::claim_turn(pool, "turn_x", &conversation, now, now - 60_000).await.unwrap());
     server::db::finish_turn(pool, "turn_x", widget::wire::StopReason::Error, 1, 0).await.unwrap();
     let (_, report) = rig.hub_call(&base, HubCall::new(&path, None, "nonce-1003-aaaa")).await;
     assert_eq!(report["state"], "needs_attention");

@@ -194,6 +194,7 @@ async fn a_flood_of_clicks_is_limited_per_user() {
     let events = rig.say("menu").await;
     let component_id = of(&events, "component")[0]["component_id"].as_str().unwrap().to_owned();
     let before = rig.host.count("execute");
+    crate::helpers::start_of_window(&rig.app.clock, 10_000);
     let mut statuses = Vec::new();
     for _ in 0..25 {
         statuses.push(call(&rig, &rig.token, &component_id, json!({"tool": "add_item"})).await.0);

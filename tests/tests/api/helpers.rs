@@ -217,6 +217,11 @@ impl AppBuilder {
         vars.entry("DATABASE_URL".into()).or_insert(database_url);
         vars.entry("CA_ADMIN_TOKEN".into()).or_insert(ADMIN_TOKEN.into());
         vars.entry("CA_ALLOW_PRIVATE_TOOL_HOSTS".into()).or_insert("1".into());
+        // Tests run many turns as one user from one address; the limits'
+        // own tests set them low.
+        for (name, value) in TEST_RATES {
+            vars.entry((*name).into()).or_insert((*value).into());
+        }
         // The demo workspace serves many tests, also those with a scripted model.
         vars.entry("CA_DEMO".into()).or_insert("1".into());
         let database_url = vars["DATABASE_URL"].clone();
@@ -243,6 +248,21 @@ impl AppBuilder {
         }
     }
 }
+
+/// Moves `clock` to 100 ms into a fresh window of `window_ms` (the limits
+/// count in windows of wall-clock time), so a test's requests all fall in
+/// one window however slow the machine.
+pub fn start_of_window(clock: &server::clock::Clock, window_ms: i64) {
+    let into = clock.now_ms().rem_euclid(window_ms);
+    clock.advance(std::time::Duration::from_millis((window_ms - into + 100) as u64));
+}
+
+/// Limits high enough for tests that are not about them.
+const TEST_RATES: &[(&str, &str)] = &[
+    ("CA_TURNS_PER_USER_PER_MINUTE", "100000"),
+    ("CA_TURNS_PER_IP_PER_MINUTE", "100000"),
+    ("CA_TURNS_PER_WORKSPACE_PER_MINUTE", "100000"),
+];
 
 pub const ADMIN_TOKEN: &str = "test-admin-token-of-at-least-32-characters";
 
@@ -584,11 +604,13 @@ pub async fn restart(app: &TestApp, extra: &[(&str, String)]) -> SocketAddr {
         ("DATABASE_URL".into(), app.database_url.clone()),
         ("CA_ALLOW_PRIVATE_TOOL_HOSTS".into(), "1".into()),
     ]);
+    vars.extend(TEST_RATES.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
     for (k, v) in extra {
         vars.insert((*k).into(), v.clone());
     }
     let config = Config::from_lookup(|name| vars.get(name).cloned()).unwrap();
-    let again = Application::build(config).await.unwrap();
+    // Replicas tell the same time (as NTP makes real ones): the test's clock.
+    let again = Application::build_with_clock(config, app.clock.clone()).await.unwrap();
     let address = again.address();
     tokio::spawn(again.run_until_stopped());
     address

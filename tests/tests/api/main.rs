@@ -16,4 +16,5 @@ mod limits;
 mod openapi;
 mod ops;
 mod providers;
+mod quotas;
 mod setup;

@@ -175,6 +175,10 @@ vocabulary! {
         ContentFilter = "content_filter",
         /// The model stayed rate limited or unavailable through the retries.
         ModelUnavailable = "model_unavailable",
+        /// The workspace (or the user) used its model tokens for the day.
+        BudgetExhausted = "budget_exhausted",
+        /// The process running the turn ended before the turn did.
+        Interrupted = "interrupted",
         Error = "error",
     }
 }

@@ -1,0 +1,91 @@
+//! What the limits count, shared by every replica through the database:
+//! fixed windows of requests, tokens per day, and the one running turn of
+//! a conversation.
+
+use widget::wire::StopReason;
+
+use super::pool::Pool;
+
+/// Counts one more request for `key` in the window starting at
+/// `window_start`; the count so far, this one included.
+pub async fn hit(pool: &Pool, key: &str, window_start: i64) -> anyhow::Result<i64> {
+    let (count,): (i64,) = sqlx::query_as(
+        "INSERT INTO rate_windows (key, window_start, count) VALUES ($1, $2, 1)
+         ON CONFLICT (key, window_start) DO UPDATE SET count = rate_windows.count + 1
+         RETURNING count",
+    )
+    .bind(key)
+    .bind(window_start)
+    .fetch_one(pool)
+    .await?;
+    Ok(count)
+}
+
+/// Adds `tokens` to `key`'s use on `day`.
+pub async fn add_tokens(pool: &Pool, key: &str, day: i64, tokens: i64) -> anyhow::Result<()> {
+    sqlx::query(
+        "INSERT INTO token_usage (key, day, tokens) VALUES ($1, $2, $3)
+         ON CONFLICT (key, day) DO UPDATE SET tokens = token_usage.tokens + $3",
+    )
+    .bind(key)
+    .bind(day)
+    .bind(tokens)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Tokens `key` used on `day`.
+pub async fn tokens_used(pool: &Pool, key: &str, day: i64) -> anyhow::Result<i64> {
+    let row: Option<(i64,)> = sqlx::query_as("SELECT tokens FROM token_usage WHERE key = $1 AND day = $2")
+        .bind(key)
+        .bind(day)
+        .fetch_optional(pool)
+        .await?;
+    Ok(row.map_or(0, |(n,)| n))
+}
+
+/// Claims the conversation for a new turn: false when a turn of it is
+/// still running (on any replica). A turn started before `stale_before`
+/// and never finished (its process died) is recorded as interrupted first.
+pub async fn claim_turn(
+    pool: &Pool,
+    turn_id: &str,
+    conversation_id: &str,
+    now: i64,
+    stale_before: i64,
+) -> anyhow::Result<bool> {
+    sqlx::query(
+        "UPDATE turns SET finished_at = $1, stop_reason = $2
+         WHERE conversation_id = $3 AND finished_at IS NULL AND started_at < $4",
+    )
+    .bind(now)
+    .bind(StopReason::Interrupted.as_str())
+    .bind(conversation_id)
+    .bind(stale_before)
+    .execute(pool)
+    .await?;
+    let inserted = sqlx::query(
+        "INSERT INTO turns (id, conversation_id, started_at) VALUES ($1, $2, $3)
+         ON CONFLICT (conversation_id) WHERE finished_at IS NULL DO NOTHING",
+    )
+    .bind(turn_id)
+    .bind(conversation_id)
+    .bind(now)
+    .execute(pool)
+    .await?;
+    Ok(inserted.rows_affected() == 1)
+}
+
+/// Gives back a claimed conversation whose turn did not start.
+pub async fn release_turn(pool: &Pool, turn_id: &str) -> anyhow::Result<()> {
+    sqlx::query("DELETE FROM turns WHERE id = $1 AND finished_at IS NULL").bind(turn_id).execute(pool).await?;
+    Ok(())
+}
+
+/// Forgets windows and daily counts that can no longer matter.
+pub async fn forget_old(pool: &Pool, windows_before: i64, days_before: i64) -> anyhow::Result<()> {
+    sqlx::query("DELETE FROM rate_windows WHERE window_start < $1").bind(windows_before).execute(pool).await?;
+    sqlx::query("DELETE FROM token_usage WHERE day < $1").bind(days_before).execute(pool).await?;
+    Ok(())
+}

@@ -1,0 +1,133 @@
+//! Limits that hold across replicas (their counts live in the database):
+//! turns per end user, per client address and per workspace in a minute,
+//! a component's direct tool calls per user, model tokens per workspace
+//! (and optionally per user) per day, and at most so many turns running in
+//! this process at once.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use crate::auth::Caller;
+use crate::clock::Clock;
+use crate::config::RateLimits;
+use crate::db::{self, Pool};
+
+/// Why a request was not admitted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// A window's count is used up: try again after `retry_after`.
+    TooMany { limit: &'static str, retry_after: Duration },
+}
+
+/// The limits, with their counts in the database.
+#[derive(Clone)]
+pub struct Limits {
+    pool: Pool,
+    clock: Clock,
+    pub config: RateLimits,
+}
+
+const MINUTE_MS: i64 = 60_000;
+const DAY_MS: i64 = 86_400_000;
+
+impl Limits {
+    pub fn new(pool: Pool, clock: Clock, config: RateLimits) -> Self {
+        Self { pool, clock, config }
+    }
+
+    /// Counts a new turn of `caller` from `ip` against the per-user, per
+    /// address and per-workspace minute; refused when any is used up.
+    pub async fn admit_turn(&self, caller: &Caller, ip: IpAddr) -> anyhow::Result<Result<(), Refusal>> {
+        let c = &self.config;
+        let windows = [
+            (
+                "turns_per_user",
+                format!("turn:user:{}:{}", caller.workspace_id, caller.external_user_id),
+                c.turns_per_user,
+            ),
+            ("turns_per_ip", format!("turn:ip:{ip}"), c.turns_per_ip),
+            ("turns_per_workspace", format!("turn:ws:{}", caller.workspace_id), c.turns_per_workspace),
+        ];
+        for (limit, key, allowed) in windows {
+            if let Err(refusal) = self.count(limit, &key, allowed, MINUTE_MS).await? {
+                return Ok(Err(refusal));
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// Counts a component's direct tool call of `caller` (20 per 10 s by default).
+    pub async fn admit_component_call(&self, caller: &Caller) -> anyhow::Result<Result<(), Refusal>> {
+        let key = format!("call:user:{}:{}", caller.workspace_id, caller.external_user_id);
+        self.count("component_calls", &key, self.config.component_calls, 10_000).await
+    }
+
+    async fn count(
+        &self,
+        limit: &'static str,
+        key: &str,
+        allowed: u64,
+        window_ms: i64,
+    ) -> anyhow::Result<Result<(), Refusal>> {
+        let now = self.clock.now_ms();
+        let start = now - now.rem_euclid(window_ms);
+        let count = db::limits::hit(&self.pool, key, start).await?;
+        if u64::try_from(count).unwrap_or(u64::MAX) <= allowed {
+            return Ok(Ok(()));
+        }
+        crate::metrics::limit_refused(limit);
+        let retry_after = Duration::from_millis(u64::try_from(start + window_ms - now).unwrap_or(0).max(1000));
+        Ok(Err(Refusal::TooMany { limit, retry_after }))
+    }
+
+    /// True while the workspace (and the user) may still spend model
+    /// tokens today (UTC).
+    pub async fn within_budget(&self, caller: &Caller) -> anyhow::Result<bool> {
+        let day = self.clock.now_ms().div_euclid(DAY_MS);
+        for (key, budget) in self.budget_keys(caller) {
+            if budget > 0 && db::limits::tokens_used(&self.pool, &key, day).await? >= i64::try_from(budget)? {
+                crate::metrics::limit_refused("daily_tokens");
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Counts a step's tokens against today's budgets.
+    pub async fn spend(&self, caller: &Caller, tokens: u64) -> anyhow::Result<()> {
+        let day = self.clock.now_ms().div_euclid(DAY_MS);
+        for (key, budget) in self.budget_keys(caller) {
+            if budget > 0 {
+                db::limits::add_tokens(&self.pool, &key, day, i64::try_from(tokens)?).await?;
+            }
+        }
+        Ok(())
+    }
+
+    fn budget_keys(&self, caller: &Caller) -> [(String, u64); 2] {
+        [
+            (format!("tokens:ws:{}", caller.workspace_id), self.config.workspace_daily_tokens),
+            (format!("tokens:user:{}:{}", caller.workspace_id, caller.external_user_id), self.config.user_daily_tokens),
+        ]
+    }
+
+    /// Forgets counts older than a day (any replica may do it).
+    pub async fn forget_old(&self) -> anyhow::Result<()> {
+        let now = self.clock.now_ms();
+        db::limits::forget_old(&self.pool, now - DAY_MS, now.div_euclid(DAY_MS) - 2).await
+    }
+}
+
+/// Every hour, any replica forgets counts that no longer matter.
+pub fn spawn_cleanup(limits: Limits) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(3600));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if let Err(error) = limits.forget_old().await {
+                tracing::warn!(error = format!("{error:#}"), "limits: cleanup failed");
+            }
+        }
+    });
+}

@@ -1,0 +1,186 @@
+//! Limits that hold across replicas: turns per user, per client address
+//! and per workspace, one running turn per conversation, daily token
+//! budgets, and the process's own cap on running turns.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::helpers::{Db, HostSpec, Rig, Step, of, parse_sse, restart, start_of_window, task_tools, token};
+use crate::on_both_databases;
+
+on_both_databases!(a_users_turn_limit_holds_across_two_replicas, one_turn_runs_per_conversation_on_any_replica);
+
+/// POSTs a turn to `base`: the status, the `Retry-After`, and the body.
+async fn post_turn(base: &str, token: &str, conversation: Option<&str>, message: &str) -> (u16, Option<u64>, String) {
+    let response = reqwest::Client::new()
+        .post(format!("{base}/v1/chat/turns"))
+        .bearer_auth(token)
+        .json(&json!({"message": message, "conversation_id": conversation}))
+        .send()
+        .await
+        .unwrap();
+    let retry = response.headers().get("retry-after").and_then(|v| v.to_str().ok()?.parse().ok());
+    (response.status().as_u16(), retry, response.text().await.unwrap())
+}
+
+async fn a_users_turn_limit_holds_across_two_replicas(db: Db) {
+    let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
+    let model = rig.model.base_url();
+    let limited = [("CA_TURNS_PER_USER_PER_MINUTE", "3".to_owned()), ("OPENAI_BASE_URL", model)];
+    let (one, two) = (restart(&rig.app, &limited).await, restart(&rig.app, &limited).await);
+    let (one, two) = (format!("http://{one}"), format!("http://{two}"));
+
+    start_of_window(&rig.app.clock, 60_000);
+    for base in [&one, &two, &one] {
+        assert_eq!(post_turn(base, &rig.token, None, "hello").await.0, 200);
+    }
+    let (status, retry, body) = post_turn(&two, &rig.token, None, "hello").await;
+    assert_eq!(status, 429, "the fourth turn in a minute, on the other replica: {body}");
+    assert!(retry.is_some_and(|s| (1..=60).contains(&s)), "{retry:?}");
+    let refused: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(refused["code"], "rate_limited");
+    let told = refused["error"].as_str().unwrap();
+    assert!(told.contains(&format!("Try again in {} s", retry.unwrap())), "the widget shows this: {told}");
+    let other = token(&rig.workspace, &rig.secret, "someone_else");
+    assert_eq!(post_turn(&one, &other, None, "hello").await.0, 200, "another user is not limited");
+
+    // The minute passes (the replicas share the test's clock).
+    rig.app.clock.advance(Duration::from_secs(60));
+    assert_eq!(post_turn(&two, &rig.token, None, "hello").await.0, 200, "a new minute");
+}
+
+#[tokio::test]
+async fn the_client_address_and_the_workspace_have_their_own_minutes() {
+    let rig = Rig::start(
+        Db::Sqlite,
+        HostSpec::new(task_tools()),
+        vec![Step::Text("hi")],
+        &[("CA_TURNS_PER_IP_PER_MINUTE", "2")],
+    )
+    .await;
+    let base = rig.app.url("");
+    start_of_window(&rig.app.clock, 60_000);
+    for user in ["a", "b"] {
+        assert_eq!(post_turn(&base, &token(&rig.workspace, &rig.secret, user), None, "hi").await.0, 200);
+    }
+    let (status, ..) = post_turn(&base, &token(&rig.workspace, &rig.secret, "c"), None, "hi").await;
+    assert_eq!(status, 429, "a third user from the same address");
+
+    let rig = Rig::start(
+        Db::Sqlite,
+        HostSpec::new(task_tools()),
+        vec![Step::Text("hi")],
+        &[("CA_TURNS_PER_WORKSPACE_PER_MINUTE", "1")],
+    )
+    .await;
+    let base = rig.app.url("");
+    start_of_window(&rig.app.clock, 60_000);
+    assert_eq!(post_turn(&base, &token(&rig.workspace, &rig.secret, "a"), None, "hi").await.0, 200);
+    assert_eq!(post_turn(&base, &token(&rig.workspace, &rig.secret, "b"), None, "hi").await.0, 429);
+}
+
+async fn one_turn_runs_per_conversation_on_any_replica(db: Db) {
+    let script = vec![Step::Text("first"), Step::Call("lookup", json!({})), Step::Text("done"), Step::Text("third")];
+    let rig = Rig::start(db, HostSpec::new(task_tools()).delay(1500), script, &[]).await;
+    let first = rig.say("start").await;
+    let conversation = of(&first, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+    let base = rig.app.url("");
+    let other = format!("http://{}", restart(&rig.app, &[("OPENAI_BASE_URL", rig.model.base_url())]).await);
+
+    let slow = {
+        let (base, token, conversation) = (base.clone(), rig.token.clone(), conversation.clone());
+        tokio::spawn(async move { post_turn(&base, &token, Some(&conversation), "look it up").await })
+    };
+    // Wait for exactly what is asserted: the slow turn is at its host call.
+    while rig.host.count("execute") == 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for base in [&base, &other] {
+        let (status, _, body) = post_turn(base, &rig.token, Some(&conversation), "and now?").await;
+        assert_eq!(status, 409, "{body}");
+        assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["code"], "turn_in_progress");
+    }
+    let (status, _, body) = slow.await.unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(of(&parse_sse(&body), "done")[0]["stop_reason"], "completed");
+    let (status, _, body) = post_turn(&other, &rig.token, Some(&conversation), "and now?").await;
+    assert_eq!((status, of(&parse_sse(&body), "message")[0]["text"].as_str()), (200, Some("third")));
+}
+
+#[tokio::test]
+async fn a_turn_left_running_by_a_dead_process_does_not_hold_its_conversation() {
+    let rig = Rig::start(Db::Sqlite, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
+    let first = rig.say("start").await;
+    let conversation = of(&first, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+    let long_ago = server::ids::now_ms() - 3_600_000;
+    sqlx::query("INSERT INTO turns (id, conversation_id, started_at) VALUES ('turn_dead', $1, $2)")
+        .bind(&conversation)
+        .bind(long_ago)
+        .execute(&rig.app.state.pool)
+        .await
+        .unwrap();
+    let (status, ..) = post_turn(&rig.app.url(""), &rig.token, Some(&conversation), "again").await;
+    assert_eq!(status, 200);
+    let (reason,): (String,) = sqlx::query_as("SELECT stop_reason FROM turns WHERE id = 'turn_dead'")
+        .fetch_one(&rig.app.state.pool)
+        .await
+        .unwrap();
+    assert_eq!(reason, "interrupted");
+}
+
+#[tokio::test]
+async fn a_workspaces_daily_tokens_are_checked_before_every_model_step() {
+    // Each model step reports 50 tokens of usage.
+    let rig = Rig::start(
+        Db::Sqlite,
+        HostSpec::new(task_tools()),
+        vec![Step::Text("hi")],
+        &[("CA_WORKSPACE_DAILY_TOKENS", "60")],
+    )
+    .await;
+    start_of_window(&rig.app.clock, 86_400_000);
+    for _ in 0..2 {
+        assert_eq!(of(&rig.say("hello").await, "done")[0]["stop_reason"], "completed");
+    }
+    let events = rig.say("hello").await;
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "budget_exhausted");
+    assert!(of(&events, "message")[0]["text"].as_str().unwrap().contains("allowance for today"));
+    assert_eq!(rig.model.requests.lock().unwrap().len(), 2, "the model was not called a third time");
+
+    // Tomorrow (UTC) the budget is whole again.
+    rig.app.clock.advance(Duration::from_secs(86_400));
+    assert_eq!(of(&rig.say("hello").await, "done")[0]["stop_reason"], "completed");
+}
+
+#[tokio::test]
+async fn a_users_daily_tokens_leave_other_users_alone() {
+    let rig =
+        Rig::start(Db::Sqlite, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[("CA_USER_DAILY_TOKENS", "10")])
+            .await;
+    start_of_window(&rig.app.clock, 86_400_000);
+    assert_eq!(of(&rig.say("hello").await, "done")[0]["stop_reason"], "completed");
+    assert_eq!(of(&rig.say("hello").await, "done")[0]["stop_reason"], "budget_exhausted");
+    let other = token(&rig.workspace, &rig.secret, "another");
+    assert_eq!(of(&rig.app.turn(&other, None, "hello").await, "done")[0]["stop_reason"], "completed");
+}
+
+#[tokio::test]
+async fn beyond_the_processes_cap_new_turns_are_shed_with_retry_after() {
+    let script = vec![Step::Call("lookup", json!({})), Step::Text("done")];
+    let rig =
+        Rig::start(Db::Sqlite, HostSpec::new(task_tools()).delay(1500), script, &[("CA_MAX_CONCURRENT_TURNS", "1")])
+            .await;
+    let slow = {
+        let (base, token) = (rig.app.url(""), rig.token.clone());
+        tokio::spawn(async move { post_turn(&base, &token, None, "look it up").await })
+    };
+    while rig.host.count("execute") == 0 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let other = token(&rig.workspace, &rig.secret, "another");
+    let (status, retry, body) = post_turn(&rig.app.url(""), &other, None, "hello").await;
+    assert_eq!((status, retry), (503, Some(5)), "{body}");
+    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["code"], "overloaded");
+    assert_eq!(slow.await.unwrap().0, 200);
+}
