@@ -83,7 +83,7 @@ test("a stream lost mid-reply is reported, never shown as finished, and Retry as
     cut = false;
     const response = await route.fetch();
     const blocks = (await response.text()).split("\n\n");
-    const firstText = blocks.findIndex((b) => b.startsWith("event: text"));
+    const firstText = blocks.findIndex((b) => /^event: text$/m.test(b));
     await route.fulfill({ response, body: blocks.slice(0, firstText + 1).join("\n\n") + "\n\n" });
   });
 

@@ -101,13 +101,19 @@ pub async fn admit(state: &ApiState, caller: &Caller, client: Option<&ClientAddr
 /// died is taken for interrupted once it is older than a turn may get.
 pub async fn claim(state: &ApiState, conversation_id: &str) -> Result<String, ApiError> {
     let turn_id = new_id("turn");
-    let limits = &state.engine.limits;
-    let longest = limits.turn_timeout + limits.tool_timeout * 2 + Duration::from_secs(60);
+    let longest = longest_turn(state);
     let now = crate::ids::now_ms();
     if !db::limits::claim_turn(&state.pool, &turn_id, conversation_id, now, now - longest.as_millis() as i64).await? {
         return Err(ApiError::TurnInProgress);
     }
     Ok(turn_id)
+}
+
+/// Longer than any turn may run: a turn still unfinished after this had
+/// its process die.
+pub fn longest_turn(state: &ApiState) -> Duration {
+    let limits = &state.engine.limits;
+    limits.turn_timeout + limits.tool_timeout * 2 + Duration::from_secs(60)
 }
 
 /// Gives back a claim whose turn will not run after all.
@@ -133,16 +139,26 @@ pub fn stream_turn(
     let engine = state.engine.clone();
     let turns = state.turns.clone();
     tokio::spawn(async move {
-        engine.run_turn(input, EventSink::new(sender), cancel).await;
+        let sink = EventSink::new(sender, engine.pool.clone(), turn_id.clone());
+        engine.run_turn(input, sink, cancel).await;
         turns.finish(&turn_id);
     });
     let open = crate::metrics::OpenStream::open();
-    let events = UnboundedReceiverStream::new(receiver).map(move |event| {
+    let events = UnboundedReceiverStream::new(receiver).map(move |numbered| {
         let _counted = &open;
-        Ok::<_, std::convert::Infallible>(Event::default().event(event.kind().as_str()).data(event.data()))
+        Ok::<_, std::convert::Infallible>(sse_event(
+            numbered.seq,
+            numbered.event.kind().as_str(),
+            numbered.event.data(),
+        ))
     });
     let stream = Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)).text("ping"));
     ([(HeaderName::from_static("x-accel-buffering"), "no")], stream).into_response()
+}
+
+/// An event of a turn's stream: its number, name and JSON.
+pub fn sse_event(seq: u64, kind: &str, data: String) -> Event {
+    Event::default().id(seq.to_string()).event(kind).data(data)
 }
 
 /// Stops a running turn of the caller's; it ends with `cancelled`.

@@ -8,6 +8,7 @@ pub mod components;
 pub mod conversations;
 pub mod model;
 pub mod openapi;
+pub mod resume;
 pub mod setup;
 mod state;
 
@@ -29,6 +30,7 @@ fn routes() -> OpenApiRouter<ApiState> {
         .merge(components::router())
         .merge(conversations::router())
         .merge(model::router())
+        .merge(resume::router())
         .merge(setup::router())
 }
 

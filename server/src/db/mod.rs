@@ -13,6 +13,7 @@ pub mod components;
 mod conversations;
 pub mod limits;
 mod pool;
+pub mod turn_events;
 mod turns;
 mod workspaces;
 

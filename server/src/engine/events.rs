@@ -1,11 +1,16 @@
 //! The stream events of a turn (assistant-api.md §3) and where they go.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use serde::Serialize;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use widget::wire::{
     ComponentEvent, DisplayCards, EventKind, FinishedMessage, PendingAction, TextDelta, ToolActivity, ToolStatus,
     TurnDone, TurnError, TurnStarted, Verb,
 };
+
+use crate::db::{self, Pool};
 
 /// One event of a turn's stream, named as the API spec names it.
 #[derive(Debug, Clone)]
@@ -56,22 +61,77 @@ impl TurnEvent {
     }
 }
 
-/// Where a turn writes its events. A listener that went away (the browser
-/// closed the stream) does not stop the turn: it finishes and is saved.
+/// An event and its number in the turn's stream (the SSE `id`, from 1).
+#[derive(Debug, Clone)]
+pub struct Numbered {
+    pub seq: u64,
+    pub event: TurnEvent,
+}
+
+/// Where a turn writes its events: to the stream that started it, and to
+/// the database for a client that resumes the stream (any replica). A
+/// listener that went away (the browser closed the stream) does not stop
+/// the turn: it finishes and is saved.
 #[derive(Clone, Debug)]
-pub struct EventSink(UnboundedSender<TurnEvent>);
+pub struct EventSink {
+    live: UnboundedSender<Numbered>,
+    record: UnboundedSender<Numbered>,
+    next: Arc<AtomicU64>,
+}
 
 impl EventSink {
-    pub fn new(sender: UnboundedSender<TurnEvent>) -> Self {
-        Self(sender)
+    /// Sends `turn_id`'s events to `live` and stores them in `pool`.
+    pub fn new(live: UnboundedSender<Numbered>, pool: Pool, turn_id: String) -> Self {
+        let (record, stored) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(store(pool, turn_id, stored));
+        Self { live, record, next: Arc::new(AtomicU64::new(0)) }
     }
 
     pub fn send(&self, event: TurnEvent) {
-        let _ = self.0.send(event);
+        let numbered = Numbered { seq: self.next.fetch_add(1, Ordering::Relaxed) + 1, event };
+        let _ = self.record.send(numbered.clone());
+        let _ = self.live.send(numbered);
     }
 
     /// A `tool` event: a tool call started, succeeded or failed.
     pub fn tool_activity(&self, call_id: &str, name: &str, verb: Verb, status: ToolStatus) {
         self.send(TurnEvent::Tool(ToolActivity { call_id: call_id.to_owned(), name: name.to_owned(), verb, status }));
     }
+}
+
+/// Stores the events as they come, those that queued up meanwhile in one
+/// transaction, until the turn's last sender is gone.
+async fn store(pool: Pool, turn_id: String, mut events: UnboundedReceiver<Numbered>) {
+    while let Some(first) = events.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < 256
+            && let Ok(more) = events.try_recv()
+        {
+            batch.push(more);
+        }
+        let rows: Vec<(u64, &str, String)> =
+            batch.iter().map(|n| (n.seq, n.event.kind().as_str(), n.event.data())).collect();
+        if let Err(error) = db::turn_events::insert(&pool, &turn_id, &rows, crate::ids::now_ms()).await {
+            tracing::warn!(error = format!("{error:#}"), turn_id, "cannot store the turn's events");
+        }
+    }
+}
+
+/// How long a turn's events are kept after it ended.
+pub const KEEP_EVENTS: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Every ten minutes, any replica forgets the events of turns that ended
+/// more than [`KEEP_EVENTS`] ago.
+pub fn spawn_forgetting(pool: Pool) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(600));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let before = crate::ids::now_ms() - KEEP_EVENTS.as_millis() as i64;
+            if let Err(error) = db::turn_events::forget_before(&pool, before).await {
+                tracing::warn!(error = format!("{error:#}"), "cannot forget old turn events");
+            }
+        }
+    });
 }

@@ -17,4 +17,5 @@ mod openapi;
 mod ops;
 mod providers;
 mod quotas;
+mod resume;
 mod setup;

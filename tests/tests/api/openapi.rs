@@ -16,6 +16,7 @@ const OPERATIONS: &[(&str, &str, &str)] = &[
     ("delete", "/v1/workspace/model", "api_key"),
     ("post", "/v1/chat/turns", "embed_token"),
     ("post", "/v1/turns/{turn_id}/stop", "embed_token"),
+    ("get", "/v1/turns/{turn_id}/events", "embed_token"),
     ("get", "/v1/conversations", "embed_token"),
     ("get", "/v1/conversations/{id}", "embed_token"),
     ("post", "/v1/actions/{id}/confirm", "embed_token"),
@@ -65,8 +66,14 @@ async fn the_document_describes_every_route_its_credential_and_its_errors() {
 #[tokio::test]
 async fn the_turn_stream_is_described_event_by_event() {
     let doc = server::api::document();
-    for path in ["/v1/chat/turns", "/v1/actions/{id}/apply", "/v1/actions/{id}/cancel"] {
-        let stream = &doc["paths"][path]["post"]["responses"]["200"]["content"]["text/event-stream"];
+    let streams = [
+        ("post", "/v1/chat/turns"),
+        ("post", "/v1/actions/{id}/apply"),
+        ("post", "/v1/actions/{id}/cancel"),
+        ("get", "/v1/turns/{turn_id}/events"),
+    ];
+    for (method, path) in streams {
+        let stream = &doc["paths"][path][method]["responses"]["200"]["content"]["text/event-stream"];
         assert_eq!(stream["schema"]["$ref"], "#/components/schemas/TurnStreamEvent", "{path} streams turn events");
     }
     let schemas = &doc["components"]["schemas"];
