@@ -72,20 +72,49 @@ test("“New conversation” starts an empty chat that a reload does not undo", 
   await expect(bistro.widget.locator(".ca-menu-cart")).toHaveCount(0);
 });
 
-test("a stream lost mid-reply is reported, never shown as finished, and Retry asks again", async ({ page }) => {
-  const bistro = new BistroPage(page);
-  await bistro.goto();
-  await bistro.openChat();
-  // The first turn's stream breaks after its first words: no `message`, no `done`.
-  let cut = true;
+/** Serves the first turn's stream only up to its first text event, as a connection that drops. */
+async function cutFirstStream(page: import("@playwright/test").Page): Promise<{ posts: () => number }> {
+  let posts = 0;
   await page.route("**/v1/chat/turns", async (route) => {
-    if (!cut) return route.continue();
-    cut = false;
+    posts += 1;
+    if (posts > 1) return route.continue();
     const response = await route.fetch();
     const blocks = (await response.text()).split("\n\n");
     const firstText = blocks.findIndex((b) => /^event: text$/m.test(b));
     await route.fulfill({ response, body: blocks.slice(0, firstText + 1).join("\n\n") + "\n\n" });
   });
+  return { posts: () => posts };
+}
+
+test("a stream cut mid-reply is resumed and the reply completes in place, without asking again", async ({ page }) => {
+  const bistro = new BistroPage(page);
+  await bistro.goto();
+  await bistro.openChat();
+  const cut = await cutFirstStream(page);
+  const resumed: string[] = [];
+  page.on("request", (request) => {
+    if (request.url().includes("/events")) resumed.push(request.headers()["last-event-id"] ?? "");
+  });
+
+  await bistro.ask("show me the menu");
+
+  await expect(bistro.widget.locator("body")).toContainText("Reconnecting");
+  await expect(bistro.lastReply.locator(".ca-md")).toContainText("Here is the menu");
+  await expect(bistro.widget.getByRole("alert")).toHaveCount(0);
+  await expect(bistro.lastReply).not.toContainText("cut off");
+  expect(cut.posts()).toBe(1);
+  expect(resumed.length).toBe(1);
+  expect(Number(resumed[0])).toBeGreaterThan(1);
+});
+
+test("a stream that stays lost is reported, never shown as finished, and Retry asks again", async ({ page }) => {
+  const bistro = new BistroPage(page);
+  await bistro.goto();
+  await bistro.openChat();
+  // Resuming fails too: the network stays down for the stream.
+  await page.route("**/v1/turns/*/events", (route) => route.abort("internetdisconnected"));
+  // The first turn's stream breaks after its first words: no `message`, no `done`.
+  await cutFirstStream(page);
 
   await bistro.ask("show me the menu");
 

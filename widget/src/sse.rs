@@ -2,11 +2,13 @@
 //! an Authorization header). Bytes in, complete events out; an event split
 //! across chunks, or a character split across chunks, waits for the rest.
 
-/// One event: its `event:` name (default `message`) and its `data:` lines.
+/// One event: its `event:` name (default `message`), its `data:` lines,
+/// and its `id:` if it has one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SseEvent {
     pub event: String,
     pub data: String,
+    pub id: Option<String>,
 }
 
 /// Incremental parser state.
@@ -50,6 +52,7 @@ fn find_blank_line(buffer: &[u8]) -> Option<(usize, usize)> {
 fn parse_block(block: &str) -> Option<SseEvent> {
     let mut event = String::new();
     let mut data: Vec<&str> = Vec::new();
+    let mut id = None;
     for line in block.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)) {
         if line.is_empty() || line.starts_with(':') {
             continue;
@@ -61,13 +64,14 @@ fn parse_block(block: &str) -> Option<SseEvent> {
         match field {
             "event" => event = value.to_owned(),
             "data" => data.push(value),
+            "id" => id = Some(value.to_owned()),
             _ => {}
         }
     }
     if data.is_empty() {
         return None;
     }
-    Some(SseEvent { event: if event.is_empty() { "message".into() } else { event }, data: data.join("\n") })
+    Some(SseEvent { event: if event.is_empty() { "message".into() } else { event }, data: data.join("\n"), id })
 }
 
 #[cfg(test)]
@@ -80,7 +84,7 @@ mod tests {
         assert!(p.feed(b"event: text\ndata: {\"delta\":\"Hel").is_empty());
         let events = p.feed(b"lo\"}\n\nevent: done\ndata: {}\n\n");
         assert_eq!(events.len(), 2);
-        assert_eq!(events[0], SseEvent { event: "text".into(), data: "{\"delta\":\"Hello\"}".into() });
+        assert_eq!(events[0], SseEvent { event: "text".into(), data: "{\"delta\":\"Hello\"}".into(), id: None });
         assert_eq!(events[1].event, "done");
     }
 
@@ -98,6 +102,13 @@ mod tests {
         let mut p = SseParser::default();
         assert!(p.feed(b": ping\n\n").is_empty());
         let events = p.feed(b"data: a\r\ndata: b\r\n\r\n");
-        assert_eq!(events, vec![SseEvent { event: "message".into(), data: "a\nb".into() }]);
+        assert_eq!(events, vec![SseEvent { event: "message".into(), data: "a\nb".into(), id: None }]);
+    }
+
+    #[test]
+    fn an_events_id_is_kept_for_resuming() {
+        let mut p = SseParser::default();
+        let events = p.feed(b"id: 7\nevent: text\ndata: {}\n\n");
+        assert_eq!(events[0].id.as_deref(), Some("7"));
     }
 }

@@ -35,7 +35,7 @@ pub fn answer(chat: Chat, answer: Answer, reason: Option<String>) {
         chat.busy.set(true);
         chat.announce
             .set(if answer == Answer::Apply { "Applying the change." } else { "Cancelling the change." }.into());
-        let outcome = stream::read(chat, reply, response).await;
+        let outcome = stream::follow(chat, reply, response).await;
         turns::settle(chat, reply, outcome);
     });
 }

@@ -66,6 +66,11 @@ impl WidgetError {
 /// other outcome is the matching [`WidgetError`].
 pub async fn call(method: &str, path: &str, token: &str, body: Option<String>) -> Result<Response, WidgetError> {
     let response = send(method, path, Some(token), body).await.map_err(|_| WidgetError::Unreachable)?;
+    answer(response).await
+}
+
+/// A `2xx` answer, or the matching [`WidgetError`].
+async fn answer(response: Response) -> Result<Response, WidgetError> {
     match response.status() {
         200..=299 => Ok(response),
         401 => Err(WidgetError::Expired),
@@ -77,9 +82,34 @@ pub async fn call(method: &str, path: &str, token: &str, body: Option<String>) -
     }
 }
 
+/// [`call`] resuming a stream after the event `last_event_id`.
+pub async fn call_after(
+    method: &str,
+    path: &str,
+    token: &str,
+    last_event_id: Option<&str>,
+) -> Result<Response, WidgetError> {
+    let response =
+        send_with(method, path, Some(token), None, last_event_id).await.map_err(|_| WidgetError::Unreachable)?;
+    answer(response).await
+}
+
 /// `fetch` of a same-origin path; with a bearer token when given.
 pub async fn send(method: &str, path: &str, token: Option<&str>, body: Option<String>) -> Result<Response, JsValue> {
+    send_with(method, path, token, body, None).await
+}
+
+async fn send_with(
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<String>,
+    last_event_id: Option<&str>,
+) -> Result<Response, JsValue> {
     let headers = Headers::new()?;
+    if let Some(id) = last_event_id {
+        headers.set("Last-Event-ID", id)?;
+    }
     if let Some(token) = token {
         headers.set("Authorization", &format!("Bearer {token}"))?;
     }

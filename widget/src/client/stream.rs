@@ -7,19 +7,65 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{ReadableStreamDefaultReader, Response};
 
-use super::{WidgetError, host_page};
+use super::{WidgetError, api, host_page};
 use crate::js;
 use crate::sse::SseParser;
 use crate::state::{Bubble, Chat};
 use crate::wire::{EventKind, Role, ToolStatus};
 
-/// Reads a turn's event stream into `reply`, to its `done`.
-pub async fn read(chat: Chat, reply: Bubble, response: Response) -> Result<(), WidgetError> {
+/// How far a turn's stream got: the last event's id, and how it ended.
+#[derive(Debug, Default)]
+pub struct Progress {
+    last_id: Option<String>,
+    finished: bool,
+    failure: Option<String>,
+}
+
+/// Tries to resume a lost stream this many times (waiting 0.5, 1, 2, 4 s).
+const RECONNECTS: u32 = 4;
+
+/// Reads a turn's stream into `reply` to its `done`; when the connection
+/// is lost first, resumes it (`GET /v1/turns/{id}/events` after the last
+/// event seen), showing that it is reconnecting, and the reply completes
+/// in place. Only a stream that stays lost is a failure (with Retry).
+pub async fn follow(chat: Chat, reply: Bubble, response: Response) -> Result<(), WidgetError> {
+    let mut progress = Progress::default();
+    let mut outcome = read(chat, reply, response, &mut progress).await;
+    let mut attempt = 0;
+    while matches!(outcome, Err(WidgetError::Lost)) && attempt < RECONNECTS {
+        let (Some(turn), Some(token)) = (chat.turn_id.get_untracked(), chat.token.get_untracked()) else { break };
+        chat.activity.set(Some("Reconnecting…".into()));
+        sleep(500 * 2_i32.pow(attempt)).await;
+        attempt += 1;
+        let path = format!("/v1/turns/{turn}/events");
+        let last = progress.last_id.clone();
+        match api::call_after("GET", &path, &token, last.as_deref()).await {
+            Ok(response) => {
+                chat.activity.set(None);
+                outcome = read(chat, reply, response, &mut progress).await;
+            }
+            // Still offline, or the server is restarting: try again.
+            Err(WidgetError::Unreachable) => {}
+            Err(_) => break,
+        }
+    }
+    chat.activity.set(None);
+    outcome
+}
+
+/// Waits `ms` milliseconds (a browser timer).
+async fn sleep(ms: i32) {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        let _ = window().set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
+    });
+    let _ = JsFuture::from(promise).await;
+}
+
+/// Reads one stream of the turn's events into `reply`, noting how far it got.
+async fn read(chat: Chat, reply: Bubble, response: Response, progress: &mut Progress) -> Result<(), WidgetError> {
     let body = response.body().ok_or(WidgetError::NoBody)?;
     let reader: ReadableStreamDefaultReader = body.get_reader().unchecked_into();
     let mut parser = SseParser::default();
-    let mut finished = false;
-    let mut failure: Option<String> = None;
     loop {
         let chunk = JsFuture::from(reader.read()).await.map_err(|_| WidgetError::Lost)?;
         if Reflect::get(&chunk, &"done".into()).ok().and_then(|d| d.as_bool()).unwrap_or(true) {
@@ -27,19 +73,22 @@ pub async fn read(chat: Chat, reply: Bubble, response: Response) -> Result<(), W
         }
         let bytes = Reflect::get(&chunk, &"value".into()).map_err(|_| WidgetError::Lost)?;
         for event in parser.feed(&Uint8Array::new(&bytes).to_vec()) {
+            if event.id.is_some() {
+                progress.last_id = event.id.clone();
+            }
             let Some(kind) = EventKind::parse(&event.event) else { continue };
             let data = js::parse(&event.data);
             match kind {
-                EventKind::Error => failure = js::string(&data, "message").or(failure),
-                EventKind::Done => finished |= js::string(&data, "stop_reason").is_some(),
+                EventKind::Error => progress.failure = js::string(&data, "message").or(progress.failure.take()),
+                EventKind::Done => progress.finished |= js::string(&data, "stop_reason").is_some(),
                 _ => apply(chat, reply, kind, &data),
             }
         }
     }
-    if let Some(message) = failure {
+    if let Some(message) = progress.failure.clone() {
         return Err(WidgetError::Turn(message));
     }
-    if !finished {
+    if !progress.finished {
         return Err(WidgetError::Lost);
     }
     Ok(())

@@ -50,7 +50,7 @@ async fn run(chat: Chat, reply: Bubble, text: &str) -> Result<(), WidgetError> {
         }
         answer => answer?,
     };
-    stream::read(chat, reply, response).await
+    stream::follow(chat, reply, response).await
 }
 
 /// Settles a streamed reply: done, or failed with a message and Retry.
