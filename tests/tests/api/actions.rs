@@ -84,7 +84,10 @@ async fn fifty_concurrent_applies_execute_once(db: Db) {
     let events = rig.say("create it").await;
     let id = pending(&events)["action_id"].as_str().unwrap().to_owned();
 
-    let attempts = (0..50).map(|_| rig.act(&id, "apply", None));
+    // Spread over two replicas on the one database.
+    let other = format!("http://{}", restart(&rig.app, &[("OPENAI_BASE_URL", rig.model.base_url())]).await);
+    let here = rig.app.url("");
+    let attempts = (0..50).map(|i| rig.act_at(if i % 2 == 0 { &here } else { &other }, &id, "apply", None));
     let results = futures::future::join_all(attempts).await;
 
     let ok = results.iter().filter(|(s, _, _)| *s == 200).count();
