@@ -36,7 +36,8 @@ impl Limits {
     }
 
     /// Counts a new turn of `caller` from `ip` against the per-user, per
-    /// address and per-workspace minute; refused when any is used up.
+    /// address and per-workspace minute (one statement); refused when any
+    /// is used up.
     pub async fn admit_turn(&self, caller: &Caller, ip: IpAddr) -> anyhow::Result<Result<(), Refusal>> {
         let c = &self.config;
         let windows = [
@@ -48,12 +49,28 @@ impl Limits {
             ("turns_per_ip", format!("turn:ip:{ip}"), c.turns_per_ip),
             ("turns_per_workspace", format!("turn:ws:{}", caller.workspace_id), c.turns_per_workspace),
         ];
-        for (limit, key, allowed) in windows {
-            if let Err(refusal) = self.count(limit, &key, allowed, MINUTE_MS).await? {
-                return Ok(Err(refusal));
+        let (now, start) = self.window(MINUTE_MS);
+        let keys: Vec<String> = windows.iter().map(|(_, key, _)| key.clone()).collect();
+        let counts = db::limits::hit_all(&self.pool, &keys, start).await?;
+        for (limit, key, allowed) in &windows {
+            let count = counts.iter().find(|(k, _)| k == key).map_or(0, |(_, n)| *n);
+            if u64::try_from(count).unwrap_or(u64::MAX) > *allowed {
+                return Ok(Err(self.refuse(limit, now, start + MINUTE_MS)));
             }
         }
         Ok(Ok(()))
+    }
+
+    /// Now, and the start of the window of `window_ms` it falls in.
+    fn window(&self, window_ms: i64) -> (i64, i64) {
+        let now = self.clock.now_ms();
+        (now, now - now.rem_euclid(window_ms))
+    }
+
+    fn refuse(&self, limit: &'static str, now: i64, window_end: i64) -> Refusal {
+        crate::metrics::limit_refused(limit);
+        let retry_after = Duration::from_millis(u64::try_from(window_end - now).unwrap_or(0).max(1000));
+        Refusal::TooMany { limit, retry_after }
     }
 
     /// Counts a component's direct tool call of `caller` (20 per 10 s by default).
@@ -69,15 +86,12 @@ impl Limits {
         allowed: u64,
         window_ms: i64,
     ) -> anyhow::Result<Result<(), Refusal>> {
-        let now = self.clock.now_ms();
-        let start = now - now.rem_euclid(window_ms);
+        let (now, start) = self.window(window_ms);
         let count = db::limits::hit(&self.pool, key, start).await?;
         if u64::try_from(count).unwrap_or(u64::MAX) <= allowed {
             return Ok(Ok(()));
         }
-        crate::metrics::limit_refused(limit);
-        let retry_after = Duration::from_millis(u64::try_from(start + window_ms - now).unwrap_or(0).max(1000));
-        Ok(Err(Refusal::TooMany { limit, retry_after }))
+        Ok(Err(self.refuse(limit, now, start + window_ms)))
     }
 
     /// True while the workspace (and the user) may still spend model

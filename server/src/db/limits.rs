@@ -21,6 +21,22 @@ pub async fn hit(pool: &Pool, key: &str, window_start: i64) -> anyhow::Result<i6
     Ok(count)
 }
 
+/// [`hit`] for several keys in one statement; each key's count so far.
+pub async fn hit_all(pool: &Pool, keys: &[String], window_start: i64) -> anyhow::Result<Vec<(String, i64)>> {
+    let values: Vec<String> = (0..keys.len()).map(|i| format!("(${}, $1, 1)", i + 2)).collect();
+    let sql = format!(
+        "INSERT INTO rate_windows (key, window_start, count) VALUES {}
+         ON CONFLICT (key, window_start) DO UPDATE SET count = rate_windows.count + 1
+         RETURNING key, count",
+        values.join(", ")
+    );
+    let mut query = sqlx::query_as(&sql).bind(window_start);
+    for key in keys {
+        query = query.bind(key);
+    }
+    Ok(query.fetch_all(pool).await?)
+}
+
 /// Adds `tokens` to `key`'s use on `day`.
 pub async fn add_tokens(pool: &Pool, key: &str, day: i64, tokens: i64) -> anyhow::Result<()> {
     sqlx::query(

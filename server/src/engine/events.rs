@@ -99,10 +99,15 @@ impl EventSink {
     }
 }
 
-/// Stores the events as they come, those that queued up meanwhile in one
-/// transaction, until the turn's last sender is gone.
+/// How long stored events gather before they are written together: one
+/// transaction for a burst instead of one per text delta (a resuming
+/// client is at most this much behind the live stream).
+const STORE_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Stores the events in batches, until the turn's last sender is gone.
 async fn store(pool: Pool, turn_id: String, mut events: UnboundedReceiver<Numbered>) {
     while let Some(first) = events.recv().await {
+        tokio::time::sleep(STORE_EVERY).await;
         let mut batch = vec![first];
         while batch.len() < 256
             && let Ok(more) = events.try_recv()
