@@ -100,22 +100,25 @@ impl Limits {
         let day = self.clock.now_ms().div_euclid(DAY_MS);
         for (key, budget) in self.budget_keys(caller) {
             if budget > 0 && db::limits::tokens_used(&self.pool, &key, day).await? >= i64::try_from(budget)? {
-                crate::metrics::limit_refused("daily_tokens");
                 return Ok(false);
             }
         }
         Ok(true)
     }
 
-    /// Counts a step's tokens against today's budgets.
-    pub async fn spend(&self, caller: &Caller, tokens: u64) -> anyhow::Result<()> {
+    /// Counts a step's tokens against today's budgets; true while they
+    /// still have room (the totals include every replica's spending so
+    /// far, so the next step need not read them again).
+    pub async fn spend(&self, caller: &Caller, tokens: u64) -> anyhow::Result<bool> {
         let day = self.clock.now_ms().div_euclid(DAY_MS);
+        let mut within = true;
         for (key, budget) in self.budget_keys(caller) {
             if budget > 0 {
-                db::limits::add_tokens(&self.pool, &key, day, i64::try_from(tokens)?).await?;
+                let total = db::limits::add_tokens(&self.pool, &key, day, i64::try_from(tokens)?).await?;
+                within &= total < i64::try_from(budget)?;
             }
         }
-        Ok(())
+        Ok(within)
     }
 
     fn budget_keys(&self, caller: &Caller) -> [(String, u64); 2] {

@@ -37,18 +37,19 @@ pub async fn hit_all(pool: &Pool, keys: &[String], window_start: i64) -> anyhow:
     Ok(query.fetch_all(pool).await?)
 }
 
-/// Adds `tokens` to `key`'s use on `day`.
-pub async fn add_tokens(pool: &Pool, key: &str, day: i64, tokens: i64) -> anyhow::Result<()> {
-    sqlx::query(
+/// Adds `tokens` to `key`'s use on `day`; the day's total so far.
+pub async fn add_tokens(pool: &Pool, key: &str, day: i64, tokens: i64) -> anyhow::Result<i64> {
+    let (total,): (i64,) = sqlx::query_as(
         "INSERT INTO token_usage (key, day, tokens) VALUES ($1, $2, $3)
-         ON CONFLICT (key, day) DO UPDATE SET tokens = token_usage.tokens + $3",
+         ON CONFLICT (key, day) DO UPDATE SET tokens = token_usage.tokens + $3
+         RETURNING tokens",
     )
     .bind(key)
     .bind(day)
     .bind(tokens)
-    .execute(pool)
+    .fetch_one(pool)
     .await?;
-    Ok(())
+    Ok(total)
 }
 
 /// Tokens `key` used on `day`.

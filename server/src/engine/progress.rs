@@ -17,6 +17,9 @@ pub(super) struct Progress {
     pub tokens: u64,
     /// The saved row that already holds the step's text (a pending action's).
     pub held_message_id: Option<String>,
+    /// Whether today's token budgets had room after this turn's last step
+    /// (the totals its spend returned); unknown before the first step.
+    pub within_budget: Option<bool>,
 }
 
 /// Shared between the loop, its text callback and the closing phase.

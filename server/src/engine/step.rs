@@ -35,11 +35,16 @@ impl Turn<'_> {
 
     async fn run_step(&self, prepared: &mut Prepared, iteration: u32, clock: &mut StepClock) -> Result<StepEnd, Stop> {
         let caller = &self.input.caller;
-        let within = self.engine.budgets.within_budget(caller).await.map_err(|error| {
-            tracing::error!(error = format!("{error:#}"), "cannot read the token budget");
-            Stop::Failed("The assistant could not check its allowance. Please try again.")
-        })?;
+        let known = self.progress.lock().within_budget;
+        let within = match known {
+            Some(within) => within,
+            None => self.engine.budgets.within_budget(caller).await.map_err(|error| {
+                tracing::error!(error = format!("{error:#}"), "cannot read the token budget");
+                Stop::Failed("The assistant could not check its allowance. Please try again.")
+            })?,
+        };
         if !within {
+            crate::metrics::limit_refused("daily_tokens");
             return Err(Stop::Limit(StopReason::BudgetExhausted));
         }
         self.progress.start_step(iteration);
@@ -51,8 +56,9 @@ impl Turn<'_> {
         let step = clock.waiting(model).await.map_err(Stop::Model)?;
         tracing::debug!(iteration, duration_ms = clock.waited_ms(), "model step");
         crate::metrics::tokens(&caller.workspace_id, step.input_tokens, step.output_tokens);
-        if let Err(error) = self.engine.budgets.spend(caller, step.tokens).await {
-            tracing::error!(error = format!("{error:#}"), "cannot count the step's tokens");
+        match self.engine.budgets.spend(caller, step.tokens).await {
+            Ok(within) => self.progress.lock().within_budget = Some(within),
+            Err(error) => tracing::error!(error = format!("{error:#}"), "cannot count the step's tokens"),
         }
         let tokens = self.progress.add_tokens(step.tokens);
         if step.finish == Some(Finish::ContentFilter) {
