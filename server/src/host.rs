@@ -148,13 +148,7 @@ impl HostClient {
         if target.trusted || self.allow_private {
             return Ok(&self.any);
         }
-        // The resolver never sees an IP literal: check it here.
-        let literal = match target.base_url.host() {
-            Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
-            Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
-            _ => None,
-        };
-        if let Some(ip) = literal.filter(|ip| is_private(*ip)) {
+        if let Some(ip) = private_literal(&target.base_url) {
             return Err(HostError::Unreachable(format!("{ip} is a private address")));
         }
         Ok(&self.public)
@@ -370,9 +364,21 @@ async fn read_capped(response: reqwest::Response) -> Result<Vec<u8>, HostError> 
 
 /// The error and its causes, for the log (the URL carries no secret: the
 /// bearer travels in a header).
-fn error_chain(e: &reqwest::Error) -> String {
+/// A private IP address written in `url` itself: the resolver never sees
+/// an IP literal, so a client for public hosts checks it before connecting.
+pub fn private_literal(url: &Url) -> Option<IpAddr> {
+    let literal = match url.host() {
+        Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+        Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+        _ => None,
+    };
+    literal.filter(|ip| is_private(*ip))
+}
+
+/// An error and its causes, for logs (reqwest's errors never hold a secret).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
+    let mut source = e.source();
     while let Some(s) = source {
         text.push_str(": ");
         text.push_str(&s.to_string());

@@ -7,11 +7,10 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use url::Url;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::setup::{WorkspaceKey, refuse_private_host};
+use super::setup::{WorkspaceKey, parse_base_url, refuse_private_host};
 use super::state::ApiState;
 use crate::db;
 use crate::http::{ApiError, ApiJson};
@@ -75,10 +74,7 @@ async fn set_model(
     workspace: WorkspaceKey,
     ApiJson(request): ApiJson<SetModel>,
 ) -> Result<Json<ShownModel>, ApiError> {
-    let base_url = Url::parse(request.base_url.trim())
-        .ok()
-        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some() && u.username().is_empty())
-        .ok_or_else(|| ApiError::BadRequest("base_url must be an absolute http(s) URL".into()))?;
+    let base_url = parse_base_url(&request.base_url)?;
     let (api_key, name) = (request.api_key.trim(), request.model.trim());
     if api_key.is_empty() || name.is_empty() {
         return Err(ApiError::BadRequest("api_key and model must not be empty".into()));

@@ -141,10 +141,7 @@ async fn connect_integration(
     if provider != PROVIDER {
         return Err(ApiError::NotFound);
     }
-    let base_url = Url::parse(request.base_url.trim())
-        .ok()
-        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some() && u.username().is_empty())
-        .ok_or_else(|| ApiError::BadRequest("base_url must be an absolute http(s) URL".into()))?;
+    let base_url = parse_base_url(&request.base_url)?;
     if request.secret.is_empty() {
         return Err(ApiError::BadRequest("secret must not be empty".into()));
     }
@@ -208,6 +205,14 @@ async fn disconnect_integration(
         return Err(ApiError::NotFound);
     }
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// A `base_url` (a tool host's, a model's): absolute http(s), a host, no user.
+pub(super) fn parse_base_url(raw: &str) -> Result<Url, ApiError> {
+    Url::parse(raw.trim())
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some() && u.username().is_empty())
+        .ok_or_else(|| ApiError::BadRequest("base_url must be an absolute http(s) URL".into()))
 }
 
 /// Refuses hosts that resolve to loopback, private or link-local addresses

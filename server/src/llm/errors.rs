@@ -156,18 +156,6 @@ pub async fn read_capped(mut response: reqwest::Response) -> String {
     String::from_utf8_lossy(&body).into_owned()
 }
 
-/// An error and its causes, for logs (reqwest's errors never hold the key).
-pub fn chain(error: &dyn std::error::Error) -> String {
-    let mut out = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        out.push_str(": ");
-        out.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

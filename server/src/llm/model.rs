@@ -74,12 +74,7 @@ impl Model {
         if allow_private {
             return Self::with_client(base_url, api_key, model, false, builder.build()?);
         }
-        let literal = match url::Url::parse(base_url)?.host() {
-            Some(url::Host::Ipv4(ip)) => Some(std::net::IpAddr::V4(ip)),
-            Some(url::Host::Ipv6(ip)) => Some(std::net::IpAddr::V6(ip)),
-            _ => None,
-        };
-        if literal.is_some_and(crate::host::is_private) {
+        if crate::host::private_literal(&url::Url::parse(base_url)?).is_some() {
             anyhow::bail!("the model's address is private (set CA_ALLOW_PRIVATE_MODEL_HOSTS=1 to allow)");
         }
         let http = builder.dns_resolver(Arc::new(crate::host::PublicOnlyResolver)).build()?;
@@ -207,7 +202,7 @@ impl Model {
         } else {
             request.bearer_auth(self.api_key.expose())
         };
-        let response = request.send().await.map_err(|e| ModelError::Unreachable(errors::chain(&e)))?;
+        let response = request.send().await.map_err(|e| ModelError::Unreachable(crate::host::error_chain(&e)))?;
         if response.status().is_success() {
             return Ok(response);
         }
@@ -256,7 +251,9 @@ impl Model {
                         }
                         (lines.push(&chunk), false)
                     }
-                    Some(Err(e)) => return Err(ModelError::Broken(format!("the stream broke: {}", errors::chain(&e)))),
+                    Some(Err(e)) => {
+                        return Err(ModelError::Broken(format!("the stream broke: {}", crate::host::error_chain(&e))));
+                    }
                     // No `[DONE]`: the end of the body ends the step.
                     None => (lines.finish(), true),
                 };
