@@ -98,27 +98,41 @@ impl Limits {
     /// tokens today (UTC).
     pub async fn within_budget(&self, caller: &Caller) -> anyhow::Result<bool> {
         let day = self.clock.now_ms().div_euclid(DAY_MS);
-        for (key, budget) in self.budget_keys(caller) {
-            if budget > 0 && db::limits::tokens_used(&self.pool, &key, day).await? >= i64::try_from(budget)? {
-                return Ok(false);
-            }
+        let budgets = self.budgets(caller);
+        if budgets.is_empty() {
+            return Ok(true);
         }
-        Ok(true)
+        let keys: Vec<String> = budgets.iter().map(|(key, _)| key.clone()).collect();
+        let used = db::limits::tokens_used(&self.pool, &keys, day).await?;
+        Ok(Self::all_within(&budgets, &used))
     }
 
-    /// Counts a step's tokens against today's budgets; true while they
-    /// still have room (the totals include every replica's spending so
-    /// far, so the next step need not read them again).
+    /// Counts a step's tokens against today's budgets (one statement);
+    /// true while they still have room (the totals include every replica's
+    /// spending so far, so the next step need not read them again).
     pub async fn spend(&self, caller: &Caller, tokens: u64) -> anyhow::Result<bool> {
         let day = self.clock.now_ms().div_euclid(DAY_MS);
-        let mut within = true;
-        for (key, budget) in self.budget_keys(caller) {
-            if budget > 0 {
-                let total = db::limits::add_tokens(&self.pool, &key, day, i64::try_from(tokens)?).await?;
-                within &= total < i64::try_from(budget)?;
-            }
+        let budgets = self.budgets(caller);
+        if budgets.is_empty() {
+            return Ok(true);
         }
-        Ok(within)
+        let tokens = i64::try_from(tokens)?;
+        let spent: Vec<(String, i64)> = budgets.iter().map(|(key, _)| (key.clone(), tokens)).collect();
+        let totals = db::limits::add_tokens(&self.pool, &spent, day).await?;
+        Ok(Self::all_within(&budgets, &totals))
+    }
+
+    /// True when every budget's total (absent: nothing used) is below it.
+    fn all_within(budgets: &[(String, u64)], totals: &[(String, i64)]) -> bool {
+        budgets.iter().all(|(key, budget)| {
+            let used = totals.iter().find(|(k, _)| k == key).map_or(0, |(_, n)| *n);
+            u64::try_from(used).unwrap_or(0) < *budget
+        })
+    }
+
+    /// The budgets that apply (a budget of 0 is none), with their keys.
+    fn budgets(&self, caller: &Caller) -> Vec<(String, u64)> {
+        self.budget_keys(caller).into_iter().filter(|(_, budget)| *budget > 0).collect()
     }
 
     fn budget_keys(&self, caller: &Caller) -> [(String, u64); 2] {

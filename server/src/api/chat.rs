@@ -63,21 +63,23 @@ async fn create_turn(
         return Err(ApiError::BadRequest(format!("message must be at most {MAX_MESSAGE_CHARS} characters")));
     }
     admit(&state, &caller, client.as_deref()).await?;
-    let conversation_id = match request.conversation_id {
+    let (conversation_id, start) = match request.conversation_id {
         Some(id) => {
-            db::owned_conversation(&state.pool, &id, &caller.workspace_id, &caller.external_user_id)
+            let owned = db::owned_conversation(&state.pool, &id, &caller.workspace_id, &caller.external_user_id)
                 .await?
-                .ok_or(ApiError::NotFound)?
-                .id
+                .ok_or(ApiError::NotFound)?;
+            (owned.id, TurnStart::Message(message))
         }
         None => {
             let title: String = message.chars().take(60).collect();
-            db::create_conversation(&state.pool, &caller.workspace_id, &caller.external_user_id, &title).await?
+            let id =
+                db::create_conversation(&state.pool, &caller.workspace_id, &caller.external_user_id, &title).await?;
+            (id, TurnStart::FirstMessage(message))
         }
     };
 
     let turn_id = claim(&state, &conversation_id).await?;
-    Ok(stream_turn(&state, caller, conversation_id, turn_id, TurnStart::Message(message)))
+    Ok(stream_turn(&state, caller, conversation_id, turn_id, start))
 }
 
 /// Admits a new turn of `caller`, before anything is written: `503` when

@@ -37,34 +37,40 @@ pub async fn hit_all(pool: &Pool, keys: &[String], window_start: i64) -> anyhow:
     Ok(query.fetch_all(pool).await?)
 }
 
-/// Adds `tokens` to `key`'s use on `day`; the day's total so far.
-pub async fn add_tokens(pool: &Pool, key: &str, day: i64, tokens: i64) -> anyhow::Result<i64> {
-    let (total,): (i64,) = sqlx::query_as(
-        "INSERT INTO token_usage (key, day, tokens) VALUES ($1, $2, $3)
-         ON CONFLICT (key, day) DO UPDATE SET tokens = token_usage.tokens + $3
-         RETURNING tokens",
-    )
-    .bind(key)
-    .bind(day)
-    .bind(tokens)
-    .fetch_one(pool)
-    .await?;
-    Ok(total)
+/// Adds each key's tokens to its use on `day` (one statement); each key's
+/// total for the day so far.
+pub async fn add_tokens(pool: &Pool, spent: &[(String, i64)], day: i64) -> anyhow::Result<Vec<(String, i64)>> {
+    let values: Vec<String> = (0..spent.len()).map(|i| format!("(${}, $1, ${})", 2 * i + 2, 2 * i + 3)).collect();
+    let sql = format!(
+        "INSERT INTO token_usage (key, day, tokens) VALUES {}
+         ON CONFLICT (key, day) DO UPDATE SET tokens = token_usage.tokens + excluded.tokens
+         RETURNING key, tokens",
+        values.join(", ")
+    );
+    let mut query = sqlx::query_as(&sql).bind(day);
+    for (key, tokens) in spent {
+        query = query.bind(key).bind(tokens);
+    }
+    Ok(query.fetch_all(pool).await?)
 }
 
-/// Tokens `key` used on `day`.
-pub async fn tokens_used(pool: &Pool, key: &str, day: i64) -> anyhow::Result<i64> {
-    let row: Option<(i64,)> = sqlx::query_as("SELECT tokens FROM token_usage WHERE key = $1 AND day = $2")
-        .bind(key)
-        .bind(day)
-        .fetch_optional(pool)
-        .await?;
-    Ok(row.map_or(0, |(n,)| n))
+/// Tokens each of `keys` used on `day` (one statement; a key that used
+/// none is absent).
+pub async fn tokens_used(pool: &Pool, keys: &[String], day: i64) -> anyhow::Result<Vec<(String, i64)>> {
+    let places: Vec<String> = (0..keys.len()).map(|i| format!("${}", i + 2)).collect();
+    let sql = format!("SELECT key, tokens FROM token_usage WHERE day = $1 AND key IN ({})", places.join(", "));
+    let mut query = sqlx::query_as(&sql).bind(day);
+    for key in keys {
+        query = query.bind(key);
+    }
+    Ok(query.fetch_all(pool).await?)
 }
 
 /// Claims the conversation for a new turn: false when a turn of it is
 /// still running (on any replica). A turn started before `stale_before`
-/// and never finished (its process died) is recorded as interrupted first.
+/// and never finished (its process died) is recorded as interrupted first
+/// — looked for only when the claim meets a running turn, so the common
+/// case is one statement.
 pub async fn claim_turn(
     pool: &Pool,
     turn_id: &str,
@@ -72,7 +78,10 @@ pub async fn claim_turn(
     now: i64,
     stale_before: i64,
 ) -> anyhow::Result<bool> {
-    sqlx::query(
+    if insert_running_turn(pool, turn_id, conversation_id, now).await? {
+        return Ok(true);
+    }
+    let interrupted = sqlx::query(
         "UPDATE turns SET finished_at = $1, stop_reason = $2
          WHERE conversation_id = $3 AND finished_at IS NULL AND started_at < $4",
     )
@@ -82,6 +91,11 @@ pub async fn claim_turn(
     .bind(stale_before)
     .execute(pool)
     .await?;
+    Ok(interrupted.rows_affected() > 0 && insert_running_turn(pool, turn_id, conversation_id, now).await?)
+}
+
+/// Inserts the turn as running unless one of the conversation already is.
+async fn insert_running_turn(pool: &Pool, turn_id: &str, conversation_id: &str, now: i64) -> anyhow::Result<bool> {
     let inserted = sqlx::query(
         "INSERT INTO turns (id, conversation_id, started_at) VALUES ($1, $2, $3)
          ON CONFLICT (conversation_id) WHERE finished_at IS NULL DO NOTHING",

@@ -1,14 +1,136 @@
-//! The pool over SQLite or PostgreSQL (sqlx `Any`), the migrations, and
-//! whether the database is ready to serve.
+//! The database handle over SQLite or PostgreSQL (sqlx `Any`), the
+//! migrations, and whether the database is ready to serve.
+//!
+//! PostgreSQL is a pool of connections. SQLite is one connection behind a
+//! fair lock: it has one writer, and sqlx's pool would add two round trips
+//! to SQLite's thread per statement (a check of the connection before and
+//! after each use) and a task per release — most of a turn's system time.
 
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use sqlx::AnyPool;
-use sqlx::Executor;
-use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+use sqlx::any::{AnyPoolOptions, AnyQueryResult, AnyRow, AnyStatement, AnyTypeInfo, install_default_drivers};
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, AnyConnection, AnyPool, Connection, Describe, Either, Execute, Executor};
+use tokio::sync::{Mutex, OwnedMutexGuard};
 
-pub type Pool = AnyPool;
+/// How long a statement waits for a connection before it fails.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The database: `&Pool` runs a query (`query.execute(&pool)`), and
+/// [`Pool::acquire`] lends a connection for a transaction.
+#[derive(Clone)]
+pub struct Pool(Shared);
+
+#[derive(Clone)]
+enum Shared {
+    Pooled(AnyPool),
+    Single(Arc<Mutex<AnyConnection>>),
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.0 {
+            Shared::Pooled(_) => "Pool(PostgreSQL)",
+            Shared::Single(_) => "Pool(SQLite)",
+        })
+    }
+}
+
+/// A connection lent by [`Pool::acquire`], given back when dropped.
+pub enum Conn {
+    Pooled(PoolConnection<Any>),
+    Single(OwnedMutexGuard<AnyConnection>),
+}
+
+impl Deref for Conn {
+    type Target = AnyConnection;
+    fn deref(&self) -> &AnyConnection {
+        match self {
+            Conn::Pooled(conn) => conn,
+            Conn::Single(conn) => conn,
+        }
+    }
+}
+
+impl DerefMut for Conn {
+    fn deref_mut(&mut self) -> &mut AnyConnection {
+        match self {
+            Conn::Pooled(conn) => conn,
+            Conn::Single(conn) => conn,
+        }
+    }
+}
+
+impl Pool {
+    /// A connection of its own until dropped (`conn.begin()` starts a
+    /// transaction on it). Nothing else may use `self` meanwhile on SQLite:
+    /// statements of a transaction run on the transaction.
+    pub async fn acquire(&self) -> Result<Conn, sqlx::Error> {
+        match &self.0 {
+            Shared::Pooled(pool) => Ok(Conn::Pooled(pool.acquire().await?)),
+            Shared::Single(conn) => tokio::time::timeout(ACQUIRE_TIMEOUT, conn.clone().lock_owned())
+                .await
+                .map(Conn::Single)
+                .map_err(|_| sqlx::Error::PoolTimedOut),
+        }
+    }
+}
+
+impl<'p> Executor<'p> for &'_ Pool {
+    type Database = Any;
+
+    /// The rows are gathered before the connection is given back: no query
+    /// here returns more than a page of them.
+    fn fetch_many<'e, 'q: 'e, E>(self, query: E) -> BoxStream<'e, Result<Either<AnyQueryResult, AnyRow>, sqlx::Error>>
+    where
+        'p: 'e,
+        E: 'q + Execute<'q, Any>,
+    {
+        let pool = self.clone();
+        futures::stream::once(async move {
+            let mut conn = pool.acquire().await?;
+            conn.fetch_many(query).try_collect::<Vec<_>>().await
+        })
+        .map_ok(|rows| futures::stream::iter(rows.into_iter().map(Ok)))
+        .try_flatten()
+        .boxed()
+    }
+
+    fn fetch_optional<'e, 'q: 'e, E>(self, query: E) -> BoxFuture<'e, Result<Option<AnyRow>, sqlx::Error>>
+    where
+        'p: 'e,
+        E: 'q + Execute<'q, Any>,
+    {
+        let pool = self.clone();
+        Box::pin(async move { pool.acquire().await?.fetch_optional(query).await })
+    }
+
+    fn prepare_with<'e, 'q: 'e>(
+        self,
+        sql: &'q str,
+        parameters: &'e [AnyTypeInfo],
+    ) -> BoxFuture<'e, Result<AnyStatement<'q>, sqlx::Error>>
+    where
+        'p: 'e,
+    {
+        let pool = self.clone();
+        Box::pin(async move { pool.acquire().await?.prepare_with(sql, parameters).await })
+    }
+
+    fn describe<'e, 'q: 'e>(self, sql: &'q str) -> BoxFuture<'e, Result<Describe<Any>, sqlx::Error>>
+    where
+        'p: 'e,
+    {
+        let pool = self.clone();
+        Box::pin(async move { pool.acquire().await?.describe(sql).await })
+    }
+}
 
 /// The migrations this build carries (`migrations/`).
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
@@ -36,38 +158,32 @@ pub async fn check_ready(pool: &Pool) -> Result<(), NotReady> {
     Ok(())
 }
 
-/// Opens the pool and applies the migrations.
+/// Opens the database and applies the migrations.
 pub async fn connect(url: &str) -> anyhow::Result<Pool> {
     install_default_drivers();
-    let is_sqlite = url.starts_with("sqlite:");
-    let pool = AnyPoolOptions::new()
-        // SQLite has one writer: connections beyond one would only wait on
-        // its lock (in sleeps of up to 100 ms), so all work shares one.
-        .max_connections(if is_sqlite { 1 } else { 16 })
-        .acquire_timeout(Duration::from_secs(10))
-        .after_connect(move |conn, _meta| {
-            Box::pin(async move {
-                if is_sqlite {
-                    // WAL with synchronous = NORMAL: a commit survives a crash of the
-                    // process without waiting for an fsync (power loss may drop the last few).
-                    // No checkpoint inside a commit: `checkpoint_in_background` does them.
-                    conn.execute(
-                        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; \
-                         PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;",
-                    )
-                    .await?;
-                }
-                Ok(())
-            })
-        })
-        .connect(url)
-        .await
-        .context("cannot open the database named by DATABASE_URL")?;
-    MIGRATOR.run(&pool).await.context("cannot apply the database migrations")?;
-    if is_sqlite {
-        checkpoint_in_background(url).await?;
+    if !url.starts_with("sqlite:") {
+        let pool = AnyPoolOptions::new()
+            .max_connections(16)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect(url)
+            .await
+            .context("cannot open the database named by DATABASE_URL")?;
+        MIGRATOR.run(&pool).await.context("cannot apply the database migrations")?;
+        return Ok(Pool(Shared::Pooled(pool)));
     }
-    Ok(pool)
+    let mut conn = AnyConnection::connect(url).await.context("cannot open the database named by DATABASE_URL")?;
+    // WAL with synchronous = NORMAL: a commit survives a crash of the
+    // process without waiting for an fsync (power loss may drop the last few).
+    // No checkpoint inside a commit: `checkpoint_in_background` does them.
+    conn.execute(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; \
+         PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;",
+    )
+    .await
+    .context("cannot set up the SQLite database")?;
+    MIGRATOR.run(&mut conn).await.context("cannot apply the database migrations")?;
+    checkpoint_in_background(url).await?;
+    Ok(Pool(Shared::Single(Arc::new(Mutex::new(conn)))))
 }
 
 /// How often SQLite's write-ahead log is copied back into the database.
@@ -78,8 +194,7 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
 /// connection of its own checkpoints instead, `PASSIVE` (never blocking the
 /// writer), twice a second, until the process ends.
 async fn checkpoint_in_background(url: &str) -> anyhow::Result<()> {
-    use sqlx::Connection;
-    let mut conn = sqlx::AnyConnection::connect(url).await.context("cannot open the checkpoint connection")?;
+    let mut conn = AnyConnection::connect(url).await.context("cannot open the checkpoint connection")?;
     conn.execute("PRAGMA busy_timeout = 5000; PRAGMA wal_autocheckpoint = 0;").await?;
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(CHECKPOINT_EVERY);

@@ -1,6 +1,7 @@
 //! The stored events of turns' streams, for clients that resume one.
 
 use super::pool::Pool;
+use sqlx::Connection;
 
 /// One stored event.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -10,20 +11,39 @@ pub struct StoredEvent {
     pub data: String,
 }
 
-/// Stores events of a turn, in one transaction.
+/// Rows per statement when events are stored: 3 parameters each, far
+/// below SQLite's 32,766 and PostgreSQL's 65,535.
+const ROWS_PER_INSERT: usize = 500;
+
+/// Stores events of a turn: one statement per 500 (in one transaction when
+/// there are more).
 pub async fn insert(pool: &Pool, turn_id: &str, events: &[(u64, &str, String)], now: i64) -> anyhow::Result<()> {
-    let mut tx = pool.begin().await?;
-    for (seq, kind, data) in events {
-        sqlx::query("INSERT INTO turn_events (turn_id, seq, kind, data, created_at) VALUES ($1, $2, $3, $4, $5)")
-            .bind(turn_id)
-            .bind(i64::try_from(*seq)?)
-            .bind(*kind)
-            .bind(data)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
+    if events.len() <= ROWS_PER_INSERT {
+        return insert_rows(pool, turn_id, events, now).await;
+    }
+    let mut conn = pool.acquire().await?;
+    let mut tx = conn.begin().await?;
+    for rows in events.chunks(ROWS_PER_INSERT) {
+        insert_rows(&mut *tx, turn_id, rows, now).await?;
     }
     tx.commit().await?;
+    Ok(())
+}
+
+async fn insert_rows<'e>(
+    db: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    turn_id: &str,
+    rows: &[(u64, &str, String)],
+    now: i64,
+) -> anyhow::Result<()> {
+    let values: Vec<String> =
+        (0..rows.len()).map(|i| format!("($1, ${}, ${}, ${}, $2)", 3 * i + 3, 3 * i + 4, 3 * i + 5)).collect();
+    let sql = format!("INSERT INTO turn_events (turn_id, seq, kind, data, created_at) VALUES {}", values.join(", "));
+    let mut query = sqlx::query(&sql).bind(turn_id).bind(now);
+    for (seq, kind, data) in rows {
+        query = query.bind(i64::try_from(*seq)?).bind(*kind).bind(data);
+    }
+    query.execute(db).await?;
     Ok(())
 }
 

@@ -1,5 +1,6 @@
 //! Workspaces and their integration (the connected tool host).
 
+use sqlx::Connection;
 use sqlx::FromRow;
 
 use super::pool::Pool;
@@ -95,7 +96,8 @@ pub struct NewIntegration<'a> {
 
 /// Connects (or re-connects, replacing) an integration.
 pub async fn upsert_integration(pool: &Pool, i: NewIntegration<'_>) -> anyhow::Result<()> {
-    let mut tx = pool.begin().await?;
+    let mut conn = pool.acquire().await?;
+    let mut tx = conn.begin().await?;
     sqlx::query("DELETE FROM integrations WHERE workspace_id = $1 AND provider = $2")
         .bind(i.workspace_id)
         .bind(i.provider)
@@ -155,7 +157,8 @@ pub async fn set_workspace_model(
     api_key_enc: &str,
     model: &str,
 ) -> anyhow::Result<()> {
-    let mut tx = pool.begin().await?;
+    let mut conn = pool.acquire().await?;
+    let mut tx = conn.begin().await?;
     sqlx::query("DELETE FROM workspace_models WHERE workspace_id = $1").bind(workspace_id).execute(&mut *tx).await?;
     sqlx::query(
         "INSERT INTO workspace_models (workspace_id, base_url, api_key_enc, model, updated_at) VALUES ($1, $2, $3, $4, $5)",

@@ -15,8 +15,13 @@ use crate::db::{self, NewMessage};
 impl Turn<'_> {
     pub(super) async fn open(&self) -> anyhow::Result<()> {
         let (pool, conversation_id) = (&self.engine.pool, &self.input.conversation_id);
-        db::touch_conversation(pool, conversation_id).await?;
+        if !matches!(self.input.start, TurnStart::FirstMessage(_)) {
+            db::touch_conversation(pool, conversation_id).await?;
+        }
         match &self.input.start {
+            TurnStart::FirstMessage(text) => {
+                db::append_message(pool, conversation_id, NewMessage::new(Role::User, text)).await?;
+            }
             TurnStart::Message(text) => {
                 for action in db::actions::supersede_open(pool, conversation_id).await? {
                     let content = tool_error("not run: the user sent a new message instead of answering", "superseded");

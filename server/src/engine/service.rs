@@ -34,6 +34,9 @@ pub struct Engine {
 pub enum TurnStart {
     /// The user wrote a message.
     Message(String),
+    /// The user wrote the first message of a conversation made for it just
+    /// now: nothing to supersede, and its time is already the latest.
+    FirstMessage(String),
     /// The user applied this action; its status is already `executing`.
     Applied(ActionRow),
     /// The user cancelled this action, perhaps saying why.

@@ -2,6 +2,7 @@
 //! its project, participants, stage rail and status-report sequence
 //! (caddie-tool-contract-ct1.md §2, §5).
 
+use sqlx::Connection;
 use sqlx::FromRow;
 use widget::wire::StopReason;
 
@@ -136,7 +137,8 @@ pub async fn status_seq(pool: &Pool, assignment_id: &str) -> anyhow::Result<i64>
 /// The next `seq` of an assignment's status reports: rises by one per
 /// report, in one transaction, whichever replica asks.
 pub async fn next_status_seq(pool: &Pool, assignment_id: &str) -> anyhow::Result<i64> {
-    let mut tx = pool.begin().await?;
+    let mut conn = pool.acquire().await?;
+    let mut tx = conn.begin().await?;
     sqlx::query("UPDATE caddie_links SET status_seq = status_seq + 1 WHERE assignment_id = $1")
         .bind(assignment_id)
         .execute(&mut *tx)

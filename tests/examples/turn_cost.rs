@@ -1,0 +1,154 @@
+//! Cost per turn: the server binary as a process of its own, with every
+//! limit counting and every stream event stored, runs turns against fakes
+//! that answer at once (two model steps and one `get` call per turn). It
+//! reports the server's CPU time per turn (from `/proc`: user + system,
+//! every thread, background work included), and with `callgrind` the
+//! instructions it executes per turn under `valgrind --tool=callgrind`,
+//! which do not move with machine noise.
+//!
+//! Run: `scripts/bench-cost.sh` (`BENCH_CALLGRIND=1` adds the instruction
+//! count; `BENCH_DATABASE=postgres` runs on a fresh PostgreSQL database).
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{cpu_ms, user_system_ms};
+use serde_json::json;
+
+/// One `get` call, then the answer: two model steps.
+const TOOL_STEPS: usize = 1;
+
+#[tokio::main]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let binary = args.next().expect("usage: turn_cost <server binary> [cpu|callgrind]");
+    let mode = args.next().unwrap_or_else(|| "cpu".into());
+    let host = common::lookup_host().await;
+    let model = common::lookup_model(TOOL_STEPS).await;
+    let data = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let mut vars: Vec<(&str, String)> = common::LIMITS_THAT_COUNT.iter().map(|(k, v)| (*k, v.to_string())).collect();
+    vars.push(("CA_DATA_DIR", data.path().display().to_string()));
+    if let Ok(url) = std::env::var("BENCH_DATABASE_URL") {
+        vars.push(("DATABASE_URL", url));
+    }
+    let (wrapper, ready_within) = match mode.as_str() {
+        "cpu" => (Vec::new(), Duration::from_secs(30)),
+        "callgrind" => (
+            vec![
+                "valgrind".to_string(),
+                "--tool=callgrind".into(),
+                format!("--callgrind-out-file={}/callgrind.out.%p", data.path().display()),
+            ],
+            Duration::from_secs(300),
+        ),
+        other => panic!("unknown mode {other}: cpu or callgrind"),
+    };
+    let mut server = common::start_server(&binary, &wrapper, port, model, &vars);
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::builder().pool_max_idle_per_host(200).build().unwrap();
+    common::wait_ready(&client, &base, ready_within).await;
+    let (workspace, secret) = common::connected_workspace(&client, &base, host).await;
+    let pid = server.id();
+    println!("server: {binary}; database: {}", std::env::var("BENCH_DATABASE_URL").map_or("sqlite", |_| "postgres"));
+
+    // Warm up connections, caches and the database.
+    run(&client, &base, &workspace, &secret, 4, 40).await;
+
+    match mode.as_str() {
+        "cpu" => {
+            println!("| concurrent conversations | turns | turns/s | server CPU per turn | of which user / system |");
+            println!("|---|---|---|---|---|");
+            for (concurrency, turns) in [(1, 1000), (10, 3000)] {
+                let (user, system) = user_system_ms(pid);
+                let started = Instant::now();
+                run(&client, &base, &workspace, &secret, concurrency, turns).await;
+                let elapsed = started.elapsed();
+                let (user_after, system_after) = user_system_ms(pid);
+                let per_turn = |ms: f64| ms / turns as f64;
+                println!(
+                    "| {concurrency} | {turns} | {:.0} | {:.2} ms | {:.2} / {:.2} ms |",
+                    turns as f64 / elapsed.as_secs_f64(),
+                    per_turn(user_after - user + system_after - system),
+                    per_turn(user_after - user),
+                    per_turn(system_after - system),
+                );
+            }
+            let before = cpu_ms(pid);
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            println!("idle: {:.1} ms of CPU per second", (cpu_ms(pid) - before) / 5.0);
+            common::stop(&mut server);
+        }
+        _ => {
+            let turns = 200;
+            callgrind_control(&["--zero", &pid.to_string()]);
+            run(&client, &base, &workspace, &secret, 1, turns).await;
+            callgrind_control(&["--dump", &pid.to_string()]);
+            let instructions = dumped_instructions(data.path(), pid);
+            println!(
+                "{turns} turns, one at a time: {instructions} instructions, {:.0} per turn",
+                instructions as f64 / turns as f64
+            );
+            if let Ok(keep) = std::env::var("BENCH_CALLGRIND_KEEP") {
+                for entry in std::fs::read_dir(data.path()).unwrap().flatten() {
+                    if entry.file_name().to_string_lossy().starts_with("callgrind.out") {
+                        std::fs::copy(entry.path(), Path::new(&keep).join(entry.file_name())).unwrap();
+                    }
+                }
+                println!("profiles copied to {keep} (callgrind_annotate --inclusive=yes <file>)");
+            }
+            common::terminate(&mut server);
+        }
+    }
+}
+
+fn callgrind_control(args: &[&str]) {
+    let status = Command::new("callgrind_control").args(args).stdout(std::process::Stdio::null()).status();
+    assert!(status.is_ok_and(|s| s.success()), "callgrind_control {args:?} failed");
+}
+
+/// The instruction total of the dump `callgrind_control --dump` wrote.
+fn dumped_instructions(dir: &Path, pid: u32) -> u64 {
+    let prefix = format!("callgrind.out.{pid}.");
+    let dump = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .expect("callgrind wrote a dump");
+    let text = std::fs::read_to_string(dump.path()).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("summary:").or_else(|| l.strip_prefix("totals:")))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("the dump has a summary")
+}
+
+/// Runs `turns` turns, `concurrency` conversations at a time, each a new
+/// conversation of its own user; checks that every one completed.
+async fn run(client: &reqwest::Client, base: &str, workspace: &str, secret: &str, concurrency: usize, turns: usize) {
+    let per_worker = turns / concurrency;
+    let workers = (0..concurrency).map(|w| {
+        let client = client.clone();
+        let token = server::auth::mint(workspace, secret, &format!("cost_{w}"), &[], 3600);
+        let url = format!("{base}/v1/chat/turns");
+        async move {
+            for _ in 0..per_worker {
+                let body = client
+                    .post(&url)
+                    .bearer_auth(&token)
+                    .json(&json!({"message": "look it up"}))
+                    .send()
+                    .await
+                    .unwrap()
+                    .text()
+                    .await
+                    .unwrap();
+                assert!(body.contains(r#""stop_reason":"completed""#), "{body}");
+            }
+        }
+    });
+    futures::future::join_all(workers).await;
+}
