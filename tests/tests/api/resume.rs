@@ -10,7 +10,10 @@ use serde_json::{Value, json};
 use crate::helpers::{Db, HostSpec, Rig, Step, of, parse_sse, restart, task_tools, token};
 use crate::on_both_databases;
 
-on_both_databases!(a_lost_stream_is_resumed_on_another_replica_without_asking_the_model_again);
+on_both_databases!(
+    a_lost_stream_is_resumed_on_another_replica_without_asking_the_model_again,
+    a_long_streams_events_are_all_stored_in_order,
+);
 
 /// `GET /v1/turns/{id}/events` on `base`: the status and the whole body.
 async fn resume(base: &str, token: &str, turn_id: &str, last_event_id: Option<&str>) -> (u16, String) {
@@ -122,4 +125,22 @@ async fn only_the_turns_own_user_resumes_it_and_a_bad_id_is_refused() {
     assert_eq!(status, 200);
     assert!(parse_sse(&after).iter().all(|(name, _)| name != "text"), "{after}");
     assert!(started.elapsed() < Duration::from_secs(10), "the stream of a finished turn ends");
+}
+
+/// Events are stored 500 rows to a statement: a longer batch (a fast model
+/// streaming many pieces) is stored whole and in order.
+async fn a_long_streams_events_are_all_stored_in_order(db: Db) {
+    let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
+    let pool = &rig.app.state.pool;
+    let rows: Vec<(u64, &str, String)> =
+        (1..=1_234).map(|seq| (seq, "delta", json!({ "text": format!("piece {seq}") }).to_string())).collect();
+
+    server::db::turn_events::insert(pool, "turn_long", &rows, 1).await.unwrap();
+
+    let stored = server::db::turn_events::after(pool, "turn_long", 0, 5_000).await.unwrap();
+    assert_eq!(stored.iter().map(|e| e.seq).collect::<Vec<_>>(), (1..=1_234).collect::<Vec<i64>>());
+    assert_eq!(stored[1_233].data, r#"{"text":"piece 1234"}"#);
+    assert!(stored.iter().all(|e| e.kind == "delta"));
+    let last = server::db::turn_events::last_kind(pool, "turn_long").await.unwrap();
+    assert_eq!(last, Some((1_234, "delta".to_string())));
 }
