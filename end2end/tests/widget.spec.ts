@@ -128,3 +128,39 @@ test("a stream that stays lost is reported, never shown as finished, and Retry a
   await expect(bistro.lastReply.locator(".ca-md")).toContainText("Here is the menu");
   await expect(bistro.widget.getByRole("alert")).toHaveCount(0);
 });
+
+test("a message refused as one too many counts down, then Retry sends it", async ({ page }) => {
+  const bistro = new BistroPage(page);
+  await bistro.goto();
+  await bistro.openChat();
+  // The server's answer to a user over their limit (tests/api/quotas.rs checks the server side).
+  let posts = 0;
+  await page.route("**/v1/chat/turns", async (route) => {
+    posts += 1;
+    if (posts > 1) return route.continue();
+    await route.fulfill({
+      status: 429,
+      headers: { "retry-after": "5", "content-type": "application/json" },
+      body: JSON.stringify({ error: "Too many requests right now. Try again in 5 s.", code: "rate_limited" }),
+    });
+  });
+
+  await bistro.ask("show me the menu");
+
+  const alert = bistro.widget.getByRole("alert");
+  await expect(alert).toContainText("You have sent many messages in a short time: this one was not sent.");
+  await expect(alert.locator(".ca-wait")).toHaveText(/^ You can send again in [1-5] s\.$/);
+  const retry = alert.getByRole("button", { name: "Retry" });
+  await expect(retry).toBeDisabled();
+  await expect(bistro.widget.getByRole("button", { name: "Send" })).toBeDisabled();
+  await expect(bistro.widget.locator(".ca-user")).toHaveCount(0);
+
+  await expect(retry).toBeEnabled({ timeout: 10_000 });
+  await expect(alert.locator(".ca-wait")).toHaveText("");
+  await retry.click();
+
+  await expect(bistro.lastReply.locator(".ca-md")).toContainText("Here is the menu");
+  await expect(bistro.widget.locator(".ca-user")).toHaveCount(1);
+  await expect(bistro.widget.getByRole("alert")).toHaveCount(0);
+  expect(posts).toBe(2);
+});

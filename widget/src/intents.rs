@@ -11,7 +11,10 @@ use crate::state::{Answer, Arg, Chat};
 
 /// Sends `text` as the user's next message.
 pub fn send(chat: Chat, text: String) {
-    let ready = !text.trim().is_empty() && !chat.busy.get_untracked() && chat.token.get_untracked().is_some();
+    let ready = !text.trim().is_empty()
+        && !chat.busy.get_untracked()
+        && chat.token.get_untracked().is_some()
+        && chat.wait_seconds.get_untracked() == 0;
     #[cfg(feature = "hydrate")]
     if ready {
         client::turns::send(chat, text);

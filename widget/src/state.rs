@@ -75,6 +75,9 @@ pub struct Chat {
     /// Polite announcements for screen readers: a reply started, finished.
     pub announce: RwSignal<String>,
     pub error: RwSignal<Option<String>>,
+    /// Seconds until the server takes a new message, after it said to wait
+    /// (`429`/`503` with `Retry-After`); 0 when it would take one now.
+    pub wait_seconds: RwSignal<u32>,
     /// The last message sent, for Retry.
     pub last_sent: RwSignal<Option<String>>,
     /// The change waiting for the user's answer, if any.
@@ -99,6 +102,7 @@ impl Chat {
             activity: RwSignal::new(None),
             announce: RwSignal::new(String::new()),
             error: RwSignal::new(None),
+            wait_seconds: RwSignal::new(0),
             last_sent: RwSignal::new(None),
             action: RwSignal::new(None),
             action_busy: RwSignal::new(false),

@@ -20,9 +20,10 @@ pub enum WidgetError {
     Expired,
     /// The conversation asked for is gone (a turn answered `404`).
     ConversationGone,
-    /// Another refusal: the status, the server's `{"error", "code"}` and the
-    /// whole body (a refused action answer carries the action's current state).
-    Refused { status: u16, message: Option<String>, code: Option<String>, body: JsValue },
+    /// Another refusal: the status, the server's `{"error", "code"}`, the
+    /// whole body (a refused action answer carries the action's current
+    /// state) and, for `429` and `503`, the seconds of its `Retry-After`.
+    Refused { status: u16, message: Option<String>, code: Option<String>, body: JsValue, retry_after: Option<u32> },
     /// A stream answer without a body.
     NoBody,
     /// The stream ended before its `done`.
@@ -39,6 +40,14 @@ impl WidgetError {
             WidgetError::Unreachable => "The assistant could not be reached. Check your connection and retry.".into(),
             WidgetError::Expired => "Your session expired. Reconnecting — try again in a moment.".into(),
             WidgetError::ConversationGone => "That conversation is gone. Retry to start a new one.".into(),
+            // The server's "try again in N s" would be stale at once: the
+            // chat counts down itself (`retry_after`).
+            WidgetError::Refused { status: 429, retry_after: Some(_), .. } => {
+                "You have sent many messages in a short time: this one was not sent.".into()
+            }
+            WidgetError::Refused { status: 503, retry_after: Some(_), .. } => {
+                "The assistant is busy right now: your message was not sent.".into()
+            }
             WidgetError::Refused { message, .. } => {
                 message.clone().unwrap_or_else(|| "Something went wrong. Please retry.".into())
             }
@@ -52,6 +61,14 @@ impl WidgetError {
     pub fn code(&self) -> Option<&str> {
         match self {
             WidgetError::Refused { code, .. } => code.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// Seconds to wait before asking again, when the server said so.
+    pub fn retry_after(&self) -> Option<u32> {
+        match self {
+            WidgetError::Refused { retry_after, .. } => *retry_after,
             _ => None,
         }
     }
@@ -75,9 +92,11 @@ async fn answer(response: Response) -> Result<Response, WidgetError> {
         200..=299 => Ok(response),
         401 => Err(WidgetError::Expired),
         status => {
+            // Seconds only: the server never sends an HTTP date here.
+            let retry_after = response.headers().get("retry-after").ok().flatten().and_then(|v| v.trim().parse().ok());
             let body = js::parse(&text_of(&response).await.unwrap_or_default());
             let (message, code) = (js::string(&body, "error"), js::string(&body, "code"));
-            Err(WidgetError::Refused { status, message, code, body })
+            Err(WidgetError::Refused { status, message, code, body, retry_after })
         }
     }
 }

@@ -54,7 +54,7 @@ pub async fn follow(chat: Chat, reply: Bubble, response: Response) -> Result<(),
 }
 
 /// Waits `ms` milliseconds (a browser timer).
-async fn sleep(ms: i32) {
+pub async fn sleep(ms: i32) {
     let promise = js_sys::Promise::new(&mut |resolve, _| {
         let _ = window().set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
     });

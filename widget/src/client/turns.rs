@@ -31,6 +31,10 @@ pub fn send(chat: Chat, text: String) {
             token::retry_after_renewal(chat, text);
             return;
         }
+        if outcome.as_ref().is_err_and(|e| e.retry_after().is_some()) {
+            // Not taken (too many, or busy): Retry sends it again once allowed.
+            chat.bubbles.update(|b| b.retain(|x| x.id != asked.id));
+        }
         settle(chat, reply, outcome);
     });
 }
@@ -71,9 +75,35 @@ pub fn settle(chat: Chat, reply: Bubble, outcome: Result<(), WidgetError>) {
             }
             let message = error.message();
             chat.error.set(Some(message.clone()));
-            chat.announce.set(message);
+            match error.retry_after() {
+                Some(seconds) => {
+                    chat.announce.set(format!("{message} You can send again in {seconds} seconds."));
+                    count_down(chat, seconds);
+                }
+                None => chat.announce.set(message),
+            }
         }
     }
+}
+
+/// Holds sending back for `seconds` (the server's `Retry-After`), showing
+/// what is left each second, then says that the user may send again.
+fn count_down(chat: Chat, seconds: u32) {
+    let until = js_sys::Date::now() + f64::from(seconds) * 1000.0;
+    chat.wait_seconds.set(seconds);
+    spawn_local(async move {
+        loop {
+            let left = ((until - js_sys::Date::now()) / 1000.0).ceil().max(0.0) as u32;
+            chat.wait_seconds.set(left);
+            if left == 0 {
+                chat.announce.set("You can send again now.".into());
+                return;
+            }
+            // To the next whole second left, so the figure changes on time.
+            let to_next = (until - js_sys::Date::now()).rem_euclid(1000.0).max(50.0);
+            stream::sleep(to_next as i32).await;
+        }
+    });
 }
 
 /// Removes a reply that has neither text, cards nor components; true if it did.

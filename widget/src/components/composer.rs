@@ -12,7 +12,11 @@ pub fn Composer() -> impl IntoView {
     let draft = RwSignal::new(String::new());
     let submit = move || {
         let text = draft.get_untracked().trim().to_owned();
-        if text.is_empty() || chat.busy.get_untracked() || chat.token.get_untracked().is_none() {
+        if text.is_empty()
+            || chat.busy.get_untracked()
+            || chat.token.get_untracked().is_none()
+            || chat.wait_seconds.get_untracked() > 0
+        {
             return;
         }
         draft.set(String::new());
@@ -41,7 +45,8 @@ pub fn Composer() -> impl IntoView {
                 }.into_any()
             } else {
                 view! {
-                    <button type="submit" class="ca-button ca-send" disabled=move || chat.token.get().is_none()>"Send"</button>
+                    <button type="submit" class="ca-button ca-send"
+                        disabled=move || chat.token.get().is_none() || chat.wait_seconds.get() != 0>"Send"</button>
                 }.into_any()
             }}
         </form>

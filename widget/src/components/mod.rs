@@ -108,8 +108,15 @@ pub fn App() -> impl IntoView {
             <p class="ca-activity" aria-hidden="true">{move || chat.activity.get()}</p>
             {move || chat.error.get().map(|message| view! {
                 <div class="ca-error" role="alert">
-                    <span>{message}</span>
-                    <button type="button" class="ca-retry" on:click=move |_| {
+                    <span>
+                        {message}
+                        // Counted down here, said once by the live region (`announce`).
+                        <span class="ca-wait" aria-hidden="true">{move || match chat.wait_seconds.get() {
+                            0 => String::new(),
+                            n => format!(" You can send again in {n} s."),
+                        }}</span>
+                    </span>
+                    <button type="button" class="ca-retry" disabled=move || chat.wait_seconds.get() != 0 on:click=move |_| {
                         chat.error.set(None);
                         if let Some(text) = chat.last_sent.get_untracked() {
                             intents::send(chat, text);
