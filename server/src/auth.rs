@@ -100,6 +100,8 @@ pub struct Caller {
     pub workspace_id: String,
     pub external_user_id: String,
     pub permissions: Vec<String>,
+    /// The workspace's own limits, read with it.
+    pub limits: crate::config::WorkspaceLimits,
 }
 
 impl Caller {

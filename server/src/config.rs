@@ -166,6 +166,71 @@ impl Default for RateLimits {
     }
 }
 
+impl RateLimits {
+    /// The limits that hold for a workspace with these limits of its own:
+    /// each its own where it set one, never above the operator's (an
+    /// operator's budget of 0 is none, so the workspace's own holds).
+    pub fn for_workspace(&self, own: &WorkspaceLimits) -> RateLimits {
+        let at_most = |own: Option<u64>, operator: u64| own.map_or(operator, |o| o.min(operator));
+        let budget = |own: Option<u64>, operator: u64| match own {
+            Some(o) if operator == 0 => o,
+            own => at_most(own, operator),
+        };
+        RateLimits {
+            turns_per_user: at_most(own.turns_per_user_per_minute, self.turns_per_user),
+            turns_per_workspace: at_most(own.turns_per_workspace_per_minute, self.turns_per_workspace),
+            component_calls: at_most(own.component_calls_per_10s, self.component_calls),
+            workspace_daily_tokens: budget(own.daily_tokens, self.workspace_daily_tokens),
+            user_daily_tokens: budget(own.user_daily_tokens, self.user_daily_tokens),
+            ..self.clone()
+        }
+    }
+}
+
+/// A workspace's own limits and budgets (`PATCH /v1/workspace`); null:
+/// the operator's holds. The operator's ([`RateLimits`]) stay a ceiling.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceLimits {
+    /// Turns an end user may start per minute.
+    #[serde(default)]
+    pub turns_per_user_per_minute: Option<u64>,
+    /// Turns the whole workspace may start per minute.
+    #[serde(default)]
+    pub turns_per_workspace_per_minute: Option<u64>,
+    /// A component's direct tool calls per end user per 10 seconds.
+    #[serde(default)]
+    pub component_calls_per_10s: Option<u64>,
+    /// Model tokens the workspace may use per UTC day.
+    #[serde(default)]
+    pub daily_tokens: Option<u64>,
+    /// Model tokens each end user may use per UTC day.
+    #[serde(default)]
+    pub user_daily_tokens: Option<u64>,
+}
+
+impl WorkspaceLimits {
+    /// The largest limit a workspace may write down (a million million).
+    pub const MAX: u64 = 1_000_000_000_000;
+
+    /// Why these may not be set: each is from 1 to [`Self::MAX`].
+    pub fn refusal(&self) -> Option<String> {
+        let fields = [
+            ("turns_per_user_per_minute", self.turns_per_user_per_minute),
+            ("turns_per_workspace_per_minute", self.turns_per_workspace_per_minute),
+            ("component_calls_per_10s", self.component_calls_per_10s),
+            ("daily_tokens", self.daily_tokens),
+            ("user_daily_tokens", self.user_daily_tokens),
+        ];
+        fields.into_iter().find_map(|(name, value)| match value {
+            Some(n) if !(1..=Self::MAX).contains(&n) => {
+                Some(format!("limits.{name} must be from 1 to {} (null: the operator's)", Self::MAX))
+            }
+            _ => None,
+        })
+    }
+}
+
 /// The shortest admin token accepted: it guards workspace creation.
 pub const MIN_ADMIN_TOKEN_CHARS: usize = 32;
 

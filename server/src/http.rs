@@ -101,17 +101,54 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// JSON body whose rejection is a `400` naming the field at fault.
+/// JSON object body whose rejection is a `400` naming the field at fault.
+/// Only an object: serde would also read a struct from an array of its
+/// fields in order, which no body of this API is.
 pub struct ApiJson<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
+        if !is_json(req.headers()) {
+            return Err(ApiError::BadRequest("the body must be JSON (Content-Type: application/json)".into()));
+        }
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|rejection| ApiError::BadRequest(rejection.body_text()))?;
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Err(ApiError::BadRequest("the body must be a JSON object".into()));
+        }
+        match axum::Json::<T>::from_bytes(&bytes) {
             Ok(axum::Json(value)) => Ok(ApiJson(value)),
             Err(rejection) => Err(ApiError::BadRequest(json_rejection_message(&rejection))),
         }
+    }
+}
+
+/// `Content-Type: application/json`, or any `application/…+json`.
+fn is_json(headers: &axum::http::HeaderMap) -> bool {
+    let Some(value) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else { return false };
+    let essence = value.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// A field that must be a JSON object (or null or absent: `None`), read
+/// as `T` — not from an array of its fields, as serde would.
+pub fn object_only<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    use serde::Deserialize;
+    match Option::<serde_json::Map<String, serde_json::Value>>::deserialize(deserializer)? {
+        Some(object) => {
+            // Naming the field at fault inside the object, too.
+            serde_path_to_error::deserialize(serde_json::Value::Object(object))
+                .map(Some)
+                .map_err(|e| serde::de::Error::custom(format!("{}: {}", e.path(), e.inner())))
+        }
+        None => Ok(None),
     }
 }
 

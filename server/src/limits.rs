@@ -39,7 +39,7 @@ impl Limits {
     /// address and per-workspace minute (one statement); refused when any
     /// is used up.
     pub async fn admit_turn(&self, caller: &Caller, ip: IpAddr) -> anyhow::Result<Result<(), Refusal>> {
-        let c = &self.config;
+        let c = &self.config.for_workspace(&caller.limits);
         let windows = [
             (
                 "turns_per_user",
@@ -76,7 +76,8 @@ impl Limits {
     /// Counts a component's direct tool call of `caller` (20 per 10 s by default).
     pub async fn admit_component_call(&self, caller: &Caller) -> anyhow::Result<Result<(), Refusal>> {
         let key = format!("call:user:{}:{}", caller.workspace_id, caller.external_user_id);
-        self.count("component_calls", &key, self.config.component_calls, 10_000).await
+        let allowed = self.config.for_workspace(&caller.limits).component_calls;
+        self.count("component_calls", &key, allowed, 10_000).await
     }
 
     async fn count(
@@ -136,9 +137,10 @@ impl Limits {
     }
 
     fn budget_keys(&self, caller: &Caller) -> [(String, u64); 2] {
+        let c = self.config.for_workspace(&caller.limits);
         [
-            (format!("tokens:ws:{}", caller.workspace_id), self.config.workspace_daily_tokens),
-            (format!("tokens:user:{}:{}", caller.workspace_id, caller.external_user_id), self.config.user_daily_tokens),
+            (format!("tokens:ws:{}", caller.workspace_id), c.workspace_daily_tokens),
+            (format!("tokens:user:{}:{}", caller.workspace_id, caller.external_user_id), c.user_daily_tokens),
         ]
     }
 

@@ -11,6 +11,7 @@ pub mod openapi;
 pub mod resume;
 pub mod setup;
 mod state;
+pub mod workspace;
 
 use axum::Router;
 use axum::http::header;
@@ -32,6 +33,7 @@ fn routes() -> OpenApiRouter<ApiState> {
         .merge(model::router())
         .merge(resume::router())
         .merge(setup::router())
+        .merge(workspace::router())
 }
 
 /// The OpenAPI document of every `/v1` route.

@@ -45,7 +45,7 @@ struct CreateWorkspaceRequest {
 #[derive(utoipa::ToSchema)]
 #[schema(pattern = "^https?://([A-Za-z0-9]+(-[A-Za-z0-9]+)*\\.)*[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*(:[0-9]{1,4})?$")]
 #[allow(dead_code)] // describes the strings of `allowed_origins`
-struct Origin(String);
+pub(super) struct Origin(String);
 
 /// Creates a workspace and answers its two secrets, once.
 ///
@@ -64,17 +64,23 @@ async fn create_workspace(
     _admin: Admin,
     ApiJson(request): ApiJson<CreateWorkspaceRequest>,
 ) -> Result<(StatusCode, Json<CreatedWorkspace>), ApiError> {
-    let name = request.name.trim();
-    if name.is_empty() || request.name.chars().count() > 200 {
-        return Err(ApiError::BadRequest("name must be 1 to 200 characters".into()));
-    }
+    let name = valid_name(&request.name)?;
     let origins = request.allowed_origins.iter().map(|o| parse_origin(o)).collect::<Result<Vec<_>, _>>()?;
     let created = state.workspaces.create(name, &origins).await?;
     Ok((StatusCode::CREATED, Json(created)))
 }
 
+/// A workspace's name, trimmed: 1 to 200 characters, not only whitespace.
+pub(super) fn valid_name(raw: &str) -> Result<&str, ApiError> {
+    let name = raw.trim();
+    if name.is_empty() || raw.chars().count() > 200 {
+        return Err(ApiError::BadRequest("name must be 1 to 200 characters".into()));
+    }
+    Ok(name)
+}
+
 /// `https://shop.example` exactly: scheme, host and optional port, no path.
-fn parse_origin(raw: &str) -> Result<String, ApiError> {
+pub(super) fn parse_origin(raw: &str) -> Result<String, ApiError> {
     let bad = || ApiError::BadRequest(format!("allowed_origins: `{raw}` is not an origin like https://shop.example"));
     let url = Url::parse(raw).map_err(|_| bad())?;
     // A host name of letters, digits, `-` and `.` (international names

@@ -73,6 +73,11 @@ impl FromRequestParts<ApiState> for Caller {
                 ));
             }
         }
-        Ok(Caller { workspace_id: claims.ws, external_user_id: claims.sub, permissions: claims.permissions })
+        Ok(Caller {
+            workspace_id: claims.ws,
+            external_user_id: claims.sub,
+            permissions: claims.permissions,
+            limits: workspace.limits(),
+        })
     }
 }

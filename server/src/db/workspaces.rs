@@ -12,11 +12,19 @@ pub struct WorkspaceRow {
     pub name: String,
     pub allowed_origins: String,
     pub embed_secret_enc: String,
+    /// Its own limits, as JSON (`config::WorkspaceLimits`).
+    pub limits: String,
 }
 
 impl WorkspaceRow {
     pub fn allowed_origins(&self) -> Vec<String> {
         serde_json::from_str(&self.allowed_origins).unwrap_or_default()
+    }
+
+    /// Its own limits; none that could not be read (they are written by
+    /// `set_workspace_settings` only).
+    pub fn limits(&self) -> crate::config::WorkspaceLimits {
+        serde_json::from_str(&self.limits).unwrap_or_default()
     }
 }
 
@@ -61,6 +69,24 @@ pub async fn insert_workspace(pool: &Pool, w: NewWorkspace<'_>) -> anyhow::Resul
     Ok(())
 }
 
+/// Writes a workspace's name, allowed origins and own limits.
+pub async fn set_workspace_settings(
+    pool: &Pool,
+    id: &str,
+    name: &str,
+    origins: &[String],
+    limits: &crate::config::WorkspaceLimits,
+) -> anyhow::Result<()> {
+    sqlx::query("UPDATE workspaces SET name = $1, allowed_origins = $2, limits = $3 WHERE id = $4")
+        .bind(name)
+        .bind(serde_json::to_string(origins)?)
+        .bind(serde_json::to_string(limits)?)
+        .bind(id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
 pub async fn set_workspace_origins(pool: &Pool, id: &str, origins: &[String]) -> anyhow::Result<()> {
     sqlx::query("UPDATE workspaces SET allowed_origins = $1 WHERE id = $2")
         .bind(serde_json::to_string(origins)?)
@@ -71,17 +97,19 @@ pub async fn set_workspace_origins(pool: &Pool, id: &str, origins: &[String]) ->
 }
 
 pub async fn workspace(pool: &Pool, id: &str) -> anyhow::Result<Option<WorkspaceRow>> {
-    Ok(sqlx::query_as("SELECT id, name, allowed_origins, embed_secret_enc FROM workspaces WHERE id = $1")
+    Ok(sqlx::query_as("SELECT id, name, allowed_origins, embed_secret_enc, limits FROM workspaces WHERE id = $1")
         .bind(id)
         .fetch_optional(pool)
         .await?)
 }
 
 pub async fn workspace_by_api_key_hash(pool: &Pool, hash: &str) -> anyhow::Result<Option<WorkspaceRow>> {
-    Ok(sqlx::query_as("SELECT id, name, allowed_origins, embed_secret_enc FROM workspaces WHERE api_key_hash = $1")
-        .bind(hash)
-        .fetch_optional(pool)
-        .await?)
+    Ok(sqlx::query_as(
+        "SELECT id, name, allowed_origins, embed_secret_enc, limits FROM workspaces WHERE api_key_hash = $1",
+    )
+    .bind(hash)
+    .fetch_optional(pool)
+    .await?)
 }
 
 /// A new or replacing integration.

@@ -164,6 +164,10 @@ impl TestApp {
         status_and_json(self.client.put(self.url(path)).bearer_auth(bearer).json(body).send().await.unwrap()).await
     }
 
+    pub async fn patch_json(&self, path: &str, bearer: &str, body: &Value) -> (u16, Value) {
+        status_and_json(self.client.patch(self.url(path)).bearer_auth(bearer).json(body).send().await.unwrap()).await
+    }
+
     pub async fn get_json(&self, path: &str, bearer: &str) -> (u16, Value) {
         status_and_json(self.get(path, bearer).await).await
     }
@@ -571,6 +575,12 @@ fn scripted_stream(step: Step, request: &Value, tokens: u32) -> Response {
 /// Creates a workspace through the API and connects `host` to it; returns
 /// (workspace id, embed secret).
 pub async fn workspace_with_host(app: &TestApp, host: &FakeHost) -> (String, String) {
+    let (id, secret, _) = workspace_with_host_and_key(app, host).await;
+    (id, secret)
+}
+
+/// [`workspace_with_host`], with the workspace's api key as well.
+pub async fn workspace_with_host_and_key(app: &TestApp, host: &FakeHost) -> (String, String, String) {
     let workspace = json!({"name": "Shop", "allowed_origins": ["https://shop.example"]});
     let (status, created) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &workspace).await;
     assert_eq!(status, 201, "{created}");
@@ -579,7 +589,7 @@ pub async fn workspace_with_host(app: &TestApp, host: &FakeHost) -> (String, Str
     let api_key = created["api_key"].as_str().unwrap();
     let (status, connected) = app.post_json("/v1/integrations/generic-rest/connect", api_key, &connect).await;
     assert_eq!(status, 200, "{connected}");
-    (id, created["embed_secret"].as_str().unwrap().to_owned())
+    (id, created["embed_secret"].as_str().unwrap().to_owned(), api_key.to_owned())
 }
 
 /// Mints an embed token the way a host's backend would.
@@ -644,6 +654,8 @@ pub struct Rig {
     pub token: String,
     pub workspace: String,
     pub secret: String,
+    /// The workspace's api key.
+    pub api_key: String,
 }
 
 impl Rig {
@@ -655,9 +667,9 @@ impl Rig {
             builder = builder.env(k, *v);
         }
         let app = builder.start().await;
-        let (workspace, secret) = workspace_with_host(&app, &host).await;
+        let (workspace, secret, api_key) = workspace_with_host_and_key(&app, &host).await;
         let token = token(&workspace, &secret, "user_42");
-        Rig { app, host, model, token, workspace, secret }
+        Rig { app, host, model, token, workspace, secret, api_key }
     }
 
     pub async fn say(&self, message: &str) -> Vec<(String, Value)> {

@@ -19,3 +19,4 @@ mod providers;
 mod quotas;
 mod resume;
 mod setup;
+mod workspace;

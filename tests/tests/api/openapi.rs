@@ -11,6 +11,8 @@ const OPERATIONS: &[(&str, &str, &str)] = &[
     ("post", "/v1/workspaces", "admin"),
     ("post", "/v1/integrations/{provider}/connect", "api_key"),
     ("delete", "/v1/integrations/{provider}", "api_key"),
+    ("get", "/v1/workspace", "api_key"),
+    ("patch", "/v1/workspace", "api_key"),
     ("get", "/v1/workspace/model", "api_key"),
     ("put", "/v1/workspace/model", "api_key"),
     ("delete", "/v1/workspace/model", "api_key"),

@@ -1,0 +1,199 @@
+//! The workspace itself (api key auth): `GET /v1/workspace` shows its
+//! name, allowed origins and limits; `PATCH /v1/workspace` changes any of
+//! them. The widget page's `frame-ancestors` and the limits follow at once
+//! (both are read with the workspace on every request).
+
+use axum::Json;
+use axum::extract::State;
+use serde::{Deserialize, Deserializer, Serialize};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::setup::{WorkspaceKey, parse_origin, valid_name};
+use super::state::ApiState;
+use crate::config::{RateLimits, WorkspaceLimits};
+use crate::db;
+use crate::http::{ApiError, ApiJson};
+
+pub fn router() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new().routes(routes!(show_workspace, update_workspace))
+}
+
+/// A workspace as its host sees it: never its secrets.
+#[derive(Serialize, utoipa::ToSchema)]
+struct ShownWorkspace {
+    id: String,
+    name: String,
+    /// The origins whose pages may embed the widget.
+    allowed_origins: Vec<String>,
+    /// The limits it set itself (null: the operator's holds).
+    limits: WorkspaceLimits,
+    /// The limits that hold: its own, never above the operator's.
+    effective_limits: EffectiveLimits,
+}
+
+/// The limits that hold for a workspace.
+#[derive(Serialize, utoipa::ToSchema)]
+struct EffectiveLimits {
+    turns_per_user_per_minute: u64,
+    turns_per_workspace_per_minute: u64,
+    /// The operator's alone: a client address may use several workspaces.
+    turns_per_ip_per_minute: u64,
+    component_calls_per_10s: u64,
+    /// Null: no budget.
+    daily_tokens: Option<u64>,
+    /// Null: no budget.
+    user_daily_tokens: Option<u64>,
+}
+
+impl EffectiveLimits {
+    fn of(limits: &RateLimits) -> Self {
+        let budget = |n: u64| (n > 0).then_some(n);
+        Self {
+            turns_per_user_per_minute: limits.turns_per_user,
+            turns_per_workspace_per_minute: limits.turns_per_workspace,
+            turns_per_ip_per_minute: limits.turns_per_ip,
+            component_calls_per_10s: limits.component_calls,
+            daily_tokens: budget(limits.workspace_daily_tokens),
+            user_daily_tokens: budget(limits.user_daily_tokens),
+        }
+    }
+}
+
+/// What to change; whatever is absent stays as it is.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct WorkspacePatch {
+    /// 1 to 200 characters, not only whitespace.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+    )]
+    name: Option<String>,
+    /// Replaces the origins whose pages may embed the widget.
+    #[schema(value_type = Option<Vec<super::setup::Origin>>)]
+    allowed_origins: Option<Vec<String>>,
+    /// Limits to set (a number from 1) or to give back to the operator's
+    /// (null); absent ones stay. The operator's stay a ceiling:
+    /// `effective_limits` shows what holds.
+    #[serde(default, deserialize_with = "crate::http::object_only")]
+    limits: Option<LimitsPatch>,
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct LimitsPatch {
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<u64>, minimum = 1, maximum = 1_000_000_000_000_u64)]
+    turns_per_user_per_minute: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<u64>, minimum = 1, maximum = 1_000_000_000_000_u64)]
+    turns_per_workspace_per_minute: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<u64>, minimum = 1, maximum = 1_000_000_000_000_u64)]
+    component_calls_per_10s: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<u64>, minimum = 1, maximum = 1_000_000_000_000_u64)]
+    daily_tokens: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<u64>, minimum = 1, maximum = 1_000_000_000_000_u64)]
+    user_daily_tokens: Option<Option<u64>>,
+}
+
+/// A field that is present, null or not: `Some(None)` for null, and
+/// (with `default`) `None` when absent. A whole number may be written as
+/// JSON Schema allows (`60` or `60.0`).
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Option<u64>>, D::Error> {
+    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else { return Ok(Some(None)) };
+    let whole = number.as_u64().or_else(|| {
+        // Exact in an f64 up to 2^53; beyond, a float is no whole number we can trust.
+        number.as_f64().filter(|f| f.fract() == 0.0 && (0.0..=9_007_199_254_740_992.0).contains(f)).map(|f| f as u64)
+    });
+    whole
+        .map(|n| Some(Some(n)))
+        .ok_or_else(|| serde::de::Error::custom(format!("{number} is not a whole number from 0")))
+}
+
+impl LimitsPatch {
+    fn apply(self, own: &mut WorkspaceLimits) {
+        let set = |field: &mut Option<u64>, change: Option<Option<u64>>| {
+            if let Some(value) = change {
+                *field = value;
+            }
+        };
+        set(&mut own.turns_per_user_per_minute, self.turns_per_user_per_minute);
+        set(&mut own.turns_per_workspace_per_minute, self.turns_per_workspace_per_minute);
+        set(&mut own.component_calls_per_10s, self.component_calls_per_10s);
+        set(&mut own.daily_tokens, self.daily_tokens);
+        set(&mut own.user_daily_tokens, self.user_daily_tokens);
+    }
+}
+
+/// The workspace: name, allowed origins and limits.
+#[utoipa::path(
+    get,
+    path = "/v1/workspace",
+    tag = "setup",
+    security(("api_key" = [])),
+    responses((status = 200, body = ShownWorkspace)),
+)]
+async fn show_workspace(
+    State(state): State<ApiState>,
+    workspace: WorkspaceKey,
+) -> Result<Json<ShownWorkspace>, ApiError> {
+    let row = db::workspace(&state.pool, &workspace.0).await?.ok_or(ApiError::Unauthorized)?;
+    Ok(Json(shown(&state, row)))
+}
+
+/// Changes the workspace's name, allowed origins or limits.
+///
+/// A limit above the operator's is kept but does not hold while the
+/// operator's is lower (`effective_limits`).
+#[utoipa::path(
+    patch,
+    path = "/v1/workspace",
+    tag = "setup",
+    security(("api_key" = [])),
+    request_body = WorkspacePatch,
+    responses((status = 200, body = ShownWorkspace)),
+)]
+async fn update_workspace(
+    State(state): State<ApiState>,
+    workspace: WorkspaceKey,
+    ApiJson(patch): ApiJson<WorkspacePatch>,
+) -> Result<Json<ShownWorkspace>, ApiError> {
+    let mut row = db::workspace(&state.pool, &workspace.0).await?.ok_or(ApiError::Unauthorized)?;
+    let name = match &patch.name {
+        Some(name) => valid_name(name)?.to_owned(),
+        None => row.name.clone(),
+    };
+    let origins = match &patch.allowed_origins {
+        Some(origins) => origins.iter().map(|o| parse_origin(o)).collect::<Result<Vec<_>, _>>()?,
+        None => row.allowed_origins(),
+    };
+    let mut limits = row.limits();
+    if let Some(change) = patch.limits {
+        change.apply(&mut limits);
+    }
+    if let Some(reason) = limits.refusal() {
+        return Err(ApiError::BadRequest(reason));
+    }
+    db::set_workspace_settings(&state.pool, &row.id, &name, &origins, &limits).await?;
+    tracing::info!(workspace_id = %row.id, "workspace settings changed");
+    row.name = name;
+    row.allowed_origins = serde_json::to_string(&origins).map_err(anyhow::Error::from)?;
+    row.limits = serde_json::to_string(&limits).map_err(anyhow::Error::from)?;
+    Ok(Json(shown(&state, row)))
+}
+
+fn shown(state: &ApiState, row: db::WorkspaceRow) -> ShownWorkspace {
+    let limits = row.limits();
+    ShownWorkspace {
+        effective_limits: EffectiveLimits::of(&state.limits.config.for_workspace(&limits)),
+        allowed_origins: row.allowed_origins(),
+        limits,
+        id: row.id,
+        name: row.name,
+    }
+}

@@ -1,0 +1,143 @@
+//! The workspace's own settings (`GET`/`PATCH /v1/workspace`, api key
+//! auth): its name, allowed origins, and limits of its own below the
+//! operator's — each change in force at the next request.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::helpers::{Db, HostSpec, Rig, Step, of, start_of_window, task_tools};
+use crate::on_both_databases;
+
+on_both_databases!(a_workspace_sets_its_own_turn_limit_and_gives_it_back);
+
+async fn a_workspace_sets_its_own_turn_limit_and_gives_it_back(db: Db) {
+    let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
+
+    let (status, shown) =
+        rig.app.patch_json("/v1/workspace", &rig.api_key, &json!({"limits": {"turns_per_user_per_minute": 2}})).await;
+
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(shown["limits"]["turns_per_user_per_minute"], 2);
+    assert_eq!(shown["limits"]["daily_tokens"], Value::Null, "untouched: the operator's");
+    assert_eq!(shown["effective_limits"]["turns_per_user_per_minute"], 2);
+    start_of_window(&rig.app.clock, 60_000);
+    for _ in 0..2 {
+        assert_eq!(of(&rig.say("hello").await, "done")[0]["stop_reason"], "completed");
+    }
+    let refused = rig.app.post("/v1/chat/turns", &rig.token, &json!({"message": "hello"})).await;
+    assert_eq!(refused.status(), 429, "the workspace's own limit holds at once");
+
+    // null gives the limit back to the operator's.
+    let (status, shown) = rig
+        .app
+        .patch_json("/v1/workspace", &rig.api_key, &json!({"limits": {"turns_per_user_per_minute": null}}))
+        .await;
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(shown["limits"]["turns_per_user_per_minute"], Value::Null);
+    let operators = rig.app.state.api.limits.config.turns_per_user;
+    assert_eq!(shown["effective_limits"]["turns_per_user_per_minute"], operators);
+    assert_eq!(of(&rig.say("hello").await, "done")[0]["stop_reason"], "completed");
+}
+
+#[tokio::test]
+async fn malformed_limits_are_refused_and_change_nothing() {
+    let operator = [("CA_TURNS_PER_USER_PER_MINUTE", "5"), ("CA_USER_DAILY_TOKENS", "0")];
+    let rig = Rig::start(Db::Sqlite, HostSpec::new(task_tools()), vec![Step::Text("hi")], &operator).await;
+    let (_, before) = rig.app.get_json("/v1/workspace", &rig.api_key).await;
+    assert_eq!(before["effective_limits"]["turns_per_user_per_minute"], 5);
+    assert_eq!(before["effective_limits"]["user_daily_tokens"], Value::Null, "no budget");
+    assert!(before.get("api_key").is_none() && before.get("embed_secret").is_none(), "{before}");
+
+    let refusals = [
+        (json!({"limits": {"turns_per_user_per_minute": 0}}), "from 1"),
+        (json!({"limits": {"daily_tokens": 1_000_000_000_001_u64}}), "from 1 to 1000000000000"),
+        (json!({"limits": [7]}), "limits"),
+        (json!(["Renamed"]), "a JSON object"),
+        (json!({"limits": {"turns_per_user_per_minute": -1}}), "turns_per_user_per_minute"),
+        (json!({"limits": {"turns_per_user_per_minute": "3"}}), "turns_per_user_per_minute"),
+        (json!({"limits": {"turns_per_user_per_minute": 2.5}}), "not a whole number"),
+        (json!({"limits": {"turns_per_minute": 3}}), "turns_per_minute"),
+        (json!({"limits": null, "secret": "x"}), "secret"),
+        (json!({"name": "  "}), "name"),
+        (json!({"allowed_origins": ["https://shop.example/path"]}), "allowed_origins"),
+        (json!({"allowed_origins": "https://shop.example"}), "allowed_origins"),
+    ];
+    for (patch, named) in refusals {
+        let (status, body) = rig.app.patch_json("/v1/workspace", &rig.api_key, &patch).await;
+        assert_eq!(status, 400, "{patch}: {body}");
+        assert_eq!(body["code"], "bad_request");
+        assert!(body["error"].as_str().unwrap().contains(named), "{patch}: {body}");
+    }
+    let (_, after) = rig.app.get_json("/v1/workspace", &rig.api_key).await;
+    assert_eq!(after, before, "nothing changed");
+
+    // Above the operator's: kept, but the operator's holds.
+    let (status, shown) =
+        rig.app.patch_json("/v1/workspace", &rig.api_key, &json!({"limits": {"turns_per_user_per_minute": 6}})).await;
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(shown["limits"]["turns_per_user_per_minute"], 6);
+    assert_eq!(shown["effective_limits"]["turns_per_user_per_minute"], 5);
+
+    // Only the workspace's api key: not an embed token, not another key.
+    for bearer in [rig.token.as_str(), "ca_key_not_a_real_one", ""] {
+        let (status, _) = rig.app.patch_json("/v1/workspace", bearer, &json!({"name": "Taken"})).await;
+        assert_eq!(status, 401);
+        assert_eq!(rig.app.get_json("/v1/workspace", bearer).await.0, 401);
+    }
+}
+
+#[tokio::test]
+async fn a_workspaces_own_daily_tokens_hold_where_the_operator_sets_no_budget() {
+    // Each model step reports 50 tokens of usage; the operator sets no budget.
+    let rig = Rig::start(
+        Db::Sqlite,
+        HostSpec::new(task_tools()),
+        vec![Step::Text("hi")],
+        &[("CA_WORKSPACE_DAILY_TOKENS", "0")],
+    )
+    .await;
+    let (status, shown) =
+        // 60.0: a whole number as JSON Schema allows it.
+        rig.app.patch_json("/v1/workspace", &rig.api_key, &json!({"limits": {"daily_tokens": 60.0}})).await;
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(shown["effective_limits"]["daily_tokens"], 60);
+    start_of_window(&rig.app.clock, 86_400_000);
+
+    for _ in 0..2 {
+        assert_eq!(of(&rig.say("hello").await, "done")[0]["stop_reason"], "completed");
+    }
+    assert_eq!(of(&rig.say("hello").await, "done")[0]["stop_reason"], "budget_exhausted");
+
+    rig.app.clock.advance(Duration::from_secs(86_400));
+    assert_eq!(of(&rig.say("hello").await, "done")[0]["stop_reason"], "completed", "a new day");
+}
+
+#[tokio::test]
+async fn a_new_name_and_origins_are_shown_and_the_widget_page_follows_them() {
+    let rig = Rig::start(Db::Sqlite, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
+    let frame_ancestors = || async {
+        let page = rig.app.client.get(rig.app.url(&format!("/widget?ws={}", rig.workspace))).send().await.unwrap();
+        assert_eq!(page.status(), 200);
+        let csp = page.headers()["content-security-policy"].to_str().unwrap().to_owned();
+        csp.split(';').find(|d| d.trim().starts_with("frame-ancestors")).unwrap().trim().to_owned()
+    };
+    assert!(frame_ancestors().await.contains("https://shop.example"));
+
+    let patch = json!({"name": " Corner Shop ", "allowed_origins": ["https://new.example", "http://127.0.0.1:8080"]});
+    let (status, shown) = rig.app.patch_json("/v1/workspace", &rig.api_key, &patch).await;
+
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(shown["name"], "Corner Shop");
+    assert_eq!(shown["allowed_origins"], json!(["https://new.example", "http://127.0.0.1:8080"]));
+    assert_eq!(rig.app.get_json("/v1/workspace", &rig.api_key).await.1, shown);
+    let ancestors = frame_ancestors().await;
+    assert!(ancestors.contains("https://new.example") && ancestors.contains("http://127.0.0.1:8080"), "{ancestors}");
+    assert!(!ancestors.contains("https://shop.example"), "the old origin may frame it no more: {ancestors}");
+    // A chat call from the old origin is refused; from the new one it goes.
+    let from = |origin: &'static str| {
+        rig.app.client.get(rig.app.url("/v1/conversations")).bearer_auth(&rig.token).header("origin", origin).send()
+    };
+    assert_eq!(from("https://shop.example").await.unwrap().status(), 403);
+    assert_eq!(from("https://new.example").await.unwrap().status(), 200);
+}
