@@ -183,6 +183,7 @@ impl Application {
                 clock: clock.clone(),
                 limits,
                 max_concurrent_turns: config.rates.max_concurrent_turns,
+                streams: crate::limits::OpenStreams::new(config.rates.max_open_streams),
             },
             ops: OpsState { pool: pool.clone(), clock, metrics_token: config.metrics_token.clone() },
             demo: DemoState {

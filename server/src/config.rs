@@ -150,6 +150,9 @@ pub struct RateLimits {
     /// `CA_MAX_CONCURRENT_TURNS`: turns running in this process at once;
     /// beyond it new turns get `503` (default 200).
     pub max_concurrent_turns: usize,
+    /// `CA_MAX_OPEN_STREAMS`: turn streams open in this process at once,
+    /// turns' own and resumed ones; beyond it a resume gets `503` (default 400).
+    pub max_open_streams: usize,
 }
 
 impl Default for RateLimits {
@@ -162,6 +165,7 @@ impl Default for RateLimits {
             workspace_daily_tokens: 2_000_000,
             user_daily_tokens: 0,
             max_concurrent_turns: 200,
+            max_open_streams: 400,
         }
     }
 }
@@ -328,6 +332,9 @@ impl Config {
             max_concurrent_turns: number("CA_MAX_CONCURRENT_TURNS", rate_defaults.max_concurrent_turns as u64, 1)?
                 .try_into()
                 .map_err(|_| bad("CA_MAX_CONCURRENT_TURNS", "too large".into()))?,
+            max_open_streams: number("CA_MAX_OPEN_STREAMS", rate_defaults.max_open_streams as u64, 1)?
+                .try_into()
+                .map_err(|_| bad("CA_MAX_OPEN_STREAMS", "too large".into()))?,
         };
 
         let flag = |variable: &'static str, default: bool| -> Result<bool, ConfigError> {

@@ -5,6 +5,8 @@
 //! this process at once.
 
 use std::net::IpAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crate::auth::Caller;
@@ -148,6 +150,50 @@ impl Limits {
     pub async fn forget_old(&self) -> anyhow::Result<()> {
         let now = self.clock.now_ms();
         db::limits::forget_old(&self.pool, now - DAY_MS, now.div_euclid(DAY_MS) - 2).await
+    }
+}
+
+/// Turn streams open in this process, the turns' own and resumed ones
+/// (`CA_MAX_OPEN_STREAMS`). A turn's own stream is always counted (the cap
+/// on running turns bounds those); a resumed one is refused beyond the cap.
+#[derive(Clone)]
+pub struct OpenStreams {
+    open: Arc<AtomicUsize>,
+    cap: usize,
+}
+
+/// One open stream, counted until dropped.
+pub struct StreamSlot {
+    open: Arc<AtomicUsize>,
+    _gauge: crate::metrics::OpenStream,
+}
+
+impl OpenStreams {
+    pub fn new(cap: usize) -> Self {
+        Self { open: Arc::default(), cap }
+    }
+
+    /// A turn's own stream.
+    pub fn open(&self) -> StreamSlot {
+        self.open.fetch_add(1, Ordering::SeqCst);
+        self.slot()
+    }
+
+    /// A resumed stream, unless `cap` are open.
+    pub fn try_open(&self) -> Option<StreamSlot> {
+        let cap = self.cap;
+        self.open.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < cap).then_some(n + 1)).ok()?;
+        Some(self.slot())
+    }
+
+    fn slot(&self) -> StreamSlot {
+        StreamSlot { open: self.open.clone(), _gauge: crate::metrics::OpenStream::open() }
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        self.open.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -72,7 +72,7 @@ fn describe() {
         "Calls to a host's tool server by endpoint and outcome."
     );
     describe_gauge!("ca_pending_actions", "Actions waiting for the user or the host, by state (database-wide).");
-    describe_gauge!("ca_open_streams", "Turn event streams open in this process.");
+    describe_gauge!("ca_open_streams", "Turn event streams open in this process, turns' own and resumed.");
     describe_counter!("ca_limit_refusals_total", "Turns cut short or calls refused by a limit, by limit.");
     describe_gauge!("ca_caddie_reports_queued", "Caddie status reports waiting for the hub (database-wide).");
     describe_counter!("ca_caddie_reports_total", "Caddie status reports by outcome: pushed, queued, retried, failed.");

@@ -145,7 +145,7 @@ pub fn stream_turn(
         engine.run_turn(input, sink, cancel).await;
         turns.finish(&turn_id);
     });
-    let open = crate::metrics::OpenStream::open();
+    let open = state.streams.open();
     let events = UnboundedReceiverStream::new(receiver).map(move |numbered| {
         let _counted = &open;
         Ok::<_, std::convert::Infallible>(sse_event(

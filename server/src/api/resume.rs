@@ -62,6 +62,10 @@ async fn resume_turn(
     if owned.is_none() {
         return Err(ApiError::NotFound);
     }
+    let Some(slot) = state.streams.try_open() else {
+        crate::metrics::limit_refused("open_streams");
+        return Err(ApiError::Overloaded(Duration::from_secs(5)));
+    };
     let after = match headers.get("last-event-id").map(|v| v.to_str().map(str::trim)) {
         None => 0,
         Some(Ok(text)) => text
@@ -80,6 +84,7 @@ async fn resume_turn(
         queued: VecDeque::new(),
         over: false,
         stale_ms: longest_turn(&state).as_millis() as i64,
+        _slot: slot,
     };
     let events = futures::stream::unfold(follow, |mut follow| async move {
         let event = follow.next().await?;
@@ -101,6 +106,8 @@ struct Follow {
     /// `done` was sent.
     over: bool,
     stale_ms: i64,
+    /// Counted among the process's open streams while it lasts.
+    _slot: crate::limits::StreamSlot,
 }
 
 impl Follow {

@@ -43,6 +43,9 @@ pub struct ApiState {
     /// `CA_MAX_CONCURRENT_TURNS`.
     #[from_ref(skip)]
     pub max_concurrent_turns: usize,
+    /// Streams open in this process (`CA_MAX_OPEN_STREAMS`).
+    #[from_ref(skip)]
+    pub streams: crate::limits::OpenStreams,
 }
 
 /// The chat API's caller, from the embed token (assistant-api.md §2), and

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::helpers::{Db, HostSpec, Rig, Step, of, parse_sse, restart, start_of_window, task_tools, token};
@@ -183,4 +184,41 @@ async fn beyond_the_processes_cap_new_turns_are_shed_with_retry_after() {
     assert_eq!((status, retry), (503, Some(5)), "{body}");
     assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["code"], "overloaded");
     assert_eq!(slow.await.unwrap().0, 200);
+}
+
+#[tokio::test]
+async fn beyond_the_processes_cap_on_open_streams_a_resume_is_shed_with_retry_after() {
+    let script = vec![Step::Call("lookup", json!({})), Step::Text("done")];
+    let rig =
+        Rig::start(Db::Sqlite, HostSpec::new(task_tools()).delay(1500), script, &[("CA_MAX_OPEN_STREAMS", "1")]).await;
+    // The running turn's own stream is the one open stream.
+    let response = rig
+        .app
+        .client
+        .post(rig.app.url("/v1/chat/turns"))
+        .bearer_auth(&rig.token)
+        .json(&json!({"message": "look it up"}))
+        .send()
+        .await
+        .unwrap();
+    let mut body = response.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("event: turn") {
+        seen.push_str(&String::from_utf8_lossy(&body.next().await.unwrap().unwrap()));
+    }
+    let turn_id = of(&parse_sse(&seen), "turn")[0]["turn_id"].as_str().unwrap().to_owned();
+    let resume =
+        || rig.app.client.get(rig.app.url(&format!("/v1/turns/{turn_id}/events"))).bearer_auth(&rig.token).send();
+
+    let refused = resume().await.unwrap();
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "5");
+    assert_eq!(refused.json::<Value>().await.unwrap()["code"], "overloaded");
+
+    // Once the turn's stream has ended and closed, a resume gets its slot.
+    while body.next().await.is_some() {}
+    drop(body);
+    let resumed = resume().await.unwrap();
+    assert_eq!(resumed.status(), 200);
+    assert!(resumed.text().await.unwrap().contains("event: done"));
 }
