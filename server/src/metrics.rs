@@ -75,7 +75,10 @@ fn describe() {
     describe_gauge!("ca_open_streams", "Turn event streams open in this process, turns' own and resumed.");
     describe_counter!("ca_limit_refusals_total", "Turns cut short or calls refused by a limit, by limit.");
     describe_gauge!("ca_caddie_reports_queued", "Caddie status reports waiting for the hub (database-wide).");
-    describe_counter!("ca_caddie_reports_total", "Caddie status reports by outcome: pushed, queued, retried, failed.");
+    describe_counter!(
+        "ca_caddie_reports_total",
+        "Caddie status reports by outcome: pushed, queued, retried, failed, superseded, dropped."
+    );
 }
 
 /// A turn ended with `reason`; a limit that cut it short is also a refusal.
@@ -141,7 +144,9 @@ pub fn caddie_reports_queued(count: i64) {
 }
 
 /// A Caddie status report was `pushed`, `queued` (its first push failed),
-/// `retried` (delivered from the queue) or `failed` (a retry failed).
+/// `retried` (delivered from the queue), `failed` (a retry failed),
+/// `superseded` (a newer state replaced it in the queue) or `dropped`
+/// (the hub refused it for good).
 pub fn caddie_report(outcome: &'static str) {
     counter!("ca_caddie_reports_total", "outcome" => outcome).increment(1);
 }

@@ -72,6 +72,8 @@ call(
     workspace["api_key"],
     {"base_url": BASE + "/demo-model/v1", "api_key": "demo", "model": "demo"},
 )
+# PATCH /v1/workspace gets a workspace of its own (schemathesis.toml).
+settings = json.loads(call("POST", "/v1/workspaces", admin, {"name": "Fuzz settings"}))
 now = int(time.time())
 claims = {"aud": "context-assistant", "ws": workspace["id"], "sub": "fuzz-user", "permissions": [],
           "iat": now, "exp": now + 3600}
@@ -86,6 +88,7 @@ delete = first(turn(token, "clear my cart"), "pending_action")["action_id"]
 for name, value in {
     "CA_FUZZ_ADMIN_TOKEN": admin,
     "CA_FUZZ_API_KEY": workspace["api_key"],
+    "CA_FUZZ_SETTINGS_API_KEY": settings["api_key"],
     "CA_FUZZ_EMBED_TOKEN": token,
     "CA_FUZZ_CONVERSATION": conversation_id,
     "CA_FUZZ_COMPONENT": component_id,

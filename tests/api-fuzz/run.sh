@@ -52,6 +52,8 @@ cleanup() {
     kill "$SERVER_PID" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true
   fi
+  # Whatever else still runs in the namespace.
+  ip netns pids "$NS" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
   ip netns delete "$NS" 2>/dev/null || true
   rm -rf "$WORK"
   exit "$status"
@@ -64,7 +66,9 @@ in_ns() { ip netns exec "$NS" "$@"; }
 random_hex() { head -c "$1" /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 ADMIN_TOKEN="fuzz-admin-token-$(random_hex 16)"
 SECRET_KEY="$(random_hex 32)"
-in_ns env -i PATH="$PATH" HOME="$HOME" LEPTOS_SITE_ADDR="127.0.0.1:$PORT" LEPTOS_SITE_ROOT="$SITE_ROOT" \
+# Started directly (not through the in_ns function, whose subshell would be
+# the background job): `ip netns exec` and `env` exec, so $! is the server.
+ip netns exec "$NS" env -i PATH="$PATH" HOME="$HOME" LEPTOS_SITE_ADDR="127.0.0.1:$PORT" LEPTOS_SITE_ROOT="$SITE_ROOT" \
   CA_DATA_DIR="$WORK/data" CA_ADMIN_TOKEN="$ADMIN_TOKEN" CA_SECRET_KEY="$SECRET_KEY" CA_DEMO=0 \
   CA_ALLOW_PRIVATE_TOOL_HOSTS=1 CA_ALLOW_PRIVATE_MODEL_HOSTS=1 CA_TURNS_PER_USER_PER_MINUTE=100000 \
   CA_TURNS_PER_IP_PER_MINUTE=100000 CA_TURNS_PER_WORKSPACE_PER_MINUTE=100000 RUST_LOG=warn \

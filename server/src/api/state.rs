@@ -76,6 +76,12 @@ impl FromRequestParts<ApiState> for Caller {
                 ));
             }
         }
+        // A Caddie space: the user's grant as it stands now, on every call,
+        // so a revocation bites at once, whatever token they still hold.
+        if workspace.caddie_linked > 0 && !db::caddie::has_grant(&state.pool, &workspace.id, &claims.sub).await? {
+            tracing::info!(workspace_id = %workspace.id, "chat call without a grant in a Caddie space");
+            return Err(ApiError::Forbidden("no_access", "You no longer have access to this space.".into()));
+        }
         Ok(Caller {
             workspace_id: claims.ws,
             external_user_id: claims.sub,

@@ -31,6 +31,19 @@ async fn verified(state: &CaddieState, headers: &HeaderMap, body: &[u8]) -> Resu
     Ok(())
 }
 
+/// `GET /api/meta` (§8): the hub's health check before it sends anyone
+/// here (it caches the answer 60 s). Fast and side-effect free: no
+/// database, nothing secret.
+pub async fn meta(State(state): State<CaddieState>) -> impl axum::response::IntoResponse {
+    let body = json!({
+        "tool": state.caddie.config.slug,
+        "contract": token::CONTRACT,
+        "version": env!("CARGO_PKG_VERSION"),
+        "status": "ok",
+    });
+    ([(axum::http::header::CACHE_CONTROL, "no-store")], Json(body))
+}
+
 /// The body as `T`, or a `400` naming what is wrong.
 fn body_of<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, HubError> {
     serde_json::from_slice(body).map_err(|e| HubError::bad_request(format!("invalid body: {e}")))
@@ -101,25 +114,32 @@ pub fn state_of(activity: &store::SpaceActivity) -> (&'static str, String) {
     }
 }
 
-/// The body of a status report (§5), for a push and for the reconcile alike.
-pub fn status_report(assignment_id: &str, activity: &store::SpaceActivity, seq: i64) -> Value {
+/// What a status report says about the space (§5): its state, counts,
+/// waiting actors and summary — the same JSON for the same space.
+pub fn status_fields(activity: &store::SpaceActivity) -> Value {
     let (state, summary) = state_of(activity);
-    let occurred_at =
-        time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
     json!({
-        "assignment_id": assignment_id,
         "state": state,
         "counts": { "client_open": activity.waiting.len(), "agency_open": 0 },
         "summary": summary,
         "actors_waiting": activity.waiting,
-        "seq": seq,
-        "occurred_at": occurred_at,
     })
 }
 
+/// The body of a status report (§5), for a push and for the reconcile alike.
+pub fn status_report(assignment_id: &str, fields: &Value, seq: i64) -> Value {
+    let occurred_at =
+        time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default();
+    let mut body = fields.clone();
+    body["assignment_id"] = json!(assignment_id);
+    body["seq"] = json!(seq);
+    body["occurred_at"] = json!(occurred_at);
+    body
+}
+
 /// `GET /caddie/api/assignments/{asg}/status` (§5): the reconcile. A
-/// `participants` query (repeated) is the hub's current list: grants of
-/// anyone de-listed are dropped.
+/// `participants` query is the hub's current list ([`listed_participants`]):
+/// grants of anyone de-listed are dropped.
 pub async fn status(
     State(state): State<CaddieState>,
     headers: HeaderMap,
@@ -130,24 +150,45 @@ pub async fn status(
     let link = store::link_by_assignment(&state.pool, &assignment_id)
         .await?
         .ok_or_else(|| HubError::refused(StatusCode::NOT_FOUND, "not_found", "no such assignment"))?;
-    let query = query.unwrap_or_default();
-    let listed: Vec<String> = url::form_urlencoded::parse(query.as_bytes())
-        .filter(|(k, _)| k == "participants")
-        .map(|(_, v)| v.into_owned())
-        .collect();
-    if query.contains("participants=") {
-        if !listed.iter().all(|p| p.is_empty() || token::is_username(p)) {
-            return Err(HubError::bad_request("participants out of shape"));
-        }
-        let listed: Vec<String> = listed.into_iter().filter(|p| !p.is_empty()).collect();
+    if let Some(listed) = listed_participants(query.as_deref().unwrap_or_default())? {
         let dropped = store::apply_participants(&state.pool, &link, &listed).await?;
         if !dropped.is_empty() {
             tracing::info!(assignment_id, dropped = dropped.len(), "caddie: de-listed users lost their grants");
         }
     }
-    let activity = store::space_activity(&state.pool, &link.workspace_id).await?;
-    let seq = store::status_seq(&state.pool, &assignment_id).await?;
-    Ok(Json(status_report(&assignment_id, &activity, seq)))
+    // A space that changed since its last report answers with the next
+    // `seq`: a hub that drops `seq <= last` must not keep a stale state.
+    let fields = status_fields(&store::space_activity(&state.pool, &link.workspace_id).await?);
+    let seq = store::status_seq_for(&state.pool, &assignment_id, &fields.to_string()).await?;
+    Ok(Json(status_report(&assignment_id, &fields, seq)))
+}
+
+/// The hub's current participants on a reconcile, when it sent them:
+/// `participants` repeated (`?participants=a&participants=b`), or one
+/// comma-separated value (`?participants=a,b`), or both. Present but empty
+/// (`?participants=`) is a real answer — nobody — and drops every
+/// launch-provisioned grant; absent is no answer and changes nothing.
+pub fn listed_participants(query: &str) -> Result<Option<Vec<String>>, HubError> {
+    let mut present = false;
+    let mut listed: Vec<String> = Vec::new();
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        if key != "participants" {
+            continue;
+        }
+        present = true;
+        for name in value.split(',').filter(|n| !n.is_empty()) {
+            if !token::is_username(name) {
+                return Err(HubError::bad_request("participants out of shape"));
+            }
+            if !listed.iter().any(|l| l == name) {
+                listed.push(name.to_owned());
+            }
+        }
+    }
+    if listed.len() > 1000 {
+        return Err(HubError::bad_request("more than 1000 participants"));
+    }
+    Ok(present.then_some(listed))
 }
 
 #[derive(Deserialize)]
@@ -180,4 +221,38 @@ pub async fn revoke(
     let sessions = store::delete_sessions_of(&state.pool, &request.username).await?;
     tracing::info!(assignment_id = %request.assignment_id, dropped, sessions, "caddie: revocation acked");
     Ok(Json(json!({ "status": "revoked", "assignment_id": request.assignment_id, "username": request.username })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::listed_participants;
+
+    fn listed(query: &str) -> Option<Vec<String>> {
+        listed_participants(query).unwrap()
+    }
+
+    #[test]
+    fn participants_come_repeated_or_comma_separated_and_empty_is_an_answer() {
+        let both = Some(vec!["alice".to_string(), "bob".into(), "carol".into()]);
+        assert_eq!(listed("participants=alice&participants=bob&participants=carol"), both);
+        assert_eq!(listed("participants=alice,bob,carol"), both);
+        assert_eq!(listed("participants=alice%2Cbob&participants=carol&participants=bob"), both);
+        assert_eq!(listed("participants=alice,,bob,carol,"), both);
+        // Present and empty: nobody (every launch grant goes).
+        assert_eq!(listed("participants="), Some(vec![]));
+        assert_eq!(listed("participants"), Some(vec![]));
+        assert_eq!(listed("other=1&participants=&x=y"), Some(vec![]));
+        // Absent: no answer.
+        assert_eq!(listed(""), None);
+        assert_eq!(listed("participant=alice&participantsx=bob"), None);
+    }
+
+    #[test]
+    fn a_participant_out_of_shape_refuses_the_whole_list() {
+        for query in ["participants=al ice", "participants=alice,b%3Cob", "participants=a;b", "participants=%00"] {
+            assert!(listed_participants(query).is_err(), "{query}");
+        }
+        let many: Vec<String> = (0..1001).map(|i| format!("u{i}")).collect();
+        assert!(listed_participants(&format!("participants={}", many.join(","))).is_err());
+    }
 }

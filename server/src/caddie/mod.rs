@@ -42,6 +42,7 @@ pub fn router(state: CaddieState) -> Router {
         .route("/caddie/spaces/{workspace_id}", get(space::show_space))
         .route("/caddie/api/context/{ctx}", get(space::get_context))
         .route("/caddie/api/spaces/{workspace_id}/token", post(space::renew_space_token))
+        .route("/api/meta", get(hub_api::meta))
         .route("/caddie/api/assignments", post(hub_api::provision))
         .route("/caddie/api/assignments/{assignment_id}/status", get(hub_api::status))
         .route("/caddie/api/revoke", post(hub_api::revoke))

@@ -1,9 +1,13 @@
 //! Status reporting, tool → hub (caddie-tool-contract-ct1.md §5): after a
-//! client-visible change the report is pushed at once — awaited by the
-//! change, with a short timeout — and otherwise queued in the database and
-//! retried with backoff, in `seq` order per assignment, until the hub
-//! answers 2xx. `seq` is per-assignment and monotonic, so the hub can
-//! ignore a stale report whatever order they arrive in.
+//! client-visible change the newest state is pushed at once — awaited by
+//! the change, with a short timeout — with the assignment's next `seq`;
+//! older reports still queued are superseded (they say nothing the newest
+//! does not). A report the hub could not take is queued, one per
+//! assignment, and retried with backoff until it answers 2xx; one it
+//! refuses for good (a 4xx: an assignment it deleted, say) is dropped with
+//! a log line and a metric, never retried forever. `seq` is monotonic per
+//! assignment, so the hub can ignore a stale report whatever order they
+//! arrive in.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,65 +48,100 @@ pub async fn after_change(caddie: &Caddie, pool: &Pool, workspace_id: &str) {
 
 async fn report(caddie: &Caddie, pool: &Pool, workspace_id: &str) -> anyhow::Result<()> {
     let Some(link) = store::link_by_workspace(pool, workspace_id).await? else { return Ok(()) };
-    let activity = store::space_activity(pool, workspace_id).await?;
-    let seq = store::next_status_seq(pool, &link.assignment_id).await?;
-    let body = hub_api::status_report(&link.assignment_id, &activity, seq).to_string();
-    // Earlier reports still queued go first: the hub sees seq rise.
-    if !store::has_queued_reports(pool, &link.assignment_id).await? {
-        match tokio::time::timeout(FIRST_PUSH_TIMEOUT, push(caddie, &body)).await {
-            Ok(Ok(())) => {
-                crate::metrics::caddie_report("pushed");
-                return Ok(());
-            }
-            Ok(Err(e)) => tracing::info!(error = format!("{e:#}"), "caddie: status push failed; queued"),
-            Err(_) => tracing::info!("caddie: status push timed out; queued"),
-        }
+    let assignment_id = link.assignment_id.as_str();
+    let fields = hub_api::status_fields(&store::space_activity(pool, workspace_id).await?);
+    let seq = store::next_status_seq(pool, assignment_id, &fields.to_string()).await?;
+    let body = hub_api::status_report(assignment_id, &fields, seq).to_string();
+    for _ in 0..store::supersede_reports(pool, assignment_id, seq).await? {
+        crate::metrics::caddie_report("superseded");
     }
-    store::queue_report(pool, &link.assignment_id, seq, &body).await?;
+    match tokio::time::timeout(FIRST_PUSH_TIMEOUT, push(caddie, &body)).await {
+        Ok(Ok(())) => {
+            crate::metrics::caddie_report("pushed");
+            return Ok(());
+        }
+        Ok(Err(PushError::Refused(status))) => {
+            dropped(assignment_id, status);
+            return Ok(());
+        }
+        Ok(Err(PushError::Failed(e))) => tracing::info!(error = format!("{e:#}"), "caddie: status push failed; queued"),
+        Err(_) => tracing::info!("caddie: status push timed out; queued"),
+    }
+    store::queue_report(pool, assignment_id, seq, &body).await?;
     crate::metrics::caddie_report("queued");
     Ok(())
 }
 
-/// `POST {hub}/api/tool/report`, signed.
-async fn push(caddie: &Caddie, body: &str) -> anyhow::Result<()> {
-    let url = caddie.config.hub_origin.join("/api/tool/report")?;
-    let request = caddie.hub.post(url).header("content-type", "application/json").body(body.to_owned());
-    caddie.signed(request, body.as_bytes()).send().await?.error_for_status()?;
-    Ok(())
+/// Why a push did not go through.
+enum PushError {
+    /// The hub refused it for good: a 4xx other than 408, 425 and 429.
+    Refused(reqwest::StatusCode),
+    /// The hub could not be reached, failed or asked to come back later.
+    Failed(anyhow::Error),
 }
 
-/// Delivers queued reports in `seq` order per assignment: an assignment's
-/// oldest report goes first, once due, and the rest follow only after it
-/// was accepted. The wait after a failure doubles from `base` up to ten
-/// minutes.
+/// `POST {hub}/api/tool/report`, signed.
+async fn push(caddie: &Caddie, body: &str) -> Result<(), PushError> {
+    let url = caddie.config.hub_origin.join("/api/tool/report").map_err(|e| PushError::Failed(e.into()))?;
+    let request = caddie.hub.post(url).header("content-type", "application/json").body(body.to_owned());
+    let response = caddie.signed(request, body.as_bytes()).send().await.map_err(|e| PushError::Failed(e.into()))?;
+    let status = response.status();
+    if status.is_success() {
+        Ok(())
+    } else if status.is_client_error() && !matches!(status.as_u16(), 408 | 425 | 429) {
+        Err(PushError::Refused(status))
+    } else {
+        Err(PushError::Failed(anyhow::anyhow!("the hub answered {status}")))
+    }
+}
+
+/// A report the hub refused for good: logged, counted, not retried (the
+/// reconcile still tells the hub the state when it asks).
+fn dropped(assignment_id: &str, status: reqwest::StatusCode) {
+    crate::metrics::caddie_report("dropped");
+    tracing::warn!(
+        assignment_id,
+        status = status.as_u16(),
+        "caddie: the hub refused a status report for good; dropped"
+    );
+}
+
+/// Delivers queued reports: per assignment its newest, once due (older
+/// ones are superseded). The wait after a failure doubles from `base` up
+/// to ten minutes.
 pub async fn deliver_due(caddie: &Caddie, pool: &Pool, base: Duration) -> anyhow::Result<usize> {
     let now = now_ms();
     let mut delivered = 0;
     for assignment_id in store::assignments_with_reports(pool).await? {
         let queued = store::queued_reports(pool, &assignment_id).await?;
-        if queued.first().is_none_or(|head| head.next_at > now) {
+        let Some(report) = queued.last() else { continue };
+        for _ in 0..store::supersede_reports(pool, &assignment_id, report.seq).await? {
+            crate::metrics::caddie_report("superseded");
+        }
+        if report.next_at > now {
             continue;
         }
-        for report in queued {
-            match push(caddie, &report.body).await {
-                Ok(()) => {
-                    store::delete_report(pool, &report.id).await?;
-                    crate::metrics::caddie_report("retried");
-                    delivered += 1;
-                }
-                Err(e) => {
-                    crate::metrics::caddie_report("failed");
-                    let attempts = report.attempts;
-                    let wait = (base.as_millis() as i64).saturating_mul(1 << attempts.clamp(0, 20)).min(MAX_BACKOFF_MS);
-                    store::postpone_report(pool, &report.id, now + wait).await?;
-                    tracing::info!(
-                        error = format!("{e:#}"),
-                        assignment_id,
-                        attempts = attempts + 1,
-                        "caddie: report retried later"
-                    );
-                    break;
-                }
+        match push(caddie, &report.body).await {
+            Ok(()) => {
+                store::delete_report(pool, &report.id).await?;
+                crate::metrics::caddie_report("retried");
+                delivered += 1;
+            }
+            Err(PushError::Refused(status)) => {
+                store::delete_report(pool, &report.id).await?;
+                dropped(&assignment_id, status);
+            }
+            Err(PushError::Failed(e)) => {
+                crate::metrics::caddie_report("failed");
+                let attempts = report.attempts;
+                let wait = (base.as_millis() as i64).saturating_mul(1 << attempts.clamp(0, 20)).min(MAX_BACKOFF_MS);
+                store::postpone_report(pool, &report.id, now + wait).await?;
+                tracing::info!(
+                    error = format!("{e:#}"),
+                    assignment_id,
+                    attempts = attempts + 1,
+                    "caddie: report retried later"
+                );
             }
         }
     }

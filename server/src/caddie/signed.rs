@@ -32,12 +32,11 @@ pub fn signature(key: &[u8; 32], ts: &str, nonce: &str, body: &[u8]) -> Hmac<Sha
 }
 
 /// Checks a hub→tool call's headers and signature at `now` (unix seconds),
-/// without recording its nonce. Returns the nonce and its timestamp.
+/// without recording its nonce. Returns the nonce and its timestamp. The
+/// signature is checked before anything else is told: an unsigned caller
+/// learns `401` and nothing more (not even which contract we speak).
 pub fn check(headers: &HeaderMap, body: &[u8], keys: &Keys, slug: &str, now: i64) -> Result<(String, i64), Refused> {
     let unauthorized = |why| Refused(StatusCode::UNAUTHORIZED, why);
-    if header(headers, "x-caddie-contract") != Some(CONTRACT) {
-        return Err(Refused(StatusCode::CONFLICT, "another contract version"));
-    }
     if header(headers, "x-caddie-tool") != Some(slug) {
         return Err(unauthorized("another tool's call"));
     }
@@ -52,8 +51,9 @@ pub fn check(headers: &HeaderMap, body: &[u8], keys: &Keys, slug: &str, now: i64
         return Err(unauthorized("timestamp out of the window"));
     }
     let nonce = header(headers, "x-caddie-nonce").ok_or(unauthorized("no nonce"))?;
-    if !(8..=64).contains(&nonce.len()) || !nonce.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
-        return Err(unauthorized("nonce out of shape"));
+    // A UUID, as ct1 defines it, in its hyphenated form (36 characters).
+    if nonce.len() != 36 || uuid::Uuid::try_parse(nonce).is_err() {
+        return Err(unauthorized("nonce is not a UUID"));
     }
     let given = header(headers, "x-caddie-signature")
         .filter(|s| s.len() == 64)
@@ -63,6 +63,9 @@ pub fn check(headers: &HeaderMap, body: &[u8], keys: &Keys, slug: &str, now: i64
     signature(&pair.caddie_to_tool, ts_raw, nonce, body)
         .verify_slice(&given)
         .map_err(|_| unauthorized("bad signature"))?;
+    if header(headers, "x-caddie-contract") != Some(CONTRACT) {
+        return Err(Refused(StatusCode::CONFLICT, "another contract version"));
+    }
     Ok((nonce.to_owned(), ts))
 }
 
@@ -137,13 +140,33 @@ mod tests {
         let mut h = signed(&k.current, &ts, NONCE, b"");
         h.insert("x-caddie-signature", sig.parse().unwrap());
         assert_eq!(check(&h, b"", &k, "assistant", now).unwrap_err().1, "bad signature");
-        for nonce in ["short", "has space in it", "semi;colon-0000000", &"a".repeat(65)] {
+        let not_uuids = [
+            "",
+            "short",
+            "has space in it",
+            "3f1c2a9e00004000800000000000000a",
+            "{3f1c2a9e-0000-4000-8000-000000000001}",
+            "urn:uuid:3f1c2a9e-0000-4000-8000-000000000001",
+            "3f1c2a9e-0000-4000-8000-00000000000g",
+            "3f1c2a9e_0000_4000_8000_000000000001",
+            &"a".repeat(36),
+        ];
+        for nonce in not_uuids {
             let h = signed(&k.current, &ts, nonce, b"");
             assert!(check(&h, b"", &k, "assistant", now).is_err(), "{nonce}");
         }
+        assert!(check(&signed(&k.current, &ts, &NONCE.to_uppercase(), b""), b"", &k, "assistant", now).is_ok());
+        // Another contract: 409, but only once the call is signed.
         let mut h = signed(&k.current, &ts, NONCE, b"");
         h.insert("x-caddie-contract", "ct2".parse().unwrap());
         assert_eq!(check(&h, b"", &k, "assistant", now).unwrap_err().0, StatusCode::CONFLICT);
+        h.insert("x-caddie-signature", "0".repeat(64).parse().unwrap());
+        assert_eq!(
+            check(&h, b"", &k, "assistant", now).unwrap_err(),
+            Refused(StatusCode::UNAUTHORIZED, "bad signature")
+        );
+        h.remove("x-caddie-signature");
+        assert_eq!(check(&h, b"", &k, "assistant", now).unwrap_err().0, StatusCode::UNAUTHORIZED);
         let mut h = signed(&k.current, &ts, NONCE, b"");
         h.insert("x-caddie-tool", "other".parse().unwrap());
         assert!(check(&h, b"", &k, "assistant", now).is_err());

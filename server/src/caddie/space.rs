@@ -75,8 +75,13 @@ pub(super) async fn show_space(
 fn mint_space_token(state: &CaddieState, workspace: &WorkspaceRow, user: &str) -> anyhow::Result<String> {
     let secret = state.vault.open(&workspace.embed_secret_enc)?;
     let permissions = vec![format!("caddie:{DEFAULT_LEVEL}")];
-    Ok(crate::auth::mint(&workspace.id, secret.expose(), user, &permissions, 3600))
+    Ok(crate::auth::mint(&workspace.id, secret.expose(), user, &permissions, SPACE_TOKEN_SECS))
 }
+
+/// A space's embed tokens live five minutes; the full page renews them
+/// through the session (`POST /caddie/api/spaces/{workspace}/token`),
+/// which checks the grant again.
+pub const SPACE_TOKEN_SECS: i64 = 300;
 
 /// A fresh embed token for the full-page app, when the one it has expires.
 pub(super) async fn renew_space_token(

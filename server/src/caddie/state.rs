@@ -134,11 +134,7 @@ pub(super) fn signed_headers(caddie: &Caddie, body: &[u8]) -> Vec<(&'static str,
 
 /// A random (version 4) UUID.
 pub fn uuid_v4() -> String {
-    let mut b = crate::ids::random_bytes::<16>();
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let h = hex::encode(b);
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+    uuid::Uuid::new_v4().hyphenated().to_string()
 }
 
 pub(super) fn urlencode(s: &str) -> String {

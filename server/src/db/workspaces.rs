@@ -14,6 +14,9 @@ pub struct WorkspaceRow {
     pub embed_secret_enc: String,
     /// Its own limits, as JSON (`config::WorkspaceLimits`).
     pub limits: String,
+    /// 1 when it is a Caddie space (linked to an assignment): only users
+    /// with a grant may use it.
+    pub caddie_linked: i64,
 }
 
 impl WorkspaceRow {
@@ -96,20 +99,21 @@ pub async fn set_workspace_origins(pool: &Pool, id: &str, origins: &[String]) ->
     Ok(())
 }
 
+const WORKSPACE_COLUMNS: &str = "id, name, allowed_origins, embed_secret_enc, limits,
+    (SELECT COUNT(*) FROM caddie_links l WHERE l.workspace_id = workspaces.id) AS caddie_linked";
+
 pub async fn workspace(pool: &Pool, id: &str) -> anyhow::Result<Option<WorkspaceRow>> {
-    Ok(sqlx::query_as("SELECT id, name, allowed_origins, embed_secret_enc, limits FROM workspaces WHERE id = $1")
+    Ok(sqlx::query_as(&format!("SELECT {WORKSPACE_COLUMNS} FROM workspaces WHERE id = $1"))
         .bind(id)
         .fetch_optional(pool)
         .await?)
 }
 
 pub async fn workspace_by_api_key_hash(pool: &Pool, hash: &str) -> anyhow::Result<Option<WorkspaceRow>> {
-    Ok(sqlx::query_as(
-        "SELECT id, name, allowed_origins, embed_secret_enc, limits FROM workspaces WHERE api_key_hash = $1",
-    )
-    .bind(hash)
-    .fetch_optional(pool)
-    .await?)
+    Ok(sqlx::query_as(&format!("SELECT {WORKSPACE_COLUMNS} FROM workspaces WHERE api_key_hash = $1"))
+        .bind(hash)
+        .fetch_optional(pool)
+        .await?)
 }
 
 /// A new or replacing integration.

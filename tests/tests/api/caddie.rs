@@ -33,6 +33,10 @@ on_both_databases!(
     a_replayed_launch_token_is_refused,
     provision_is_idempotent_and_wipe_and_reprovision_loses_nothing,
     a_replayed_nonce_fails_also_after_a_restart,
+    participants_come_repeated_or_comma_separated_and_an_empty_list_drops_every_grant,
+    the_newest_state_is_pushed_at_once_and_a_report_refused_for_good_is_dropped,
+    a_reconcile_after_a_change_since_the_last_report_answers_with_a_new_seq,
+    revocation_bites_at_once_on_turns_applies_and_history_reads,
     the_reconcile_reports_the_state_and_drops_delisted_grants,
     revocation_drops_the_grant_ends_sessions_and_acks_every_time,
     status_reports_follow_each_change_with_rising_seq_even_after_the_hub_was_down,
@@ -138,6 +142,8 @@ struct HubState {
     reports: Vec<(HashMap<String, String>, String)>,
     /// Answer 503 to reports.
     down: bool,
+    /// Answer this status to reports, for good (an assignment it deleted).
+    refuse: Option<u16>,
     participants: Vec<String>,
     /// Headers of each participants check.
     checks: Vec<HashMap<String, String>>,
@@ -166,6 +172,9 @@ async fn start_hub() -> (SocketAddr, Hub) {
                 let mut s = hub.lock().unwrap();
                 if s.down {
                     return StatusCode::SERVICE_UNAVAILABLE;
+                }
+                if let Some(status) = s.refuse {
+                    return StatusCode::from_u16(status).unwrap();
                 }
                 let headers = header_map(&headers);
                 s.reports.push((headers, body));
@@ -254,7 +263,7 @@ impl Rig {
         };
         for (k, v) in [
             ("x-caddie-tool", SLUG),
-            ("x-caddie-contract", "ct1"),
+            ("x-caddie-contract", call.contract),
             ("x-caddie-key", &pair.kid),
             ("x-caddie-timestamp", &ts),
             ("x-caddie-nonce", call.nonce),
@@ -682,11 +691,12 @@ struct HubCall<'a> {
     skew: i64,
     wrong_direction: bool,
     tamper: bool,
+    contract: &'a str,
 }
 
 impl<'a> HubCall<'a> {
     fn new(path: &'a str, body: Option<&'a Value>, nonce: &'a str) -> Self {
-        Self { path, body, nonce, secret: SECRET, skew: 0, wrong_direction: false, tamper: false }
+        Self { path, body, nonce, secret: SECRET, skew: 0, wrong_direction: false, tamper: false, contract: "ct1" }
     }
 }
 
@@ -703,16 +713,16 @@ async fn provision(rig: &Rig, base: &str, nonce: &str) -> (u16, Value) {
 async fn provision_is_idempotent_and_wipe_and_reprovision_loses_nothing(db: Db) {
     let rig = Rig::start(db, &[]).await;
     let base = rig.app.url("");
-    let (status, first) = provision(&rig, &base, "nonce-0001-aaaa").await;
+    let (status, first) = provision(&rig, &base, "3f1c2a9e-0000-4000-8000-000000000001").await;
     assert_eq!(status, 200, "{first}");
     assert_eq!(first["status"], "ready");
-    let (status, again) = provision(&rig, &base, "nonce-0002-aaaa").await;
+    let (status, again) = provision(&rig, &base, "3f1c2a9e-0000-4000-8000-000000000002").await;
     assert_eq!((status, &again["external_ref"]), (200, &first["external_ref"]), "idempotent on assignment_id");
 
     // The hub wipes its row and provisions again: the same space, its data intact.
     let workspace = first["external_ref"].as_str().unwrap();
     server::db::create_conversation(&rig.app.state.pool, workspace, "alice", "kept").await.unwrap();
-    let (_, third) = provision(&rig, &base, "nonce-0003-aaaa").await;
+    let (_, third) = provision(&rig, &base, "3f1c2a9e-0000-4000-8000-000000000003").await;
     assert_eq!(third["external_ref"], workspace);
     assert_eq!(server::db::list_conversations(&rig.app.state.pool, workspace, "alice").await.unwrap().len(), 1);
 }
@@ -720,12 +730,16 @@ async fn provision_is_idempotent_and_wipe_and_reprovision_loses_nothing(db: Db) 
 async fn a_replayed_nonce_fails_also_after_a_restart(db: Db) {
     let rig = Rig::start(db, &[]).await;
     let base = rig.app.url("");
-    assert_eq!(provision(&rig, &base, "nonce-0001-aaaa").await.0, 200);
-    let (status, replay) = provision(&rig, &base, "nonce-0001-aaaa").await;
+    assert_eq!(provision(&rig, &base, "3f1c2a9e-0000-4000-8000-000000000001").await.0, 200);
+    let (status, replay) = provision(&rig, &base, "3f1c2a9e-0000-4000-8000-000000000001").await;
     assert_eq!((status, replay["code"].as_str()), (401, Some("replayed")));
     let restarted = format!("http://{}", crate::helpers::restart(&rig.app, &rig.caddie_env(SECRET, None)).await);
-    assert_eq!(provision(&rig, &restarted, "nonce-0001-aaaa").await.0, 401, "the nonce cache is in the database");
-    assert_eq!(provision(&rig, &restarted, "nonce-0002-aaaa").await.0, 200);
+    assert_eq!(
+        provision(&rig, &restarted, "3f1c2a9e-0000-4000-8000-000000000001").await.0,
+        401,
+        "the nonce cache is in the database"
+    );
+    assert_eq!(provision(&rig, &restarted, "3f1c2a9e-0000-4000-8000-000000000002").await.0, 200);
 }
 
 #[tokio::test]
@@ -734,13 +748,17 @@ async fn during_a_rotation_the_previous_key_passes_and_neither_key_fails() {
     let rotated =
         format!("http://{}", crate::helpers::restart(&rig.app, &rig.caddie_env("the new secret", Some(SECRET))).await);
     let body = provision_body(&["alice"]);
-    let (status, _) =
-        rig.hub_call(&rotated, HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0003-aaaa")).await;
+    let (status, _) = rig
+        .hub_call(
+            &rotated,
+            HubCall::new("/caddie/api/assignments", Some(&body), "3f1c2a9e-0000-4000-8000-000000000003"),
+        )
+        .await;
     assert_eq!(status, 200, "signed with the previous secret");
-    let mut current = HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0004-aaaa");
+    let mut current = HubCall::new("/caddie/api/assignments", Some(&body), "3f1c2a9e-0000-4000-8000-000000000004");
     current.secret = "the new secret";
     assert_eq!(rig.hub_call(&rotated, current).await.0, 200, "signed with the current secret");
-    let mut other = HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0005-aaaa");
+    let mut other = HubCall::new("/caddie/api/assignments", Some(&body), "3f1c2a9e-0000-4000-8000-000000000005");
     other.secret = "neither secret";
     assert_eq!(rig.hub_call(&rotated, other).await.0, 401);
 }
@@ -756,21 +774,27 @@ async fn stale_early_tampered_wrong_direction_or_unsigned_calls_fail_and_burn_no
         (|c: &mut HubCall| c.tamper = true, "body changed after signing"),
         (|c: &mut HubCall| c.wrong_direction = true, "a tool->caddie signature"),
     ] {
-        let mut call = HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0005-aaaa");
+        let mut call = HubCall::new("/caddie/api/assignments", Some(&body), "3f1c2a9e-0000-4000-8000-000000000005");
         mutate(&mut call);
         assert_eq!(rig.hub_call(&base, call).await.0, 401, "{why}");
     }
     let response = rig.app.client.post(rig.app.url("/caddie/api/assignments")).json(&body).send().await.unwrap();
-    assert_eq!(response.status(), 409, "unsigned: no contract header");
+    assert_eq!(response.status(), 401, "unsigned");
     // 300 s either way is still inside the window.
-    for (skew, nonce) in [(-299, "nonce-0006-aaaa"), (299, "nonce-0007-aaaa")] {
+    for (skew, nonce) in [(-299, "3f1c2a9e-0000-4000-8000-000000000006"), (299, "3f1c2a9e-0000-4000-8000-000000000007")]
+    {
         let mut call = HubCall::new("/caddie/api/assignments", Some(&body), nonce);
         call.skew = skew;
         assert_eq!(rig.hub_call(&base, call).await.0, 200, "{skew}");
     }
     // A refused call did not burn its nonce.
     assert_eq!(
-        rig.hub_call(&base, HubCall::new("/caddie/api/assignments", Some(&body), "nonce-0005-aaaa")).await.0,
+        rig.hub_call(
+            &base,
+            HubCall::new("/caddie/api/assignments", Some(&body), "3f1c2a9e-0000-4000-8000-000000000005")
+        )
+        .await
+        .0,
         200
     );
 }
@@ -779,7 +803,7 @@ async fn the_reconcile_reports_the_state_and_drops_delisted_grants(db: Db) {
     let rig = Rig::start(db, &["alice", "bob"]).await;
     let base = rig.app.url("");
     let path = format!("/caddie/api/assignments/{ASSIGNMENT}/status");
-    let (status, report) = rig.hub_call(&base, HubCall::new(&path, None, "nonce-1001-aaaa")).await;
+    let (status, report) = rig.hub_call(&base, HubCall::new(&path, None, "3f1c2a9e-0000-4000-8000-000000001001")).await;
     assert_eq!(status, 200, "{report}");
     assert_eq!(report["state"], "not_started", "an empty space is never done");
     assert_eq!(report["assignment_id"], ASSIGNMENT);
@@ -787,12 +811,12 @@ async fn the_reconcile_reports_the_state_and_drops_delisted_grants(db: Db) {
 
     let pool = &rig.app.state.pool;
     let conversation = server::db::create_conversation(pool, &rig.workspace, "alice", "hi").await.unwrap();
-    let (_, report) = rig.hub_call(&base, HubCall::new(&path, None, "nonce-1002-aaaa")).await;
+    let (_, report) = rig.hub_call(&base, HubCall::new(&path, None, "3f1c2a9e-0000-4000-8000-000000001002")).await;
     assert_eq!(report["state"], "in_progress");
     let now = server::ids::now_ms();
     assert!(server::db::limits::claim_turn(pool, "turn_x", &conversation, now, now - 60_000).await.unwrap());
     server::db::finish_turn(pool, "turn_x", widget::wire::StopReason::Error, 1, 0).await.unwrap();
-    let (_, report) = rig.hub_call(&base, HubCall::new(&path, None, "nonce-1003-aaaa")).await;
+    let (_, report) = rig.hub_call(&base, HubCall::new(&path, None, "3f1c2a9e-0000-4000-8000-000000001003")).await;
     assert_eq!(report["state"], "needs_attention");
 
     // Participants diff: bob is de-listed, his launch-provisioned grant goes.
@@ -800,12 +824,16 @@ async fn the_reconcile_reports_the_state_and_drops_delisted_grants(db: Db) {
         server::db::caddie::grant_from_launch(pool, &rig.workspace, user, "client", ASSIGNMENT).await.unwrap();
     }
     let listed = format!("{path}?participants=alice");
-    let (status, _) = rig.hub_call(&base, HubCall::new(&listed, None, "nonce-1004-aaaa")).await;
+    let (status, _) = rig.hub_call(&base, HubCall::new(&listed, None, "3f1c2a9e-0000-4000-8000-000000001004")).await;
     assert_eq!(status, 200);
     let grants: Vec<String> = rig.grants().await.into_iter().map(|(_, u, _)| u).collect();
     assert_eq!(grants, ["alice"]);
-    let (status, _) =
-        rig.hub_call(&base, HubCall::new("/caddie/api/assignments/nope/status", None, "nonce-1005-aaaa")).await;
+    let (status, _) = rig
+        .hub_call(
+            &base,
+            HubCall::new("/caddie/api/assignments/nope/status", None, "3f1c2a9e-0000-4000-8000-000000001005"),
+        )
+        .await;
     assert_eq!(status, 404);
 }
 
@@ -818,7 +846,9 @@ async fn revocation_drops_the_grant_ends_sessions_and_acks_every_time(db: Db) {
     let base = rig.app.url("");
     let body = json!({ "username": "alice", "assignment_id": ASSIGNMENT });
 
-    let (status, ack) = rig.hub_call(&base, HubCall::new("/caddie/api/revoke", Some(&body), "nonce-2001-aaaa")).await;
+    let (status, ack) = rig
+        .hub_call(&base, HubCall::new("/caddie/api/revoke", Some(&body), "3f1c2a9e-0000-4000-8000-000000002001"))
+        .await;
 
     assert_eq!((status, ack["status"].as_str()), (200, Some("revoked")));
     assert!(rig.grants().await.is_empty());
@@ -826,16 +856,16 @@ async fn revocation_drops_the_grant_ends_sessions_and_acks_every_time(db: Db) {
     assert_eq!(server::db::caddie::session_user(&rig.app.state.pool, &token).await.unwrap(), None);
     let page = browser.visit(&format!("/caddie/spaces/{}", rig.workspace)).await;
     assert_ne!(page.status, 200, "no way back in without a new launch");
-    let (status, _) = rig.hub_call(&base, HubCall::new("/caddie/api/revoke", Some(&body), "nonce-2002-aaaa")).await;
+    let (status, _) = rig
+        .hub_call(&base, HubCall::new("/caddie/api/revoke", Some(&body), "3f1c2a9e-0000-4000-8000-000000002002"))
+        .await;
     assert_eq!(status, 200, "the hub's retries are harmless");
 }
 
 async fn status_reports_follow_each_change_with_rising_seq_even_after_the_hub_was_down(db: Db) {
     let rig = Rig::start_with(db, &["alice"], &[("CA_CADDIE_RETRY_MS", "100")]).await;
     let state = &rig.app.state;
-    let workspace = server::db::workspace(&state.pool, &rig.workspace).await.unwrap().unwrap();
-    let secret = state.vault.open(&workspace.embed_secret_enc).unwrap();
-    let token = server::auth::mint(&rig.workspace, secret.expose(), "alice", &[], 600);
+    let token = granted_token(&rig, "alice").await;
     let reports = |hub: &Hub| -> Vec<Value> {
         hub.lock().unwrap().reports.iter().map(|(_, b)| serde_json::from_str(b).unwrap()).collect()
     };
@@ -864,13 +894,14 @@ async fn status_reports_follow_each_change_with_rising_seq_even_after_the_hub_wa
     assert_eq!(reports(&rig.hub_state).len(), 1);
     rig.hub_state.lock().unwrap().down = false;
     for _ in 0..100 {
-        if reports(&rig.hub_state).len() == 3 {
+        if reports(&rig.hub_state).len() == 2 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     let seqs: Vec<i64> = reports(&rig.hub_state).iter().map(|r| r["seq"].as_i64().unwrap()).collect();
-    assert_eq!(seqs, [1, 2, 3], "delivered in order once the hub is back");
+    assert_eq!(seqs, [1, 3], "once the hub is back: the newest state, the older one superseded");
+    assert_eq!(server::db::caddie::count_queued_reports(&state.pool).await.unwrap(), 0);
 }
 
 mod hmac_check {
@@ -985,7 +1016,9 @@ async fn expired_sessions_and_contexts_are_deleted_and_live_ones_kept() {
 #[tokio::test]
 async fn without_caddie_configuration_the_routes_do_not_exist() {
     let app = spawn_app(Db::Sqlite).start().await;
-    for path in ["/launch?lt=x", "/caddie/open?cctx=x", "/caddie/login?next=/caddie/", "/caddie/api/context/x"] {
+    for path in
+        ["/launch?lt=x", "/caddie/open?cctx=x", "/caddie/login?next=/caddie/", "/caddie/api/context/x", "/api/meta"]
+    {
         let response = app.client.get(app.url(path)).send().await.unwrap();
         assert_eq!(response.status(), 404, "{path}");
     }
@@ -1019,4 +1052,178 @@ async fn cookies_are_secure_over_https_as_the_public_url_or_a_trusted_proxy_says
 
     let https = Rig::start_with(Db::Sqlite, &["alice"], &[("CA_PUBLIC_URL", "https://assistant.example")]).await;
     assert!(secure(&logout_cookies(&https, None).await), "the public URL is https");
+}
+
+#[tokio::test]
+async fn the_health_check_names_the_tool_the_contract_and_the_version() {
+    let rig = Rig::start(Db::Sqlite, &[]).await;
+
+    let response = rig.app.client.get(rig.app.url("/api/meta")).send().await.unwrap();
+
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    let meta: Value = response.json().await.unwrap();
+    assert_eq!(meta, json!({"tool": SLUG, "contract": "ct1", "version": env!("CARGO_PKG_VERSION"), "status": "ok"}));
+}
+
+#[tokio::test]
+async fn an_unsigned_call_gets_401_and_learns_nothing_else() {
+    let rig = Rig::start(Db::Sqlite, &[]).await;
+    let body = provision_body(&["alice"]);
+    let bare = rig.app.client.post(rig.app.url("/caddie/api/assignments")).json(&body).send().await.unwrap();
+    assert_eq!(bare.status(), 401);
+    let told = bare.text().await.unwrap();
+    assert!(!told.contains("ct1") && !told.contains("contract"), "{told}");
+
+    // Another contract, badly signed: still 401, the signature comes first.
+    let mut call = HubCall::new("/caddie/api/assignments", Some(&body), "3f1c2a9e-0000-4000-8000-000000003001");
+    call.contract = "ct2";
+    call.secret = "not the secret";
+    assert_eq!(rig.hub_call(&rig.app.url(""), call).await.0, 401);
+    // Signed, another contract: now 409.
+    let mut call = HubCall::new("/caddie/api/assignments", Some(&body), "3f1c2a9e-0000-4000-8000-000000003002");
+    call.contract = "ct2";
+    assert_eq!(rig.hub_call(&rig.app.url(""), call).await.0, 409);
+}
+
+#[tokio::test]
+async fn a_nonce_that_is_not_a_uuid_is_refused_and_burns_nothing() {
+    let rig = Rig::start(Db::Sqlite, &[]).await;
+    let base = rig.app.url("");
+    for nonce in ["", "nonce-0001-aaaa", "3f1c2a9e000040008000000000004001", "3f1c2a9e-0000-4000-8000-00000000400z"] {
+        assert_eq!(provision(&rig, &base, nonce).await.0, 401, "{nonce:?}");
+    }
+    assert_eq!(provision(&rig, &base, "3f1c2a9e-0000-4000-8000-000000004001").await.0, 200);
+}
+
+async fn participants_come_repeated_or_comma_separated_and_an_empty_list_drops_every_grant(db: Db) {
+    let rig = Rig::start(db, &["alice", "bob", "carol"]).await;
+    let base = rig.app.url("");
+    let pool = &rig.app.state.pool;
+    for user in ["alice", "bob", "carol"] {
+        server::db::caddie::grant_from_launch(pool, &rig.workspace, user, "client", ASSIGNMENT).await.unwrap();
+    }
+    let path = format!("/caddie/api/assignments/{ASSIGNMENT}/status");
+    let granted = || async { rig.grants().await.into_iter().map(|(_, u, _)| u).collect::<Vec<_>>() };
+    let nonces = (5001..).map(|n| format!("3f1c2a9e-0000-4000-8000-00000000{n}"));
+    let mut nonces = nonces.into_iter();
+    let mut reconcile = async |query: &str| {
+        let nonce = nonces.next().unwrap();
+        let (status, body) = rig.hub_call(&base, HubCall::new(&format!("{path}{query}"), None, &nonce)).await;
+        assert_eq!(status, 200, "{query}: {body}");
+    };
+
+    reconcile("?participants=alice,bob").await;
+    assert_eq!(granted().await, ["alice", "bob"], "one comma-separated value");
+    reconcile("?participants=alice&participants=bob").await;
+    assert_eq!(granted().await, ["alice", "bob"], "repeated");
+    reconcile("").await;
+    assert_eq!(granted().await, ["alice", "bob"], "no list: no answer, nothing changes");
+    reconcile("?participants=").await;
+    assert!(granted().await.is_empty(), "an empty list is a real answer: nobody");
+}
+
+/// A grant of the rig's space for `user` (as a launch provisions it) and
+/// an embed token minted as the full page's is.
+async fn granted_token(rig: &Rig, user: &str) -> String {
+    let state = &rig.app.state;
+    server::db::caddie::grant_from_launch(&state.pool, &rig.workspace, user, "client", ASSIGNMENT).await.unwrap();
+    let workspace = server::db::workspace(&state.pool, &rig.workspace).await.unwrap().unwrap();
+    let secret = state.vault.open(&workspace.embed_secret_enc).unwrap();
+    server::auth::mint(&rig.workspace, secret.expose(), user, &[], 300)
+}
+
+fn report_seqs(hub: &Hub) -> Vec<i64> {
+    hub.lock()
+        .unwrap()
+        .reports
+        .iter()
+        .map(|(_, b)| serde_json::from_str::<Value>(b).unwrap()["seq"].as_i64().unwrap())
+        .collect()
+}
+
+async fn the_newest_state_is_pushed_at_once_and_a_report_refused_for_good_is_dropped(db: Db) {
+    // The queue's retries would come only after ten minutes.
+    let rig = Rig::start_with(db, &["alice"], &[("CA_CADDIE_RETRY_MS", "600000")]).await;
+    let token = granted_token(&rig, "alice").await;
+    let queued = || async { server::db::caddie::count_queued_reports(&rig.app.state.pool).await.unwrap() };
+    rig.app.turn(&token, None, "hello").await;
+    assert_eq!(report_seqs(&rig.hub_state), [1]);
+
+    rig.hub_state.lock().unwrap().down = true;
+    rig.app.turn(&token, None, "while the hub is down").await;
+    assert_eq!(queued().await, 1);
+
+    // The hub is back: the next change pushes its state at once, without
+    // waiting for the queue's backoff, and the older report is superseded.
+    rig.hub_state.lock().unwrap().down = false;
+    rig.app.turn(&token, None, "the hub is back").await;
+    assert_eq!(report_seqs(&rig.hub_state), [1, 3]);
+    assert_eq!(queued().await, 0);
+
+    // The hub refuses for good (it deleted the assignment): dropped, not queued.
+    rig.hub_state.lock().unwrap().refuse = Some(404);
+    rig.app.turn(&token, None, "refused").await;
+    assert_eq!(queued().await, 0, "never retried forever");
+    rig.hub_state.lock().unwrap().refuse = None;
+    rig.app.turn(&token, None, "accepted again").await;
+    assert_eq!(report_seqs(&rig.hub_state), [1, 3, 5], "nothing blocks the later reports");
+}
+
+async fn a_reconcile_after_a_change_since_the_last_report_answers_with_a_new_seq(db: Db) {
+    let rig = Rig::start(db, &["alice"]).await;
+    let token = granted_token(&rig, "alice").await;
+    let base = rig.app.url("");
+    let path = format!("/caddie/api/assignments/{ASSIGNMENT}/status");
+    let reconcile = |nonce: &'static str| rig.hub_call(&base, HubCall::new(&path, None, nonce));
+    let events = rig.app.turn(&token, None, "hello").await;
+    assert_eq!(report_seqs(&rig.hub_state), [1]);
+    let (_, report) = reconcile("3f1c2a9e-0000-4000-8000-000000006001").await;
+    assert_eq!((report["state"].as_str(), report["seq"].as_i64()), (Some("in_progress"), Some(1)), "unchanged");
+
+    // The space changes without a push (here: its newest turn failed).
+    let conversation = crate::helpers::of(&events, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+    let pool = &rig.app.state.pool;
+    let now = server::ids::now_ms();
+    assert!(server::db::limits::claim_turn(pool, "turn_failed", &conversation, now, now - 60_000).await.unwrap());
+    server::db::finish_turn(pool, "turn_failed", widget::wire::StopReason::Error, 1, 0).await.unwrap();
+
+    let (_, report) = reconcile("3f1c2a9e-0000-4000-8000-000000006002").await;
+    assert_eq!((report["state"].as_str(), report["seq"].as_i64()), (Some("needs_attention"), Some(2)));
+    let (_, report) = reconcile("3f1c2a9e-0000-4000-8000-000000006003").await;
+    assert_eq!(report["seq"], 2, "the same state keeps its seq");
+}
+
+async fn revocation_bites_at_once_on_turns_applies_and_history_reads(db: Db) {
+    let rig = Rig::start(db, &["alice", "bob"]).await;
+    let (alice, bob) = (granted_token(&rig, "alice").await, granted_token(&rig, "bob").await);
+    let events = rig.app.turn(&alice, None, "hello").await;
+    let done = crate::helpers::of(&events, "done");
+    assert_eq!(done[0]["stop_reason"], "completed");
+    let conversation = crate::helpers::of(&events, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+    let turn = crate::helpers::of(&events, "turn")[0]["turn_id"].as_str().unwrap().to_owned();
+
+    let body = json!({ "username": "alice", "assignment_id": ASSIGNMENT });
+    let (status, _) = rig
+        .hub_call(
+            &rig.app.url(""),
+            HubCall::new("/caddie/api/revoke", Some(&body), "3f1c2a9e-0000-4000-8000-000000007001"),
+        )
+        .await;
+    assert_eq!(status, 200);
+
+    // Alice's token has minutes left; every call is refused at once.
+    let refused = |response: reqwest::Response| async move {
+        assert_eq!(response.status(), 403, "{}", response.url());
+        assert_eq!(response.json::<Value>().await.unwrap()["code"], "no_access");
+    };
+    refused(rig.app.post("/v1/chat/turns", &alice, &json!({"message": "again"})).await).await;
+    refused(rig.app.post("/v1/actions/act_anything/apply", &alice, &json!({})).await).await;
+    refused(rig.app.get("/v1/conversations", &alice).await).await;
+    refused(rig.app.get(&format!("/v1/conversations/{conversation}"), &alice).await).await;
+    refused(rig.app.get(&format!("/v1/turns/{turn}/events"), &alice).await).await;
+
+    // Bob is unaffected.
+    assert_eq!(crate::helpers::of(&rig.app.turn(&bob, None, "hello").await, "done")[0]["stop_reason"], "completed");
+    assert_eq!(rig.app.get("/v1/conversations", &bob).await.status(), 200);
 }

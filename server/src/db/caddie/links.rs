@@ -2,7 +2,6 @@
 //! its project, participants, stage rail and status-report sequence
 //! (caddie-tool-contract-ct1.md §2, §5).
 
-use sqlx::Connection;
 use sqlx::FromRow;
 use widget::wire::StopReason;
 
@@ -126,28 +125,33 @@ pub async fn apply_participants(pool: &Pool, link: &LinkRow, participants: &[Str
     Ok(dropped)
 }
 
-pub async fn status_seq(pool: &Pool, assignment_id: &str) -> anyhow::Result<i64> {
-    let row: Option<(i64,)> = sqlx::query_as("SELECT status_seq FROM caddie_links WHERE assignment_id = $1")
-        .bind(assignment_id)
-        .fetch_optional(pool)
-        .await?;
-    Ok(row.map_or(0, |(s,)| s))
+/// The next `seq` of an assignment's status reports: rises by one per
+/// report, in one transaction, whichever replica asks. `status` is what
+/// the report says (remembered for [`status_seq_for`]).
+pub async fn next_status_seq(pool: &Pool, assignment_id: &str, status: &str) -> anyhow::Result<i64> {
+    let (seq,): (i64,) = sqlx::query_as(
+        "UPDATE caddie_links SET status_seq = status_seq + 1, last_status = $1 WHERE assignment_id = $2
+         RETURNING status_seq",
+    )
+    .bind(status)
+    .bind(assignment_id)
+    .fetch_one(pool)
+    .await?;
+    Ok(seq)
 }
 
-/// The next `seq` of an assignment's status reports: rises by one per
-/// report, in one transaction, whichever replica asks.
-pub async fn next_status_seq(pool: &Pool, assignment_id: &str) -> anyhow::Result<i64> {
-    let mut conn = pool.acquire().await?;
-    let mut tx = conn.begin().await?;
-    sqlx::query("UPDATE caddie_links SET status_seq = status_seq + 1 WHERE assignment_id = $1")
-        .bind(assignment_id)
-        .execute(&mut *tx)
-        .await?;
-    let (seq,): (i64,) = sqlx::query_as("SELECT status_seq FROM caddie_links WHERE assignment_id = $1")
-        .bind(assignment_id)
-        .fetch_one(&mut *tx)
-        .await?;
-    tx.commit().await?;
+/// The `seq` a report saying `status` carries: the last one when the last
+/// report said the same, else the next (one statement, so replicas agree).
+pub async fn status_seq_for(pool: &Pool, assignment_id: &str, status: &str) -> anyhow::Result<i64> {
+    let (seq,): (i64,) = sqlx::query_as(
+        "UPDATE caddie_links
+         SET status_seq = CASE WHEN last_status = $1 THEN status_seq ELSE status_seq + 1 END, last_status = $1
+         WHERE assignment_id = $2 RETURNING status_seq",
+    )
+    .bind(status)
+    .bind(assignment_id)
+    .fetch_one(pool)
+    .await?;
     Ok(seq)
 }
 

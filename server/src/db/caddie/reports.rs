@@ -1,6 +1,6 @@
 //! The queue of status reports the hub has not yet accepted
-//! (caddie-tool-contract-ct1.md §5), delivered in `seq` order per
-//! assignment.
+//! (caddie-tool-contract-ct1.md §5): at most one per assignment, its
+//! newest — a newer state supersedes an older one still waiting.
 
 use crate::db::Pool;
 use crate::ids::{new_id, now_ms};
@@ -9,19 +9,21 @@ use crate::ids::{new_id, now_ms};
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct QueuedReport {
     pub id: String,
+    pub seq: i64,
     pub body: String,
     pub attempts: i64,
     pub next_at: i64,
 }
 
-/// True when reports of this assignment are still waiting: a new one must
-/// queue behind them, so the hub sees `seq` rise.
-pub async fn has_queued_reports(pool: &Pool, assignment_id: &str) -> anyhow::Result<bool> {
-    let row: Option<(String,)> = sqlx::query_as("SELECT id FROM caddie_status_queue WHERE assignment_id = $1 LIMIT 1")
+/// Drops the reports of this assignment still waiting below `below_seq`:
+/// a newer state is on its way, so they would say nothing new.
+pub async fn supersede_reports(pool: &Pool, assignment_id: &str, below_seq: i64) -> anyhow::Result<u64> {
+    let done = sqlx::query("DELETE FROM caddie_status_queue WHERE assignment_id = $1 AND seq < $2")
         .bind(assignment_id)
-        .fetch_optional(pool)
+        .bind(below_seq)
+        .execute(pool)
         .await?;
-    Ok(row.is_some())
+    Ok(done.rows_affected())
 }
 
 /// Queues a report, due at once.
@@ -59,7 +61,7 @@ pub async fn assignments_with_reports(pool: &Pool) -> anyhow::Result<Vec<String>
 /// An assignment's queued reports, oldest `seq` first (at most 50).
 pub async fn queued_reports(pool: &Pool, assignment_id: &str) -> anyhow::Result<Vec<QueuedReport>> {
     Ok(sqlx::query_as(
-        "SELECT id, body, attempts, next_at FROM caddie_status_queue WHERE assignment_id = $1 ORDER BY seq LIMIT 50",
+        "SELECT id, seq, body, attempts, next_at FROM caddie_status_queue WHERE assignment_id = $1 ORDER BY seq LIMIT 50",
     )
     .bind(assignment_id)
     .fetch_all(pool)
