@@ -87,6 +87,10 @@ pub struct OidcConfig {
     pub issuer: url::Url,
     pub client_id: String,
     pub client_secret: Secret,
+    /// `OIDC_ID_TOKEN_HS256=1`: accept ID tokens signed HS256 with the
+    /// client secret (only when the provider advertises it too). Off: a
+    /// leaked client secret must not mint identities.
+    pub allow_hs256: bool,
 }
 
 /// Which model answers: the built-in offline demo model, or a real endpoint.
@@ -448,6 +452,7 @@ impl Config {
                         issuer,
                         client_id: required("OIDC_CLIENT_ID")?,
                         client_secret: Secret::new(required("OIDC_CLIENT_SECRET")?),
+                        allow_hs256: flag("OIDC_ID_TOKEN_HS256", false)?,
                     },
                 })
             }

@@ -93,6 +93,8 @@ pub(super) struct CallbackQuery {
     state: Option<String>,
     code: Option<String>,
     error: Option<String>,
+    /// RFC 9207: who answered.
+    iss: Option<String>,
 }
 
 /// The provider's answer: a code, or `login_required` and friends after a
@@ -117,6 +119,10 @@ pub(super) async fn finish_login(
         }
     };
     let retry = format!("/caddie/login?interactive=1&next={}", urlencode(&flow.next_path));
+    if let Err(e) = caddie.oidc.check_answer_issuer(q.iss.as_deref()).await {
+        tracing::warn!(error = format!("{e:#}"), "caddie: sign-in answer from the wrong issuer");
+        return Ok(pages::sign_in_failed(&retry));
+    }
     if let Some(error) = q.error {
         let needs_interaction = matches!(
             error.as_str(),
@@ -131,13 +137,19 @@ pub(super) async fn finish_login(
     let Some(code) = q.code.filter(|c| !c.is_empty() && c.len() <= 2048) else {
         return Ok(pages::sign_in_failed(&retry));
     };
-    let username = match caddie.oidc.sign_in(&code, &flow.verifier, &flow.nonce).await {
-        Ok(username) => username,
+    let who = match caddie.oidc.sign_in(&code, &flow.verifier, &flow.nonce).await {
+        Ok(who) => who,
         Err(e) => {
             tracing::warn!(error = format!("{e:#}"), "caddie: sign-in failed");
             return Ok(pages::sign_in_failed(&retry));
         }
     };
+    // A username belongs to the subject that first signed in with it.
+    if !store::bind_identity(&state.pool, &who.username, &who.issuer, &who.sub).await? {
+        tracing::warn!("caddie: sign-in refused: the username belongs to another subject of the provider");
+        return Ok(pages::sign_in_failed(&retry));
+    }
+    let username = who.username;
     let token = store::create_session(&state.pool, &username).await?;
     tracing::info!("caddie: signed in");
     let mut response = see_other(&flow.next_path);

@@ -1,6 +1,11 @@
 //! Signing users in with the identity provider (caddie-tool-contract-ct1.md
 //! §4): OpenID Connect authorization code with PKCE (S256), `prompt=none`
 //! for the silent probe, the ID token checked against the provider's keys.
+//! The ID token's algorithm is pinned to what the provider advertises
+//! (`id_token_signing_alg_values_supported`) and must match its key; HS256
+//! (signed with our own client secret) only when configured. The
+//! username comes from the ID token's `preferred_username`, else from the
+//! userinfo endpoint (whose `sub` must be the token's), else the `sub`.
 
 use std::time::{Duration, Instant};
 
@@ -25,6 +30,22 @@ struct Discovery {
     authorization_endpoint: String,
     token_endpoint: String,
     jwks_uri: String,
+    #[serde(default)]
+    userinfo_endpoint: Option<String>,
+    /// Required by OpenID Connect Discovery; absent: RS256 only.
+    #[serde(default)]
+    id_token_signing_alg_values_supported: Vec<String>,
+    /// RFC 9207: the provider puts `iss` in its answer to the redirect URI.
+    #[serde(default)]
+    authorization_response_iss_parameter_supported: bool,
+}
+
+/// Who signed in: the provider's subject and the username they go by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedIn {
+    pub issuer: String,
+    pub sub: String,
+    pub username: String,
 }
 
 /// The identity provider client.
@@ -68,7 +89,30 @@ pub fn challenge(verifier: &str) -> String {
 #[derive(Deserialize)]
 struct TokenAnswer {
     id_token: String,
+    #[serde(default)]
+    access_token: Option<String>,
 }
+
+#[derive(Deserialize)]
+struct UserInfo {
+    sub: String,
+    #[serde(default)]
+    preferred_username: Option<String>,
+}
+
+/// The algorithms an ID token may be signed with, asymmetric: whichever of
+/// these the provider advertises.
+const ASYMMETRIC: &[Algorithm] = &[
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
 
 #[derive(Deserialize)]
 struct IdClaims {
@@ -127,9 +171,21 @@ impl Oidc {
         Ok(url)
     }
 
-    /// Redeems the code and returns the signed-in username, after checking
-    /// the ID token's signature, issuer, audience, expiry and nonce.
-    pub async fn sign_in(&self, code: &str, verifier: &str, nonce: &str) -> anyhow::Result<String> {
+    /// Checks the `iss` of the provider's answer to the redirect URI (RFC
+    /// 9207, against mix-up): when present it must be the issuer, and a
+    /// provider that advertises it must send it.
+    pub async fn check_answer_issuer(&self, iss: Option<&str>) -> anyhow::Result<()> {
+        let d = self.discovery().await?;
+        match iss {
+            Some(iss) if iss != d.issuer => bail!("the answer names another issuer"),
+            None if d.authorization_response_iss_parameter_supported => bail!("the answer names no issuer"),
+            _ => Ok(()),
+        }
+    }
+
+    /// Redeems the code and returns who signed in, after checking the ID
+    /// token's signature, algorithm, issuer, audience, expiry and nonce.
+    pub async fn sign_in(&self, code: &str, verifier: &str, nonce: &str) -> anyhow::Result<SignedIn> {
         let d = self.discovery().await?;
         let body = url::form_urlencoded::Serializer::new(String::new())
             .append_pair("grant_type", "authorization_code")
@@ -160,20 +216,64 @@ impl Oidc {
         if claims.nonce.as_deref() != Some(nonce) {
             bail!("the ID token's nonce does not match");
         }
-        let username = claims.preferred_username.unwrap_or(claims.sub);
+        let username = match claims.preferred_username {
+            Some(name) => name,
+            None => self
+                .userinfo_username(&d, answer.access_token.as_deref(), &claims.sub)
+                .await?
+                .unwrap_or(claims.sub.clone()),
+        };
         if !super::token::is_username(&username) {
             bail!("the ID token's username has an unexpected shape");
         }
-        Ok(username)
+        Ok(SignedIn { issuer: d.issuer.clone(), sub: claims.sub, username })
+    }
+
+    /// `preferred_username` from the userinfo endpoint, for a provider that
+    /// keeps the ID token to `sub` (its `sub` must be the token's).
+    async fn userinfo_username(
+        &self,
+        d: &Discovery,
+        access_token: Option<&str>,
+        sub: &str,
+    ) -> anyhow::Result<Option<String>> {
+        let (Some(endpoint), Some(token)) = (d.userinfo_endpoint.as_deref(), access_token) else { return Ok(None) };
+        let info: UserInfo = self
+            .http
+            .get(endpoint)
+            .bearer_auth(token)
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await
+            .context("userinfo")?;
+        if info.sub != sub {
+            bail!("the userinfo endpoint answered for another subject");
+        }
+        Ok(info.preferred_username)
+    }
+
+    /// The algorithms this provider's ID tokens may use: what it advertises,
+    /// of those we accept (HS256 only when configured).
+    fn accepted(&self, d: &Discovery) -> Vec<Algorithm> {
+        let advertised: Vec<&str> = if d.id_token_signing_alg_values_supported.is_empty() {
+            vec!["RS256"]
+        } else {
+            d.id_token_signing_alg_values_supported.iter().map(String::as_str).collect()
+        };
+        let ours = ASYMMETRIC.iter().copied().chain(self.config.allow_hs256.then_some(Algorithm::HS256));
+        ours.filter(|alg| advertised.iter().any(|a| alg_name(*alg) == *a)).collect()
     }
 
     async fn verify_id_token(&self, id_token: &str, d: &Discovery) -> anyhow::Result<IdClaims> {
         let header = jsonwebtoken::decode_header(id_token)?;
-        use Algorithm::*;
+        if !self.accepted(d).contains(&header.alg) {
+            bail!("the ID token is signed with {:?}, which is not accepted for this provider", header.alg);
+        }
         let key = match header.alg {
-            HS256 => DecodingKey::from_secret(self.config.client_secret.expose().as_bytes()),
-            RS256 | RS384 | RS512 | PS256 | PS384 | PS512 | ES256 | ES384 => self.key(header.kid.as_deref(), d).await?,
-            other => bail!("the ID token is signed with {other:?}, which is not accepted"),
+            Algorithm::HS256 => DecodingKey::from_secret(self.config.client_secret.expose().as_bytes()),
+            alg => self.key(header.kid.as_deref(), alg, d).await?,
         };
         let mut validation = Validation::new(header.alg);
         validation.set_audience(&[&self.config.client_id]);
@@ -183,9 +283,10 @@ impl Oidc {
         Ok(jsonwebtoken::decode::<IdClaims>(id_token, &key, &validation)?.claims)
     }
 
-    /// The provider's key for `kid`; the key set is fetched again once when
-    /// it does not know the id (the provider rotated its keys).
-    async fn key(&self, kid: Option<&str>, d: &Discovery) -> anyhow::Result<DecodingKey> {
+    /// The provider's key for `kid` and `alg`; the key set is fetched again
+    /// once when it does not know the id (the provider rotated its keys). A
+    /// key that names another algorithm, or is not for signing, is no match.
+    async fn key(&self, kid: Option<&str>, alg: Algorithm, d: &Discovery) -> anyhow::Result<DecodingKey> {
         let mut cached = self.jwks.lock().await;
         for attempt in 0..2 {
             let fresh = cached.as_ref().is_some_and(|(_, at)| at.elapsed() < CACHE_FOR);
@@ -194,15 +295,41 @@ impl Oidc {
                 *cached = Some((set, Instant::now()));
             }
             let (set, _) = cached.as_ref().expect("just set");
+            let fits = |jwk: &&jsonwebtoken::jwk::Jwk| {
+                let for_alg = jwk.common.key_algorithm.is_none_or(|a| format!("{a:?}") == alg_name(alg));
+                let for_signing =
+                    jwk.common.public_key_use.as_ref().is_none_or(|u| *u == jsonwebtoken::jwk::PublicKeyUse::Signature);
+                for_alg && for_signing
+            };
             let found = match kid {
-                Some(kid) => set.find(kid),
-                None if set.keys.len() == 1 => set.keys.first(),
-                None => None,
+                Some(kid) => set.find(kid).filter(fits),
+                None => {
+                    let candidates: Vec<_> = set.keys.iter().filter(fits).collect();
+                    if candidates.len() == 1 { candidates.first().copied() } else { None }
+                }
             };
             if let Some(jwk) = found {
                 return Ok(DecodingKey::from_jwk(jwk)?);
             }
         }
         Err(anyhow!("no key of the provider matches the ID token"))
+    }
+}
+
+/// An algorithm's name as JOSE writes it (`RS256`, `EdDSA`).
+fn alg_name(alg: Algorithm) -> &'static str {
+    match alg {
+        Algorithm::HS256 => "HS256",
+        Algorithm::HS384 => "HS384",
+        Algorithm::HS512 => "HS512",
+        Algorithm::RS256 => "RS256",
+        Algorithm::RS384 => "RS384",
+        Algorithm::RS512 => "RS512",
+        Algorithm::PS256 => "PS256",
+        Algorithm::PS384 => "PS384",
+        Algorithm::PS512 => "PS512",
+        Algorithm::ES256 => "ES256",
+        Algorithm::ES384 => "ES384",
+        Algorithm::EdDSA => "EdDSA",
     }
 }

@@ -11,6 +11,7 @@ mod chat;
 mod components;
 mod config;
 mod embed;
+mod idp;
 mod keys;
 mod limits;
 mod openapi;

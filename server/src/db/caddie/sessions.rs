@@ -99,3 +99,25 @@ pub async fn take_flow(pool: &Pool, state: &str) -> anyhow::Result<Option<FlowRo
     let taken = sqlx::query("DELETE FROM oidc_flows WHERE state = $1").bind(state).execute(pool).await?.rows_affected();
     Ok(row.filter(|_| taken == 1))
 }
+
+/// Binds `username` to the provider's `issuer` and `sub` at its first
+/// sign-in; true when it is bound to exactly these (now or before), false
+/// when another subject holds it.
+pub async fn bind_identity(pool: &Pool, username: &str, issuer: &str, sub: &str) -> anyhow::Result<bool> {
+    sqlx::query(
+        "INSERT INTO caddie_identities (username, issuer, sub, created_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (username) DO NOTHING",
+    )
+    .bind(username)
+    .bind(issuer)
+    .bind(sub)
+    .bind(now_ms())
+    .execute(pool)
+    .await?;
+    let (bound_issuer, bound_sub): (String, String) =
+        sqlx::query_as("SELECT issuer, sub FROM caddie_identities WHERE username = $1")
+            .bind(username)
+            .fetch_one(pool)
+            .await?;
+    Ok(bound_issuer == issuer && bound_sub == sub)
+}
