@@ -112,4 +112,10 @@ test("a link opened by a different signed-in user names nobody and grants nothin
   await expect(page.getByRole("button", { name: "Switch account" })).toBeVisible();
   await expect(page.getByRole("link", { name: "Back to Caddie" })).toHaveAttribute("href", `${hub}/projects/apollo?stage=1`);
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+
+  // Switch account: the sign-out is posted from our own page (the server
+  // refuses one from another site), then the IdP is asked who it is.
+  const askedAgain = page.waitForRequest((r) => r.url().includes("prompt=login"));
+  await page.getByRole("button", { name: "Switch account" }).click();
+  await askedAgain;
 });

@@ -13,7 +13,7 @@ use super::error::CaddieError;
 use super::oidc::FlowSecrets;
 use super::pages;
 use super::state::{
-    Caddie, CaddieState, OPTOUT_COOKIE, SESSION_COOKIE, STATE_COOKIE, cookie_value, safe_next, see_other, urlencode,
+    Caddie, CaddieState, OPTOUT_COOKIE, cookie_value, safe_next, see_other, session_cookie, state_cookie, urlencode,
 };
 use crate::client_addr::ClientAddr;
 use crate::db::caddie as store;
@@ -84,7 +84,7 @@ async fn start_sign_in(
     };
     let mut response = see_other(url.as_str());
     // Binds the flow to this browser: a callback from another one is refused.
-    response.headers_mut().append(header::SET_COOKIE, caddie.cookie(STATE_COOKIE, &flow.state, 600, secure));
+    response.headers_mut().append(header::SET_COOKIE, caddie.cookie(state_cookie(secure), &flow.state, 600, secure));
     Ok(response)
 }
 
@@ -110,7 +110,7 @@ pub(super) async fn finish_login(
     let Some(flow_state) = q.state.filter(|s| s.len() <= 128) else {
         return Ok(pages::invalid_link(&caddie.config.hub_origin));
     };
-    let same_browser = cookie_value(&headers, STATE_COOKIE).is_some_and(|c| c == flow_state);
+    let same_browser = cookie_value(&headers, state_cookie(secure)).is_some_and(|c| c == flow_state);
     let flow = match store::take_flow(&state.pool, &flow_state).await? {
         Some(flow) if same_browser => flow,
         _ => {
@@ -154,8 +154,11 @@ pub(super) async fn finish_login(
     tracing::info!("caddie: signed in");
     let mut response = see_other(&flow.next_path);
     let headers = response.headers_mut();
-    headers.append(header::SET_COOKIE, caddie.cookie(SESSION_COOKIE, &token, store::SESSION_TTL_MS / 1000, secure));
-    headers.append(header::SET_COOKIE, caddie.cookie(STATE_COOKIE, "", 0, secure));
+    headers.append(
+        header::SET_COOKIE,
+        caddie.cookie(session_cookie(secure), &token, store::SESSION_TTL_MS / 1000, secure),
+    );
+    headers.append(header::SET_COOKIE, caddie.cookie(state_cookie(secure), "", 0, secure));
     headers.append(header::SET_COOKIE, caddie.cookie(OPTOUT_COOKIE, "", 0, secure));
     Ok(response)
 }
@@ -170,7 +173,12 @@ pub(super) async fn log_out(
 ) -> Result<Response, CaddieError> {
     let caddie = &state.caddie;
     let secure = caddie.secure_for(client.as_deref());
-    if let Some(token) = cookie_value(&headers, SESSION_COOKIE) {
+    // Another site's form must not sign our users out (or in as someone else).
+    if !caddie.is_from_our_pages(&headers) {
+        tracing::info!("caddie: a logout from another site refused");
+        return Ok(pages::forbidden_request());
+    }
+    if let Some(token) = cookie_value(&headers, session_cookie(secure)) {
         store::delete_session(&state.pool, &token).await?;
     }
     let next = url::form_urlencoded::parse(&body)
@@ -182,7 +190,7 @@ pub(super) async fn log_out(
         None => pages::signed_out(&caddie.config.hub_origin),
     };
     let headers = response.headers_mut();
-    headers.append(header::SET_COOKIE, caddie.cookie(SESSION_COOKIE, "", 0, secure));
+    headers.append(header::SET_COOKIE, caddie.cookie(session_cookie(secure), "", 0, secure));
     headers.append(header::SET_COOKIE, caddie.cookie(OPTOUT_COOKIE, "1", 365 * 24 * 3600, secure));
     Ok(response)
 }

@@ -81,6 +81,7 @@ pub(super) struct OpenQuery {
 /// Identity, then provisioning (§4), then the space.
 pub(super) async fn open_launch(
     State(state): State<CaddieState>,
+    client: Option<axum::Extension<crate::client_addr::ClientAddr>>,
     headers: HeaderMap,
     Query(q): Query<OpenQuery>,
 ) -> Result<Response, CaddieError> {
@@ -91,7 +92,7 @@ pub(super) async fn open_launch(
     };
     let tour = if q.tour.as_deref() == Some("1") { "&tour=1" } else { "" };
     let here = format!("/caddie/open?cctx={ctx_id}{tour}");
-    let Some(user) = signed_in(&state.pool, &headers).await? else { return Ok(to_login(&here)) };
+    let Some(user) = signed_in(&state, &headers, client.as_deref()).await? else { return Ok(to_login(&here)) };
     let Some(ctx) = store::ctx(&state.pool, &ctx_id).await? else { return Ok(pages::invalid_link(hub)) };
     let Some(link) = store::link_by_assignment(&state.pool, &ctx.assignment_id).await? else {
         return Ok(pages::not_ready(&ctx.return_url));
@@ -104,7 +105,8 @@ pub(super) async fn open_launch(
     if user != ctx.sub {
         tracing::info!(assignment_id = %ctx.assignment_id, "caddie: link opened by a different user");
         let switch = format!("/caddie/login?switch=1&next={}", urlencode(&here));
-        return Ok(pages::different_user(&ctx.return_url, &switch));
+        let idp = caddie.config.oidc.issuer.origin().ascii_serialization();
+        return Ok(pages::different_user(&ctx.return_url, &switch, &idp));
     }
     // Only the redeem flow provisions: the token itself must still be valid.
     if now_secs() > ctx.token_exp + token::SKEW_SECS {

@@ -18,7 +18,11 @@ pub fn page(status: StatusCode, title: &str, body: &str) -> Response {
          <body><main class=\"caddie-page\"><h1>{title}</h1>{body}</main></body></html>",
         title = esc(title)
     );
-    no_store((status, Html(html)).into_response())
+    let mut response = no_store((status, Html(html)).into_response());
+    // Nothing of our URLs goes to another site, and our own forms keep
+    // their `Origin` (under `no-referrer` a browser sends `Origin: null`).
+    response.headers_mut().insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    response
 }
 
 /// No caching, no Referer, no framing by others.
@@ -67,9 +71,12 @@ pub fn version_mismatch(hub: &url::Url) -> Response {
     )
 }
 
-/// Signed in as someone else than the link's user: names nobody.
-pub fn different_user(back: &str, switch_next: &str) -> Response {
-    page(
+/// Signed in as someone else than the link's user: names nobody. Its
+/// Switch account form signs out here, then goes to the identity provider
+/// (`idp_origin`), which `form-action` must allow: the browser checks it
+/// on the form's redirects too.
+pub fn different_user(back: &str, switch_next: &str, idp_origin: &str) -> Response {
+    let mut response = page(
         StatusCode::FORBIDDEN,
         "This link was prepared for a different user.",
         &format!(
@@ -79,7 +86,12 @@ pub fn different_user(back: &str, switch_next: &str) -> Response {
             esc(switch_next),
             button(back, "Back to Caddie")
         ),
-    )
+    );
+    let csp = CSP.replace("form-action 'self'", &format!("form-action 'self' {idp_origin}"));
+    if let Ok(value) = HeaderValue::from_str(&csp) {
+        response.headers_mut().insert(header::CONTENT_SECURITY_POLICY, value);
+    }
+    response
 }
 
 pub fn no_access(back: &str) -> Response {
@@ -96,6 +108,11 @@ pub fn not_ready(back: &str) -> Response {
         "Not ready yet",
         &format!("<p>This space has not been set up yet.</p>{}", button(back, "Back to Caddie")),
     )
+}
+
+/// A state-changing request from another site's page.
+pub fn forbidden_request() -> Response {
+    page(StatusCode::FORBIDDEN, "Not allowed", "<p>This request did not come from this site's own pages.</p>")
 }
 
 pub fn sign_in_failed(retry: &str) -> Response {

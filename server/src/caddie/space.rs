@@ -33,7 +33,8 @@ pub(super) async fn show_space(
     if !token::is_id(&workspace_id, 64) {
         return Ok(pages::not_ready(&hub));
     }
-    let Some(user) = signed_in(&state.pool, request.headers()).await? else {
+    let client = request.extensions().get::<crate::client_addr::ClientAddr>();
+    let Some(user) = signed_in(&state, request.headers(), client).await? else {
         let here = request.uri().path_and_query().map_or_else(|| request.uri().path().to_owned(), |p| p.to_string());
         return Ok(to_login(&here));
     };
@@ -86,10 +87,11 @@ pub const SPACE_TOKEN_SECS: i64 = 300;
 /// A fresh embed token for the full-page app, when the one it has expires.
 pub(super) async fn renew_space_token(
     State(state): State<CaddieState>,
+    client: Option<axum::Extension<crate::client_addr::ClientAddr>>,
     headers: HeaderMap,
     Path(workspace_id): Path<String>,
 ) -> Result<Response, CaddieError> {
-    let Some(user) = signed_in(&state.pool, &headers).await? else {
+    let Some(user) = signed_in(&state, &headers, client.as_deref()).await? else {
         return Err(api_error(StatusCode::UNAUTHORIZED, "unauthorized", "sign in again"));
     };
     let not_found = || api_error(StatusCode::NOT_FOUND, "not_found", "not found");
@@ -110,10 +112,11 @@ fn api_error(status: StatusCode, code: &str, message: &str) -> CaddieError {
 /// `{project_name, stage_label, return_url}`.
 pub(super) async fn get_context(
     State(state): State<CaddieState>,
+    client: Option<axum::Extension<crate::client_addr::ClientAddr>>,
     headers: HeaderMap,
     Path(ctx_id): Path<String>,
 ) -> Result<Response, CaddieError> {
-    let Some(user) = signed_in(&state.pool, &headers).await? else {
+    let Some(user) = signed_in(&state, &headers, client.as_deref()).await? else {
         return Err(api_error(StatusCode::UNAUTHORIZED, "unauthorized", "sign in first"));
     };
     let gone = || api_error(StatusCode::NOT_FOUND, "not_found", "no such context, or it expired");

@@ -24,8 +24,18 @@ pub const DEFAULT_LEVEL: &str = "client";
 /// A local copy of the participants older than this is confirmed with the hub first.
 pub const PARTICIPANTS_FRESH_MS: i64 = 15 * 60 * 1000;
 
-pub(super) const SESSION_COOKIE: &str = "ca_session";
-pub(super) const STATE_COOKIE: &str = "ca_oidc_state";
+/// Our session cookie's name: `__Host-` whenever the browser came over
+/// https (only this host, path `/`, `Secure`: no subdomain or plain-http
+/// page can plant or shadow it); plain over http (development, a private
+/// network), where a `Secure` cookie could not be set.
+pub(super) fn session_cookie(secure: bool) -> &'static str {
+    if secure { "__Host-ca_session" } else { "ca_session" }
+}
+
+/// The sign-in flow's state cookie's name (as [`session_cookie`]).
+pub(super) fn state_cookie(secure: bool) -> &'static str {
+    if secure { "__Host-ca_oidc_state" } else { "ca_oidc_state" }
+}
 /// Set at logout: the next sign-in is interactive, never a silent probe.
 pub(super) const OPTOUT_COOKIE: &str = "bw_optout";
 
@@ -38,6 +48,8 @@ pub struct Caddie {
     pub secure_cookies: bool,
     /// Asks the hub for an assignment's current participants (§4).
     pub hub: reqwest::Client,
+    /// Our own origin, as browsers see it (`CA_PUBLIC_URL`).
+    pub public_origin: String,
 }
 
 impl Caddie {
@@ -49,7 +61,8 @@ impl Caddie {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .expect("the HTTP client builds");
-        Self { config, keys, oidc, secure_cookies: public_base.starts_with("https://"), hub }
+        let public_origin = public_base.trim_end_matches('/').to_owned();
+        Self { config, keys, oidc, secure_cookies: public_base.starts_with("https://"), hub, public_origin }
     }
 
     /// `request` to the hub with the signature headers of `body` (§5).
@@ -64,6 +77,21 @@ impl Caddie {
     /// https, or a trusted proxy says the browser came over https.
     pub(super) fn secure_for(&self, client: Option<&ClientAddr>) -> bool {
         self.secure_cookies || client.is_some_and(|c| c.https)
+    }
+
+    /// Whether a state-changing request comes from one of our own pages.
+    /// A browser says so with `Sec-Fetch-Site: same-origin`; one without
+    /// Fetch Metadata names the page's origin in `Origin` (our pages'
+    /// referrer policy, `same-origin`, lets it). Another site's form, or an
+    /// `Origin: null`, is refused. A request that says neither is no
+    /// browser's (nothing to forge).
+    pub(super) fn is_from_our_pages(&self, headers: &HeaderMap) -> bool {
+        let value = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        match (value("sec-fetch-site"), value("origin")) {
+            (Some(site), _) => matches!(site, "same-origin" | "none"),
+            (None, Some(origin)) => origin == self.public_origin,
+            (None, None) => true,
+        }
     }
 
     pub(super) fn cookie(&self, name: &str, value: &str, max_age_secs: i64, secure: bool) -> HeaderValue {
@@ -97,10 +125,16 @@ pub(super) fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
         .map(|(_, v)| v.to_owned())
 }
 
-/// The signed-in user, from our own session cookie.
-pub(super) async fn signed_in(pool: &Pool, headers: &HeaderMap) -> anyhow::Result<Option<String>> {
-    match cookie_value(headers, SESSION_COOKIE) {
-        Some(token) => store::session_user(pool, &token).await,
+/// The signed-in user, from our own session cookie (under the name this
+/// request's scheme gives it: over https only the `__Host-` one counts).
+pub(super) async fn signed_in(
+    state: &CaddieState,
+    headers: &HeaderMap,
+    client: Option<&ClientAddr>,
+) -> anyhow::Result<Option<String>> {
+    let secure = state.caddie.secure_for(client);
+    match cookie_value(headers, session_cookie(secure)) {
+        Some(token) => store::session_user(&state.pool, &token).await,
         None => Ok(None),
     }
 }

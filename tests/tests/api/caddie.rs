@@ -594,6 +594,9 @@ async fn a_different_signed_in_user_sees_a_page_naming_nobody_and_nothing_is_pro
     assert!(!page.body.contains("alice") && !page.body.contains("mallory"), "names nobody");
     assert!(page.body.contains("Switch account") && page.body.contains("Back to Caddie"));
     assert!(rig.grants().await.is_empty());
+    // The Switch account form's redirects go on to the IdP: form-action allows it.
+    let csp = page.headers["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains(&format!("form-action 'self' {};", rig.idp_issuer)), "{csp}");
 
     // Switch account: signed out here, and the IdP is asked to show its login (prompt=login).
     let mut browser = rig.browser();
@@ -1051,7 +1054,90 @@ async fn cookies_are_secure_over_https_as_the_public_url_or_a_trusted_proxy_says
     assert!(!secure(&logout_cookies(&no_proxy, Some("https")).await), "an untrusted peer's header is ignored");
 
     let https = Rig::start_with(Db::Sqlite, &["alice"], &[("CA_PUBLIC_URL", "https://assistant.example")]).await;
-    assert!(secure(&logout_cookies(&https, None).await), "the public URL is https");
+    let cookies = logout_cookies(&https, None).await;
+    assert!(secure(&cookies), "the public URL is https");
+    let session = cookies.iter().find(|c| c.contains("ca_session=")).unwrap();
+    assert!(session.starts_with("__Host-ca_session=") && session.contains("; Path=/;"), "{session}");
+    assert!(!session.to_ascii_lowercase().contains("domain="), "{session}");
+    let plain = logout_cookies(&no_proxy, None).await;
+    assert!(plain.iter().any(|c| c.starts_with("ca_session=")), "over http: no prefix (it needs Secure): {plain:?}");
+}
+
+/// Over https only the `__Host-` session cookie counts: a plain one (which
+/// a subdomain or a plain-http page could have planted) signs nobody in.
+#[tokio::test]
+async fn session_and_state_cookies_are_host_prefixed_over_https_and_a_plain_one_is_ignored_there() {
+    let rig = Rig::start_with(Db::Sqlite, &["alice"], &[("CA_TRUSTED_PROXIES", "127.0.0.1, ::1")]).await;
+    let token = server::db::caddie::create_session(&rig.app.state.pool, "alice").await.unwrap();
+    let context = |cookie: String| {
+        rig.app
+            .client
+            .get(rig.app.url("/caddie/api/context/0123456789abcdef0123456789abcdef"))
+            .header("x-forwarded-proto", "https")
+            .header("cookie", cookie)
+            .send()
+    };
+    assert_eq!(context(format!("ca_session={token}")).await.unwrap().status(), 401, "plain: nobody");
+    assert_eq!(
+        context(format!("__Host-ca_session={token}")).await.unwrap().status(),
+        404,
+        "signed in: no such context"
+    );
+
+    // The sign-in flow's state cookie too.
+    let no_redirects = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let start = no_redirects
+        .get(rig.app.url("/caddie/login?next=/caddie/spaces/x"))
+        .header("x-forwarded-proto", "https")
+        .send()
+        .await
+        .unwrap();
+    let set = start.headers()["set-cookie"].to_str().unwrap();
+    assert!(set.starts_with("__Host-ca_oidc_state=") && set.ends_with("; Secure"), "{set}");
+}
+
+#[tokio::test]
+async fn a_logout_from_another_site_is_refused() {
+    let rig = Rig::start(Db::Sqlite, &["alice"]).await;
+    let token = server::db::caddie::create_session(&rig.app.state.pool, "alice").await.unwrap();
+    let logout = |headers: &[(&'static str, String)]| {
+        let mut request =
+            rig.app.client.post(rig.app.url("/caddie/logout")).header("cookie", format!("ca_session={token}"));
+        for (k, v) in headers {
+            request = request.header(*k, v.clone());
+        }
+        request.send()
+    };
+    for hostile in [
+        vec![("origin", "https://evil.example".to_owned())],
+        vec![("origin", "null".to_owned())],
+        vec![("sec-fetch-site", "cross-site".to_owned())],
+        vec![("sec-fetch-site", "same-site".to_owned())],
+    ] {
+        let response = logout(&hostile).await.unwrap();
+        assert_eq!(response.status(), 403, "{hostile:?}");
+        assert!(response.headers().get("set-cookie").is_none(), "no cookie touched: {hostile:?}");
+    }
+    let pool = &rig.app.state.pool;
+    assert_eq!(server::db::caddie::session_user(pool, &token).await.unwrap().as_deref(), Some("alice"), "still in");
+
+    // From our own page: signed out.
+    // Chromium on a no-referrer page: Origin null, but same-origin.
+    let ours = vec![("origin", "null".to_owned()), ("sec-fetch-site", "same-origin".to_owned())];
+    assert_eq!(logout(&ours).await.unwrap().status(), 200);
+    // A browser without Fetch Metadata names our origin.
+    let token = server::db::caddie::create_session(pool, "alice").await.unwrap();
+    let response = rig
+        .app
+        .client
+        .post(rig.app.url("/caddie/logout"))
+        .header("cookie", format!("ca_session={token}"))
+        .header("origin", format!("http://{}", rig.app.address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(server::db::caddie::session_user(pool, &token).await.unwrap(), None);
 }
 
 #[tokio::test]
