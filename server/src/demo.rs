@@ -81,6 +81,7 @@ pub async fn seed(state: &DemoState, loopback: SocketAddr) -> anyhow::Result<()>
             secret_enc: &state.vault.seal(state.bistro_secret.expose()),
             allowed_tools: &[],
             builtin: true,
+            preset: None,
         },
     )
     .await?;

@@ -8,6 +8,7 @@ pub mod components;
 pub mod conversations;
 pub mod model;
 pub mod openapi;
+pub mod presets;
 pub mod resume;
 pub mod setup;
 mod state;
@@ -31,6 +32,7 @@ fn routes() -> OpenApiRouter<ApiState> {
         .merge(components::router())
         .merge(conversations::router())
         .merge(model::router())
+        .merge(presets::router())
         .merge(resume::router())
         .merge(setup::router())
         .merge(workspace::router())

@@ -147,31 +147,8 @@ async fn connect_integration(
     if provider != PROVIDER {
         return Err(ApiError::NotFound);
     }
-    let base_url = parse_base_url(&request.base_url)?;
-    if request.secret.is_empty() {
-        return Err(ApiError::BadRequest("secret must not be empty".into()));
-    }
-    if !state.allow_private_tool_hosts {
-        refuse_private_host(&base_url, "CA_ALLOW_PRIVATE_TOOL_HOSTS").await?;
-    }
-    let target = HostTarget { base_url: base_url.clone(), secret: Secret::new(request.secret.clone()), trusted: false };
-    let scope = ExecutionScope {
-        workspace_id: workspace.0.clone(),
-        external_user_id: "context-assistant-connect".into(),
-        permissions: Vec::new(),
-        request_id: new_id("req"),
-    };
-    let tools = state.host.list_tools(&target, &scope, &request.allowed_tools).await.map_err(|error| {
-        tracing::info!(workspace_id = %workspace.0, %error, "connect: the host's GET /tools failed");
-        ApiError::BadGateway("host_check_failed", format!("the host's GET /tools failed: {}", error.user_message()))
-    })?;
-    if tools.len() > crate::llm::wire::MAX_TOOLS {
-        return Err(ApiError::BadRequest(format!(
-            "the host offers {} tools; models accept at most {}: list the ones to offer in allowed_tools",
-            tools.len(),
-            crate::llm::wire::MAX_TOOLS
-        )));
-    }
+    let (base_url, tools) =
+        check_tool_host(&state, &request.base_url, &request.secret, &request.allowed_tools, &workspace.0).await?;
     db::upsert_integration(
         &state.pool,
         NewIntegration {
@@ -181,6 +158,7 @@ async fn connect_integration(
             secret_enc: &state.vault.seal(&request.secret),
             allowed_tools: &request.allowed_tools,
             builtin: false,
+            preset: None,
         },
     )
     .await?;
@@ -189,8 +167,47 @@ async fn connect_integration(
         provider: PROVIDER,
         base_url: base_url.into(),
         allowed_tools: request.allowed_tools,
-        tools: tools.into_iter().map(|t| t.name).collect(),
+        tools,
     }))
+}
+
+/// Checks a tool server before it is used: its base URL (not a private
+/// address unless `CA_ALLOW_PRIVATE_TOOL_HOSTS`), a secret, and one call to
+/// its `GET /tools` (`502 host_check_failed` when it fails) offering at
+/// most as many tools as a model accepts. The URL and the tools' names.
+pub(super) async fn check_tool_host(
+    state: &ApiState,
+    raw_base_url: &str,
+    secret: &str,
+    allowed_tools: &[String],
+    workspace_id: &str,
+) -> Result<(Url, Vec<String>), ApiError> {
+    let base_url = parse_base_url(raw_base_url)?;
+    if secret.is_empty() {
+        return Err(ApiError::BadRequest("secret must not be empty".into()));
+    }
+    if !state.allow_private_tool_hosts {
+        refuse_private_host(&base_url, "CA_ALLOW_PRIVATE_TOOL_HOSTS").await?;
+    }
+    let target = HostTarget { base_url: base_url.clone(), secret: Secret::new(secret.to_owned()), trusted: false };
+    let scope = ExecutionScope {
+        workspace_id: workspace_id.to_owned(),
+        external_user_id: "context-assistant-connect".into(),
+        permissions: Vec::new(),
+        request_id: new_id("req"),
+    };
+    let tools = state.host.list_tools(&target, &scope, allowed_tools).await.map_err(|error| {
+        tracing::info!(workspace_id, %error, "connect: the host's GET /tools failed");
+        ApiError::BadGateway("host_check_failed", format!("the host's GET /tools failed: {}", error.user_message()))
+    })?;
+    if tools.len() > crate::llm::wire::MAX_TOOLS {
+        return Err(ApiError::BadRequest(format!(
+            "the host offers {} tools; models accept at most {}: list the ones to offer in allowed_tools",
+            tools.len(),
+            crate::llm::wire::MAX_TOOLS
+        )));
+    }
+    Ok((base_url, tools.into_iter().map(|t| t.name).collect()))
 }
 
 /// Disconnects the workspace's tool server.
@@ -240,7 +257,7 @@ pub(super) async fn refuse_private_host(url: &Url, setting: &str) -> Result<(), 
 }
 
 /// The admin bearer (`CA_ADMIN_TOKEN`); without one, creation is disabled.
-struct Admin;
+pub(super) struct Admin;
 
 impl FromRequestParts<ApiState> for Admin {
     type Rejection = ApiError;

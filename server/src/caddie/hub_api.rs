@@ -93,7 +93,11 @@ pub async fn provision(
         &request.participants,
         &stages,
     )
-    .await?;
+    .await
+    .map_err(|error| match error.downcast::<super::provision::ProvisionRefused>() {
+        Ok(refused) => HubError::refused(StatusCode::BAD_REQUEST, "unknown_preset", refused.0),
+        Err(error) => HubError::Internal(error),
+    })?;
     Ok(Json(json!({ "status": "ready", "external_ref": workspace_id })))
 }
 

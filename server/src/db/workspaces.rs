@@ -124,6 +124,8 @@ pub struct NewIntegration<'a> {
     pub secret_enc: &'a str,
     pub allowed_tools: &'a [String],
     pub builtin: bool,
+    /// The tool-host preset it was made from, if any.
+    pub preset: Option<&'a str>,
 }
 
 /// Connects (or re-connects, replacing) an integration.
@@ -136,8 +138,8 @@ pub async fn upsert_integration(pool: &Pool, i: NewIntegration<'_>) -> anyhow::R
         .execute(&mut *tx)
         .await?;
     sqlx::query(
-        "INSERT INTO integrations (workspace_id, provider, base_url, secret_enc, allowed_tools, builtin, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO integrations (workspace_id, provider, base_url, secret_enc, allowed_tools, builtin, created_at, preset)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(i.workspace_id)
     .bind(i.provider)
@@ -146,6 +148,7 @@ pub async fn upsert_integration(pool: &Pool, i: NewIntegration<'_>) -> anyhow::R
     .bind(serde_json::to_string(i.allowed_tools)?)
     .bind(i64::from(i.builtin))
     .bind(now_ms())
+    .bind(i.preset)
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -270,4 +273,82 @@ pub async fn replace_sealed(pool: &Pool, secret: &SealedSecret, new: &str) -> an
     };
     let done = sqlx::query(sql).bind(new).bind(&secret.workspace_id).bind(&secret.sealed).execute(pool).await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// A tool-host preset, its secret sealed.
+#[derive(Debug, Clone, FromRow)]
+pub struct PresetRow {
+    pub name: String,
+    pub base_url: String,
+    pub secret_enc: String,
+    pub allowed_tools: String,
+}
+
+impl PresetRow {
+    pub fn allowed_tools(&self) -> Vec<String> {
+        serde_json::from_str(&self.allowed_tools).unwrap_or_default()
+    }
+}
+
+/// Sets a preset, and the integrations made from it follow (how many).
+pub async fn upsert_preset(
+    pool: &Pool,
+    name: &str,
+    base_url: &str,
+    secret_enc: &str,
+    allowed_tools: &[String],
+) -> anyhow::Result<u64> {
+    let allowed = serde_json::to_string(allowed_tools)?;
+    let mut conn = pool.acquire().await?;
+    let mut tx = conn.begin().await?;
+    sqlx::query(
+        "INSERT INTO tool_presets (name, base_url, secret_enc, allowed_tools, updated_at) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (name) DO UPDATE SET base_url = excluded.base_url, secret_enc = excluded.secret_enc,
+           allowed_tools = excluded.allowed_tools, updated_at = excluded.updated_at",
+    )
+    .bind(name)
+    .bind(base_url)
+    .bind(secret_enc)
+    .bind(&allowed)
+    .bind(now_ms())
+    .execute(&mut *tx)
+    .await?;
+    let following =
+        sqlx::query("UPDATE integrations SET base_url = $1, secret_enc = $2, allowed_tools = $3 WHERE preset = $4")
+            .bind(base_url)
+            .bind(secret_enc)
+            .bind(&allowed)
+            .bind(name)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+    tx.commit().await?;
+    Ok(following)
+}
+
+pub async fn preset(pool: &Pool, name: &str) -> anyhow::Result<Option<PresetRow>> {
+    Ok(sqlx::query_as("SELECT name, base_url, secret_enc, allowed_tools FROM tool_presets WHERE name = $1")
+        .bind(name)
+        .fetch_optional(pool)
+        .await?)
+}
+
+pub async fn presets(pool: &Pool) -> anyhow::Result<Vec<PresetRow>> {
+    Ok(sqlx::query_as("SELECT name, base_url, secret_enc, allowed_tools FROM tool_presets ORDER BY name")
+        .fetch_all(pool)
+        .await?)
+}
+
+/// Spaces whose integration was made from this preset.
+pub async fn preset_users(pool: &Pool, name: &str) -> anyhow::Result<i64> {
+    let (n,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM integrations WHERE preset = $1").bind(name).fetch_one(pool).await?;
+    Ok(n)
+}
+
+/// Forgets a preset; true if there was one. Integrations made from it keep
+/// their copy.
+pub async fn delete_preset(pool: &Pool, name: &str) -> anyhow::Result<bool> {
+    let done = sqlx::query("DELETE FROM tool_presets WHERE name = $1").bind(name).execute(pool).await?;
+    Ok(done.rows_affected() > 0)
 }

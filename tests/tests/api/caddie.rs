@@ -37,6 +37,7 @@ on_both_databases!(
     the_newest_state_is_pushed_at_once_and_a_report_refused_for_good_is_dropped,
     a_reconcile_after_a_change_since_the_last_report_answers_with_a_new_seq,
     revocation_bites_at_once_on_turns_applies_and_history_reads,
+    a_space_provisioned_with_a_tool_preset_calls_that_tool_server,
     the_reconcile_reports_the_state_and_drops_delisted_grants,
     revocation_drops_the_grant_ends_sessions_and_acks_every_time,
     status_reports_follow_each_change_with_rising_seq_even_after_the_hub_was_down,
@@ -1312,4 +1313,68 @@ async fn revocation_bites_at_once_on_turns_applies_and_history_reads(db: Db) {
     // Bob is unaffected.
     assert_eq!(crate::helpers::of(&rig.app.turn(&bob, None, "hello").await, "done")[0]["stop_reason"], "completed");
     assert_eq!(rig.app.get("/v1/conversations", &bob).await.status(), 200);
+}
+
+async fn a_space_provisioned_with_a_tool_preset_calls_that_tool_server(db: Db) {
+    use crate::helpers::{ADMIN_TOKEN, HOST_SECRET, HostSpec, task_tools};
+    let rig = Rig::start(db, &[]).await;
+    let host = HostSpec::new(task_tools()).start().await;
+    let base = rig.app.url("");
+
+    // The operator names a tool server.
+    let preset = json!({"base_url": host.base_url(), "secret": HOST_SECRET});
+    let (status, shown) = rig.app.put_json("/v1/tool-presets/shop", ADMIN_TOKEN, &preset).await;
+    assert_eq!(status, 200, "{shown}");
+    let normalized = format!("{}/", host.base_url().trim_end_matches('/'));
+    assert_eq!(shown, json!({"name": "shop", "base_url": normalized, "allowed_tools": [], "spaces": 0}));
+    let (_, listed) = rig.app.get_json("/v1/tool-presets", ADMIN_TOKEN).await;
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert!(!listed.to_string().contains(HOST_SECRET), "never the secret: {listed}");
+    let (sealed,): (String,) = sqlx::query_as("SELECT secret_enc FROM tool_presets WHERE name = 'shop'")
+        .fetch_one(&rig.app.state.pool)
+        .await
+        .unwrap();
+    assert!(!sealed.contains(HOST_SECRET), "sealed at rest");
+    assert_eq!(rig.app.put_json("/v1/tool-presets/shop", "not-the-admin-token", &preset).await.0, 401);
+    assert_eq!(rig.app.put_json("/v1/tool-presets/Not%20A%20Name", ADMIN_TOKEN, &preset).await.0, 400);
+
+    // An assignment whose config names an unknown preset provisions nothing.
+    let body = |asg: &str, tools: Value| {
+        json!({ "assignment_id": asg, "project_id": "prj-9", "project_name": "Shop", "participants": ["alice"],
+                "config": {"assistant": {"tools": tools}}, "contract": "ct1" })
+    };
+    let unknown = body("asg-unknown", json!("nope"));
+    let call = HubCall::new("/caddie/api/assignments", Some(&unknown), "3f1c2a9e-0000-4000-8000-000000008001");
+    let (status, refused) = rig.hub_call(&base, call).await;
+    assert_eq!((status, refused["code"].as_str()), (400, Some("unknown_preset")), "{refused}");
+    assert!(refused["error"].as_str().unwrap().contains("`nope`"), "{refused}");
+    assert!(server::db::caddie::link_by_assignment(&rig.app.state.pool, "asg-unknown").await.unwrap().is_none());
+    let odd = body("asg-odd", json!(["shop"]));
+    let call = HubCall::new("/caddie/api/assignments", Some(&odd), "3f1c2a9e-0000-4000-8000-000000008002");
+    assert_eq!(rig.hub_call(&base, call).await.0, 400);
+
+    // One that names the preset: its space talks to that tool server.
+    let named = body("asg-shop", json!("shop"));
+    let call = HubCall::new("/caddie/api/assignments", Some(&named), "3f1c2a9e-0000-4000-8000-000000008003");
+    let (status, ready) = rig.hub_call(&base, call).await;
+    assert_eq!(status, 200, "{ready}");
+    let space = ready["external_ref"].as_str().unwrap().to_owned();
+    let pool = &rig.app.state.pool;
+    server::db::caddie::grant_from_launch(pool, &space, "alice", "client", "asg-shop").await.unwrap();
+    let workspace = server::db::workspace(pool, &space).await.unwrap().unwrap();
+    let secret = rig.app.state.vault.open(&workspace.embed_secret_enc).unwrap();
+    let token = server::auth::mint(&space, secret.expose(), "alice", &[], 300);
+    let before = host.count("tools");
+    let events = rig.app.turn(&token, None, "hello").await;
+    assert_eq!(crate::helpers::of(&events, "done")[0]["stop_reason"], "completed");
+    let calls = host.calls_of("tools");
+    assert_eq!(calls.len(), before + 1, "the space's turn asked the preset's tool server");
+    assert!(calls.last().unwrap().as_str().unwrap().contains(&space), "in the space's scope: {calls:?}");
+
+    // The preset changes: the space follows.
+    let narrowed = json!({"base_url": host.base_url(), "secret": HOST_SECRET, "allowed_tools": ["list_tasks"]});
+    let (status, shown) = rig.app.put_json("/v1/tool-presets/shop", ADMIN_TOKEN, &narrowed).await;
+    assert_eq!((status, shown["spaces"].as_i64()), (200, Some(1)));
+    let integration = server::db::integration(pool, &space).await.unwrap().unwrap();
+    assert_eq!(integration.allowed_tools(), ["list_tasks"]);
 }
