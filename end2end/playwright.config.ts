@@ -14,6 +14,10 @@ const caddieHub = `http://127.0.0.1:${caddieHubPort}`;
 // reached only at its public URL, a different origin (deploy.spec.ts).
 const proxiedPort = process.env.E2E_PROXIED_PORT ?? "3213";
 const proxyPort = process.env.E2E_PROXY_PORT ?? "3214";
+// The identity provider: a real, certified OpenID Provider (npm
+// oidc-provider, tests/oidc/op.mjs), not a stand-in.
+const idpPort = process.env.E2E_IDP_PORT ?? "3215";
+const idp = `http://127.0.0.1:${idpPort}`;
 const publicURL = `http://localhost:${proxyPort}`;
 const server = process.env.CA_SERVER_BIN;
 
@@ -72,11 +76,12 @@ export default defineConfig({
         // The task host of fixtures/ lives on loopback, and the tests make its workspace.
         CA_ALLOW_PRIVATE_TOOL_HOSTS: "1",
         CA_ADMIN_TOKEN: "e2e-admin-token-of-at-least-32-characters",
-        // Launched from the stub Caddie hub of fixtures/caddie-hub.mjs, which is also the IdP.
+        // Launched from the stub Caddie hub of fixtures/caddie-hub.mjs; users
+        // sign in at the OpenID Provider below.
         CADDIE_TOOL_SECRET: "e2e-caddie-secret",
         CADDIE_TOOL_SLUG: "assistant",
         CADDIE_HUB_ORIGIN: caddieHub,
-        OIDC_ISSUER: `${caddieHub}/idp`,
+        OIDC_ISSUER: idp,
         OIDC_CLIENT_ID: "assistant-e2e",
         OIDC_CLIENT_SECRET: "assistant-e2e-secret",
       }),
@@ -87,6 +92,19 @@ export default defineConfig({
       reuseExistingServer: false,
       timeout: 30_000,
       env: { TASK_HOST_PORT: taskHostPort },
+    },
+    {
+      command: "node ../tests/oidc/op.mjs",
+      url: `${idp}/.well-known/openid-configuration`,
+      reuseExistingServer: false,
+      timeout: 30_000,
+      env: {
+        OP_PORT: idpPort,
+        OP_CLIENT_ID: "assistant-e2e",
+        OP_CLIENT_SECRET: "assistant-e2e-secret",
+        OP_REDIRECT_URIS: `${baseURL}/caddie/auth/callback`,
+        OP_AUTO_GRANT: "1",
+      },
     },
     {
       command: "node fixtures/caddie-hub.mjs",

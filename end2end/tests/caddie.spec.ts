@@ -1,8 +1,10 @@
 import { expect, test, type APIRequestContext, type Page } from "@playwright/test";
 
 // Launched from Caddie (caddie-tool-contract-ct1.md): the stub hub of
-// fixtures/caddie-hub.mjs provisions a space through the signed API, mints
-// launch tokens at /go/{asg}, and is also the identity provider.
+// fixtures/caddie-hub.mjs provisions a space through the signed API and
+// mints launch tokens at /go/{asg}; users sign in at a real OpenID Provider
+// (npm oidc-provider, tests/oidc/op.mjs): its login page, its session
+// cookie, its prompt=none.
 
 const hub = `http://127.0.0.1:${process.env.E2E_CADDIE_HUB_PORT ?? "3212"}`;
 
@@ -16,8 +18,21 @@ async function provision(request: APIRequestContext, participants: string[]): Pr
   return assignment;
 }
 
+/** Signs in at the provider's own login page. */
+async function logInAtProvider(page: Page, user: string) {
+  await page.getByRole("textbox").fill(user);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+/**
+ * Leaves the browser with a session at the provider and none at the
+ * assistant: signs in through the assistant once, then forgets its cookie.
+ */
 async function signInAtIdp(page: Page, user: string) {
-  await page.goto(`${hub}/idp/login-as?user=${user}`);
+  await page.goto("/caddie/login?interactive=1&next=/caddie/spaces/none");
+  await logInAtProvider(page, user);
+  await page.waitForURL(/\/caddie\/spaces\/none$/);
+  await page.context().clearCookies({ name: "ca_session" });
 }
 
 test("a launch from Caddie signs in silently and lands on the assistant with the host bar, at 375 px", async ({ page, request }) => {
@@ -59,8 +74,7 @@ test("without an IdP session the sign-in is interactive, and Done returns to the
 
   await page.goto(`${hub}/go/${asg}?as=bob`);
 
-  await page.getByRole("textbox", { name: "Username" }).fill("bob");
-  await page.getByRole("button", { name: "Sign in" }).click();
+  await logInAtProvider(page, "bob");
   await expect(page.getByRole("navigation", { name: "Caddie" })).toContainText("Part of Apollo on Caddie");
   await expect(page).toHaveURL(/\/caddie\/spaces\/ws_[0-9a-f]+$/);
   await page.getByRole("link", { name: "Done" }).click();
