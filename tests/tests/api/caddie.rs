@@ -1,20 +1,19 @@
 //! Launched from Caddie (caddie-tool-contract-ct1.md §3, §4, §6, §8): a
-//! stub hub mints launch tokens and answers participant checks, a fake
-//! identity provider signs users in (RS256 ID tokens, PKCE, `prompt=none`),
-//! and a cookie-keeping client plays the browser.
+//! stub hub mints launch tokens and answers participant checks, a real
+//! OpenID Provider signs users in (npm `oidc-provider`, `crate::op`: its
+//! login page, session, PKCE, `prompt=none`), and a cookie-keeping client
+//! plays the browser.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use axum::extract::{Query, State};
+use axum::Json;
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use axum::{Form, Json};
 use base64::Engine;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::helpers::{Db, TestApp, serve, spawn_app};
 use crate::on_both_databases;
@@ -24,9 +23,6 @@ const SLUG: &str = "assistant";
 const CLIENT_ID: &str = "assistant-client";
 const CLIENT_SECRET: &str = "assistant-client-secret";
 const ASSIGNMENT: &str = "0b7c5e2a-1f9d-4c1e-9a57-3c1d2e4f5a6b";
-/// A test-only RSA key (PKCS#1 DER) and its modulus, for the fake IdP.
-const IDP_KEY: &[u8] = include_bytes!("fixtures/idp-test-key.der");
-const IDP_KEY_N: &str = include_str!("fixtures/idp-test-key.n");
 
 on_both_databases!(
     a_launch_signs_in_provisions_and_lands_with_the_bar,
@@ -42,94 +38,6 @@ on_both_databases!(
     revocation_drops_the_grant_ends_sessions_and_acks_every_time,
     status_reports_follow_each_change_with_rising_seq_even_after_the_hub_was_down,
 );
-
-// ---------------------------------------------------------------- the IdP
-
-#[derive(Default)]
-struct IdpState {
-    issuer: String,
-    /// Who holds a session at the provider (a silent sign-in succeeds).
-    session: Option<String>,
-    /// Who signs in when the login is interactive.
-    login_as: Option<String>,
-    /// code → (username, nonce, PKCE challenge, redirect_uri)
-    codes: HashMap<String, (String, String, String, String)>,
-    /// Each authorize request's `prompt`.
-    prompts: Vec<Option<String>>,
-}
-
-type Idp = Arc<Mutex<IdpState>>;
-
-async fn start_idp() -> (SocketAddr, Idp) {
-    let idp: Idp = Arc::default();
-    let router = axum::Router::new()
-        .route(
-            "/.well-known/openid-configuration",
-            get(|State(idp): State<Idp>| async move {
-                let issuer = idp.lock().unwrap().issuer.clone();
-                Json(json!({ "issuer": issuer, "authorization_endpoint": format!("{issuer}/authorize"),
-                "token_endpoint": format!("{issuer}/token"), "jwks_uri": format!("{issuer}/jwks") }))
-            }),
-        )
-        .route(
-            "/jwks",
-            get(|| async {
-                Json(json!({ "keys": [{ "kty": "RSA", "kid": "test-key", "alg": "RS256", "use": "sig",
-                "n": IDP_KEY_N.trim(), "e": "AQAB" }] }))
-            }),
-        )
-        .route("/authorize", get(authorize))
-        .route("/token", post(token_endpoint))
-        .with_state(idp.clone());
-    let address = serve(router).await;
-    idp.lock().unwrap().issuer = format!("http://{address}");
-    (address, idp)
-}
-
-async fn authorize(State(idp): State<Idp>, Query(q): Query<HashMap<String, String>>) -> Response {
-    let mut s = idp.lock().unwrap();
-    s.prompts.push(q.get("prompt").cloned());
-    assert_eq!(q["client_id"], CLIENT_ID);
-    assert_eq!(q["code_challenge_method"], "S256");
-    let redirect = q["redirect_uri"].clone();
-    let state = q["state"].clone();
-    let user = if q.get("prompt").map(String::as_str) == Some("none") { s.session.clone() } else { s.login_as.clone() };
-    let Some(user) = user else {
-        return Redirect::to(&format!("{redirect}?error=login_required&state={state}")).into_response();
-    };
-    s.session = Some(user.clone());
-    let code = format!("code-{}", s.codes.len());
-    s.codes.insert(code.clone(), (user, q["nonce"].clone(), q["code_challenge"].clone(), redirect.clone()));
-    Redirect::to(&format!("{redirect}?code={code}&state={state}")).into_response()
-}
-
-async fn token_endpoint(
-    State(idp): State<Idp>,
-    headers: HeaderMap,
-    Form(form): Form<HashMap<String, String>>,
-) -> Response {
-    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{CLIENT_ID}:{CLIENT_SECRET}"));
-    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(&format!("Basic {basic}")) {
-        return (StatusCode::UNAUTHORIZED, Json(json!({"error": "invalid_client"}))).into_response();
-    }
-    let mut s = idp.lock().unwrap();
-    let Some((user, nonce, challenge, redirect)) = s.codes.remove(&form["code"]) else {
-        return (StatusCode::BAD_REQUEST, Json(json!({"error": "invalid_grant"}))).into_response();
-    };
-    let verified =
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(Sha256::digest(form["code_verifier"].as_bytes()));
-    if verified != challenge || form["redirect_uri"] != redirect {
-        return (StatusCode::BAD_REQUEST, Json(json!({"error": "invalid_grant"}))).into_response();
-    }
-    let now = now();
-    let claims = json!({ "iss": s.issuer, "aud": CLIENT_ID, "sub": format!("uid-{user}"),
-        "preferred_username": user, "nonce": nonce, "iat": now, "exp": now + 300 });
-    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
-    header.kid = Some("test-key".into());
-    let key = jsonwebtoken::EncodingKey::from_rsa_der(IDP_KEY);
-    let id_token = jsonwebtoken::encode(&header, &claims, &key).unwrap();
-    Json(json!({ "access_token": "at", "token_type": "Bearer", "id_token": id_token })).into_response()
-}
 
 fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
@@ -191,9 +99,8 @@ async fn start_hub() -> (SocketAddr, Hub) {
 struct Rig {
     app: TestApp,
     hub: String,
-    idp_issuer: String,
     hub_state: Hub,
-    idp: Idp,
+    op: crate::op::Op,
     workspace: String,
 }
 
@@ -203,17 +110,18 @@ impl Rig {
     }
 
     async fn start_with(db: Db, participants: &[&str], env: &[(&str, &str)]) -> Rig {
-        let (idp_address, idp) = start_idp().await;
+        let op = crate::op::Op::start("RS256", CLIENT_ID, CLIENT_SECRET);
         let (hub_address, hub_state) = start_hub().await;
         let hub = format!("http://{hub_address}");
         let app = spawn_app(db)
             .env("CADDIE_TOOL_SECRET", SECRET)
             .env("CADDIE_TOOL_SLUG", SLUG)
             .env("CADDIE_HUB_ORIGIN", hub.clone())
-            .env("OIDC_ISSUER", format!("http://{idp_address}"))
+            .env("OIDC_ISSUER", op.issuer.clone())
             .env("OIDC_CLIENT_ID", CLIENT_ID)
             .env("OIDC_CLIENT_SECRET", CLIENT_SECRET);
         let app = env.iter().fold(app, |app, (k, v)| app.env(k, *v)).start().await;
+        op.allow_redirect(&format!("http://{}/caddie/auth/callback", app.address)).await;
         let participants: Vec<String> = participants.iter().map(|p| p.to_string()).collect();
         let workspace = server::caddie::provision(
             app.state.caddie.as_ref().expect("Caddie is configured"),
@@ -227,7 +135,7 @@ impl Rig {
         .await
         .unwrap();
         hub_state.lock().unwrap().participants = participants;
-        Rig { app, hub, idp_issuer: format!("http://{idp_address}"), hub_state, idp, workspace }
+        Rig { app, hub, hub_state, op, workspace }
     }
 
     fn caddie_env(&self, secret: &str, previous: Option<&str>) -> Vec<(&'static str, String)> {
@@ -235,7 +143,7 @@ impl Rig {
             ("CADDIE_TOOL_SECRET", secret.to_owned()),
             ("CADDIE_TOOL_SLUG", SLUG.to_owned()),
             ("CADDIE_HUB_ORIGIN", self.hub.clone()),
-            ("OIDC_ISSUER", self.idp_issuer.clone()),
+            ("OIDC_ISSUER", self.op.issuer.clone()),
             ("OIDC_CLIENT_ID", CLIENT_ID.to_owned()),
             ("OIDC_CLIENT_SECRET", CLIENT_SECRET.to_owned()),
         ];
@@ -294,15 +202,38 @@ impl Rig {
     }
 
     fn browser(&self) -> Browser {
+        let client = || reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
         Browser {
-            client: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap(),
+            client: client().build().unwrap(),
+            elsewhere: client().cookie_store(true).build().unwrap(),
             app: self.app.address,
             cookies: HashMap::new(),
         }
     }
 
-    fn signed_in_at_idp(&self, user: &str) {
-        self.idp.lock().unwrap().session = Some(user.into());
+    /// Leaves `browser` with a session at the provider as `user`, and none
+    /// here: it signs in through us once, then forgets our cookie.
+    async fn sign_in_at_idp(&self, browser: &mut Browser, user: &str) {
+        let page = browser.visit("/caddie/login?interactive=1&next=/caddie/spaces/none").await;
+        let page = self.log_in_at_idp(browser, &page, user).await;
+        assert!(page.url.ends_with("/caddie/spaces/none"), "{} {}", page.url, page.body);
+        browser.cookies.remove("ca_session");
+    }
+
+    /// A browser with a session at the provider as `user`.
+    async fn browser_at_idp(&self, user: &str) -> Browser {
+        let mut browser = self.browser();
+        self.sign_in_at_idp(&mut browser, user).await;
+        browser
+    }
+
+    /// On the provider's login page (`page`): signs in as `user` there and
+    /// follows on; the trail continues `page`'s.
+    async fn log_in_at_idp(&self, browser: &mut Browser, page: &Page, user: &str) -> Page {
+        assert!(page.url.starts_with(&format!("{}/interaction/", self.op.issuer)), "not the login page: {}", page.url);
+        let mut next = browser.visit(&format!("{}?username={user}", page.url)).await;
+        next.trail.splice(0..0, page.trail.iter().cloned());
+        next
     }
 
     async fn grants(&self) -> Vec<(String, String, i64)> {
@@ -324,9 +255,13 @@ fn sign(claims: &Value, key: &[u8]) -> String {
     .unwrap()
 }
 
-/// A browser: keeps the app's cookies and follows redirects by hand.
+/// A browser: keeps the app's cookies (and every other origin's, apart)
+/// and follows redirects by hand.
 struct Browser {
     client: reqwest::Client,
+    /// For other origins (the provider): its cookies kept as a browser
+    /// would, by path too.
+    elsewhere: reqwest::Client,
     app: SocketAddr,
     cookies: HashMap<String, String>,
 }
@@ -347,26 +282,31 @@ impl Browser {
         url: &str,
         form: Option<&[(&str, &str)]>,
     ) -> reqwest::Response {
-        let mut request = self.client.request(method, url);
-        if url.starts_with(&format!("http://{}", self.app)) && !self.cookies.is_empty() {
-            let jar: Vec<String> = self.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            request = request.header("cookie", jar.join("; "));
+        let ours = url.starts_with(&format!("http://{}", self.app));
+        let mut request = if ours { self.client.request(method, url) } else { self.elsewhere.request(method, url) };
+        if ours && !self.cookies.is_empty() {
+            let cookies: Vec<String> = self.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            request = request.header("cookie", cookies.join("; "));
         }
         if let Some(form) = form {
             let body = url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form).finish();
             request = request.header("content-type", "application/x-www-form-urlencoded").body(body);
         }
         let response = request.send().await.unwrap();
-        if url.starts_with(&format!("http://{}", self.app)) {
-            for set in response.headers().get_all("set-cookie") {
-                let set = set.to_str().unwrap();
-                let (pair, attributes) = set.split_once(';').unwrap_or((set, ""));
-                let (name, value) = pair.split_once('=').unwrap();
-                if attributes.contains("Max-Age=0") {
-                    self.cookies.remove(name);
-                } else {
-                    self.cookies.insert(name.to_owned(), value.to_owned());
-                }
+        if !ours {
+            return response;
+        }
+        let jar = &mut self.cookies;
+        for set in response.headers().get_all("set-cookie") {
+            let set = set.to_str().unwrap();
+            let (pair, attributes) = set.split_once(';').unwrap_or((set, ""));
+            let (name, value) = pair.split_once('=').unwrap();
+            let gone = attributes.contains("Max-Age=0")
+                || attributes.to_ascii_lowercase().contains("expires=thu, 01 jan 1970");
+            if gone || value.is_empty() {
+                jar.remove(name);
+            } else {
+                jar.insert(name.to_owned(), value.to_owned());
             }
         }
         response
@@ -423,16 +363,15 @@ fn boot(page: &Page) -> Value {
 
 async fn a_launch_signs_in_provisions_and_lands_with_the_bar(db: Db) {
     let rig = Rig::start(db, &["alice"]).await;
-    rig.signed_in_at_idp("alice");
+    let mut browser = rig.browser_at_idp("alice").await;
     let claims = rig.claims("alice");
-    let mut browser = rig.browser();
 
     let page = browser.visit(&format!("/launch?lt={}", rig.token(&claims))).await;
 
     assert_eq!(page.status, 200, "{}", page.body);
     assert!(page.url.contains(&format!("/caddie/spaces/{}?cctx=", rig.workspace)), "{}", page.url);
     let hops: Vec<&str> = page.trail.iter().map(|u| u.split('?').next().unwrap().rsplit('/').next().unwrap()).collect();
-    assert_eq!(hops, ["launch", "open", "login", "authorize", "callback", "open", rig.workspace.as_str()]);
+    assert_eq!(hops, ["launch", "open", "login", "auth", "callback", "open", rig.workspace.as_str()]);
     assert!(page.trail[1..].iter().all(|u| !u.contains("lt=")), "the token is gone after the first hop");
     let boot = boot(&page);
     assert_eq!(boot["caddie"]["project_name"], "Apollo");
@@ -443,7 +382,7 @@ async fn a_launch_signs_in_provisions_and_lands_with_the_bar(db: Db) {
     assert!(page.body.contains("← Back to project"));
     assert!(page.headers["content-security-policy"].to_str().unwrap().contains("frame-ancestors 'self'"));
     // Silent sign-in: one authorize, with prompt=none.
-    assert_eq!(rig.idp.lock().unwrap().prompts, [Some("none".to_owned())]);
+    assert_eq!(prompts(&page.trail, &rig.op.issuer), [Some("none".to_owned())]);
     assert!(browser.cookies.contains_key("ca_session"));
     assert_eq!(rig.grants().await, [(rig.workspace.clone(), "alice".to_owned(), 1)]);
     let audit: (String, String) = sqlx::query_as("SELECT action, detail FROM audit_log WHERE username = 'alice'")
@@ -586,9 +525,9 @@ async fn return_urls_are_checked_by_parsing_and_a_bad_one_burns_nothing() {
 #[tokio::test]
 async fn a_different_signed_in_user_sees_a_page_naming_nobody_and_nothing_is_provisioned() {
     let rig = Rig::start(Db::Sqlite, &["alice", "mallory"]).await;
-    rig.signed_in_at_idp("mallory");
+    let mut browser = rig.browser_at_idp("mallory").await;
 
-    let page = rig.browser().visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
+    let page = browser.visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
 
     assert_eq!(page.status, 403);
     assert!(page.body.contains("This link was prepared for a different user."));
@@ -597,28 +536,32 @@ async fn a_different_signed_in_user_sees_a_page_naming_nobody_and_nothing_is_pro
     assert!(rig.grants().await.is_empty());
     // The Switch account form's redirects go on to the IdP: form-action allows it.
     let csp = page.headers["content-security-policy"].to_str().unwrap();
-    assert!(csp.contains(&format!("form-action 'self' {};", rig.idp_issuer)), "{csp}");
+    assert!(csp.contains(&format!("form-action 'self' {};", rig.op.issuer)), "{csp}");
 
     // Switch account: signed out here, and the IdP is asked to show its login (prompt=login).
-    let mut browser = rig.browser();
     let page = browser.visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
     let marker = "name=\"next\" value=\"";
     let start = page.body.find(marker).unwrap() + marker.len();
     let next = page.body[start..start + page.body[start..].find('"').unwrap()].replace("&amp;", "&");
     assert!(next.starts_with("/caddie/login?switch=1&"), "{next}");
-    rig.idp.lock().unwrap().login_as = Some("alice".into());
-    rig.idp.lock().unwrap().session = None;
-    let switched = browser.go(reqwest::Method::POST, "/caddie/logout", Some(&[("next", &next)])).await;
-    assert_eq!(switched.status, 200, "{}", switched.body);
-    assert_eq!(rig.idp.lock().unwrap().prompts.last(), Some(&Some("login".to_owned())));
-    assert_eq!(rig.grants().await.len(), 1, "alice, signed in as herself, is provisioned");
+    let asked = browser.go(reqwest::Method::POST, "/caddie/logout", Some(&[("next", &next)])).await;
+    assert_eq!(prompts(&asked.trail, &rig.op.issuer), [Some("login".to_owned())], "asked even with a session");
+    assert!(asked.url.starts_with(&format!("{}/interaction/", rig.op.issuer)), "the provider's login page");
+    assert!(!browser.cookies.contains_key("ca_session"), "signed out here");
+
+    // Alice, signing in as herself (her own browser), is provisioned.
+    let mut hers = rig.browser();
+    let asked = hers.visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
+    let landed = rig.log_in_at_idp(&mut hers, &asked, "alice").await;
+    assert_eq!(landed.status, 200, "{}", landed.body);
+    assert_eq!(rig.grants().await.len(), 1);
 }
 
 #[tokio::test]
 async fn a_non_participant_and_a_late_redeem_provision_nothing() {
     let rig = Rig::start(Db::Sqlite, &["bob"]).await;
-    rig.signed_in_at_idp("alice");
-    let page = rig.browser().visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
+    let page =
+        rig.browser_at_idp("alice").await.visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
     assert_eq!(page.status, 403);
     assert!(page.body.contains("You no longer have access"));
     assert!(rig.grants().await.is_empty());
@@ -635,7 +578,7 @@ async fn a_non_participant_and_a_late_redeem_provision_nothing() {
         .execute(&rig.app.state.pool)
         .await
         .unwrap();
-    rig.signed_in_at_idp("alice");
+    rig.sign_in_at_idp(&mut browser, "alice").await;
     let page = browser.visit(&open).await;
     assert_eq!(page.status, 401);
     assert!(page.body.contains("Link expired"));
@@ -648,9 +591,9 @@ async fn stale_participants_are_confirmed_with_the_hub_by_a_signed_call() {
     // The local copy is old and empty; the hub now lists alice.
     sqlx::query("UPDATE caddie_links SET participants_at = 0").execute(&rig.app.state.pool).await.unwrap();
     rig.hub_state.lock().unwrap().participants = vec!["alice".into()];
-    rig.signed_in_at_idp("alice");
+    let mut browser = rig.browser_at_idp("alice").await;
 
-    let page = rig.browser().visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
+    let page = browser.visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
 
     assert_eq!(page.status, 200, "{}", page.body);
     let checks = rig.hub_state.lock().unwrap().checks.clone();
@@ -681,8 +624,7 @@ async fn stale_participants_are_confirmed_with_the_hub_by_a_signed_call() {
         .await
         .unwrap();
     rig.hub_state.lock().unwrap().participants = vec![];
-    rig.signed_in_at_idp("bob");
-    let page = rig.browser().visit(&format!("/launch?lt={}", rig.token(&rig.claims("bob")))).await;
+    let page = rig.browser_at_idp("bob").await.visit(&format!("/launch?lt={}", rig.token(&rig.claims("bob")))).await;
     assert_eq!(page.status, 403);
 }
 
@@ -843,8 +785,7 @@ async fn the_reconcile_reports_the_state_and_drops_delisted_grants(db: Db) {
 
 async fn revocation_drops_the_grant_ends_sessions_and_acks_every_time(db: Db) {
     let rig = Rig::start(db, &["alice"]).await;
-    rig.signed_in_at_idp("alice");
-    let mut browser = rig.browser();
+    let mut browser = rig.browser_at_idp("alice").await;
     let page = browser.visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
     assert_eq!(page.status, 200);
     let base = rig.app.url("");
@@ -939,30 +880,33 @@ mod hmac_check {
 #[tokio::test]
 async fn login_required_falls_back_to_an_interactive_login_and_logout_opts_out_of_the_silent_probe() {
     let rig = Rig::start(Db::Sqlite, &["alice"]).await;
-    rig.idp.lock().unwrap().login_as = Some("alice".into());
     let mut browser = rig.browser();
 
-    let page = browser.visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
+    // No session at the provider: its login page, after the silent probe.
+    let asked = browser.visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
+    assert!(asked.trail.iter().any(|u| u.contains("error=login_required")), "{:?}", asked.trail);
+    let page = rig.log_in_at_idp(&mut browser, &asked, "alice").await;
 
     assert_eq!(page.status, 200, "{}", page.body);
-    assert_eq!(rig.idp.lock().unwrap().prompts, [Some("none".to_owned()), None], "silent first, then interactive");
+    let asked_for = prompts(&page.trail, &rig.op.issuer);
+    assert_eq!(asked_for, [Some("none".to_owned()), None], "silent first, then interactive");
 
     let out = browser.go(reqwest::Method::POST, "/caddie/logout", Some(&[])).await;
     assert_eq!(out.status, 200);
     assert!(out.body.contains("Signed out"));
     assert_eq!(browser.cookies.get("bw_optout").map(String::as_str), Some("1"));
     assert!(!browser.cookies.contains_key("ca_session"));
+    // The provider still has its session: the sign-in goes through without
+    // a page, but it was not a silent probe.
     let again = browser.visit(&format!("/caddie/spaces/{}", rig.workspace)).await;
-    assert_eq!(again.status, 200);
-    assert_eq!(rig.idp.lock().unwrap().prompts.last(), Some(&None), "after logout: no silent probe");
-    assert_eq!(rig.idp.lock().unwrap().prompts.len(), 3);
+    assert_eq!(again.status, 200, "{} {}", again.url, again.body);
+    assert_eq!(prompts(&again.trail, &rig.op.issuer), [None], "after logout: no silent probe");
 }
 
 #[tokio::test]
 async fn the_bar_falls_back_to_the_link_and_a_direct_visit_needs_a_grant() {
     let rig = Rig::start(Db::Sqlite, &["alice"]).await;
-    rig.signed_in_at_idp("alice");
-    let mut browser = rig.browser();
+    let mut browser = rig.browser_at_idp("alice").await;
     let claims = rig.claims("alice");
     browser.visit(&format!("/launch?lt={}", rig.token(&claims))).await;
 
@@ -974,8 +918,7 @@ async fn the_bar_falls_back_to_the_link_and_a_direct_visit_needs_a_grant() {
     assert_eq!(boot["caddie"]["return_url"], claims["ret"], "the last launch's return URL");
 
     // Someone signed in without a grant.
-    rig.signed_in_at_idp("eve");
-    let page = rig.browser().visit(&format!("/caddie/spaces/{}", rig.workspace)).await;
+    let page = rig.browser_at_idp("eve").await.visit(&format!("/caddie/spaces/{}", rig.workspace)).await;
     assert_eq!(page.status, 403);
     assert!(page.body.contains("You no longer have access"));
 }
@@ -983,8 +926,7 @@ async fn the_bar_falls_back_to_the_link_and_a_direct_visit_needs_a_grant() {
 #[tokio::test]
 async fn a_sign_in_callback_from_another_browser_is_refused() {
     let rig = Rig::start(Db::Sqlite, &["alice"]).await;
-    rig.signed_in_at_idp("alice");
-    let mut victim = rig.browser();
+    let mut victim = rig.browser_at_idp("alice").await;
     // The victim starts a sign-in; the attacker's callback carries the victim's state.
     let start = victim.request(reqwest::Method::GET, &rig.app.url("/caddie/login?next=/caddie/spaces/x"), None).await;
     let authorize = start.headers()["location"].to_str().unwrap().to_owned();
@@ -1001,8 +943,7 @@ async fn a_sign_in_callback_from_another_browser_is_refused() {
 #[tokio::test]
 async fn expired_sessions_and_contexts_are_deleted_and_live_ones_kept() {
     let rig = Rig::start(Db::Sqlite, &["alice"]).await;
-    rig.signed_in_at_idp("alice");
-    let mut browser = rig.browser();
+    let mut browser = rig.browser_at_idp("alice").await;
     browser.visit(&format!("/launch?lt={}", rig.token(&rig.claims("alice")))).await;
     let pool = &rig.app.state.pool;
     let stale = server::db::caddie::create_session(pool, "old_user").await.unwrap();
@@ -1377,4 +1318,13 @@ async fn a_space_provisioned_with_a_tool_preset_calls_that_tool_server(db: Db) {
     assert_eq!((status, shown["spaces"].as_i64()), (200, Some(1)));
     let integration = server::db::integration(pool, &space).await.unwrap().unwrap();
     assert_eq!(integration.allowed_tools(), ["list_tasks"]);
+}
+
+/// The `prompt` of each authorization request on `trail`.
+fn prompts(trail: &[String], issuer: &str) -> Vec<Option<String>> {
+    trail
+        .iter()
+        .filter(|u| u.starts_with(&format!("{issuer}/auth?")))
+        .map(|u| url::Url::parse(u).unwrap().query_pairs().find(|(k, _)| k == "prompt").map(|(_, v)| v.into_owned()))
+        .collect()
 }

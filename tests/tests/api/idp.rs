@@ -7,69 +7,17 @@
 //! signed in with it.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::helpers::{Db, TestApp, spawn_app};
+use crate::op::Op;
 
 const SECRET: &str = "tool-secret for the provider tests";
 const SLUG: &str = "assistant";
 const CLIENT_ID: &str = "assistant-client";
 const CLIENT_SECRET: &str = "assistant-client-secret";
 const ASSIGNMENT: &str = "5d7c5e2a-1f9d-4c1e-9a57-3c1d2e4f5a6c";
-
-/// The provider, running as a node process until dropped.
-struct Op {
-    child: Child,
-    issuer: String,
-}
-
-impl Op {
-    /// Starts the provider; its client signs ID tokens with `alg`.
-    fn start(alg: &str) -> Op {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/oidc");
-        assert!(
-            std::path::Path::new(&format!("{dir}/node_modules/oidc-provider")).exists(),
-            "the test OpenID Provider is not installed: run ./dev test (npm ci in tests/oidc)"
-        );
-        let mut child = Command::new("node")
-            .arg(format!("{dir}/op.mjs"))
-            .env("OP_PORT", "0")
-            .env("OP_CLIENT_ID", CLIENT_ID)
-            .env("OP_CLIENT_SECRET", CLIENT_SECRET)
-            .env("OP_ID_TOKEN_ALG", alg)
-            .env("OP_AUTO_GRANT", "1")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("node runs");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let ready = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .find_map(|line| line.strip_prefix("OIDC_OP_READY ").map(str::to_owned))
-            .expect("the provider starts");
-        // Keep reading what it prints, so it never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        let state: Value = serde_json::from_str(&ready).unwrap();
-        Op { child, issuer: state["issuer"].as_str().unwrap().to_owned() }
-    }
-
-    async fn test_api(&self, path: &str) -> Value {
-        let response = reqwest::Client::new().post(format!("{}{path}", self.issuer)).send().await.unwrap();
-        assert!(response.status().is_success(), "{path}");
-        response.json().await.unwrap()
-    }
-}
-
-impl Drop for Op {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// The assistant as a Caddie tool signing users in with `op`, a space for
 /// the assignment with `participants`.
@@ -93,8 +41,7 @@ impl Rig {
             app = app.env(k, *v);
         }
         let app = app.start().await;
-        let callback = format!("http://{}/caddie/auth/callback", app.address);
-        op.test_api(&format!("/__test/redirect_uris?uri={}", urlencode(&callback))).await;
+        op.allow_redirect(&format!("http://{}/caddie/auth/callback", app.address)).await;
         let participants: Vec<String> = participants.iter().map(|p| p.to_string()).collect();
         let workspace = server::caddie::provision(
             app.state.caddie.as_ref().unwrap(),
@@ -223,7 +170,7 @@ fn landed(rig: &Rig, page: &Page) -> bool {
 
 #[tokio::test]
 async fn the_silent_probe_signs_in_with_a_session_at_the_provider_and_login_required_falls_back_to_a_login() {
-    let rig = Rig::start(Op::start("RS256"), &["alice"], &[]).await;
+    let rig = Rig::start(Op::start("RS256", CLIENT_ID, CLIENT_SECRET), &["alice"], &[]).await;
     let mut browser = Browser::default();
 
     // No session at the provider: prompt=none answers login_required, then
@@ -246,7 +193,7 @@ async fn the_silent_probe_signs_in_with_a_session_at_the_provider_and_login_requ
 
 #[tokio::test]
 async fn es256_id_tokens_sign_in_and_a_rotated_key_is_fetched_again() {
-    let rig = Rig::start(Op::start("ES256"), &["alice", "bob"], &[]).await;
+    let rig = Rig::start(Op::start("ES256", CLIENT_ID, CLIENT_SECRET), &["alice", "bob"], &[]).await;
     let page = rig.launch(&mut Browser::default(), "alice", "alice").await;
     assert!(landed(&rig, &page), "{} {}: {}", page.status, page.url, page.body);
 
@@ -261,20 +208,21 @@ async fn es256_id_tokens_sign_in_and_a_rotated_key_is_fetched_again() {
 #[tokio::test]
 async fn hs256_id_tokens_signed_with_the_client_secret_are_refused_unless_configured() {
     // The provider advertises HS256 and signs with it.
-    let rig = Rig::start(Op::start("HS256"), &["alice"], &[]).await;
+    let rig = Rig::start(Op::start("HS256", CLIENT_ID, CLIENT_SECRET), &["alice"], &[]).await;
     let page = rig.launch(&mut Browser::default(), "alice", "alice").await;
     assert_eq!(page.status, 502, "{}", page.url);
     assert!(page.body.contains("Sign-in did not work"));
     assert!(rig.grants().await.is_empty());
 
-    let allowed = Rig::start(Op::start("HS256"), &["alice"], &[("OIDC_ID_TOKEN_HS256", "1")]).await;
+    let allowed =
+        Rig::start(Op::start("HS256", CLIENT_ID, CLIENT_SECRET), &["alice"], &[("OIDC_ID_TOKEN_HS256", "1")]).await;
     let page = allowed.launch(&mut Browser::default(), "alice", "alice").await;
     assert!(landed(&allowed, &page), "configured: {} {}", page.status, page.url);
 }
 
 #[tokio::test]
 async fn a_username_stays_with_the_subject_that_first_signed_in_with_it() {
-    let rig = Rig::start(Op::start("RS256"), &["alice"], &[]).await;
+    let rig = Rig::start(Op::start("RS256", CLIENT_ID, CLIENT_SECRET), &["alice"], &[]).await;
     let page = rig.launch(&mut Browser::default(), "alice", "u-1001~alice").await;
     assert!(landed(&rig, &page));
 

@@ -14,6 +14,7 @@ mod embed;
 mod idp;
 mod keys;
 mod limits;
+mod op;
 mod openapi;
 mod ops;
 mod providers;

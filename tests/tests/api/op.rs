@@ -1,0 +1,66 @@
+//! A real, certified OpenID Provider for the sign-in tests: npm
+//! `oidc-provider` (tests/oidc/op.mjs) run with node, on its own port, until
+//! dropped. `./dev test` installs it.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+/// The provider, running as a node process until dropped.
+pub struct Op {
+    child: Child,
+    pub issuer: String,
+}
+
+impl Op {
+    /// Starts the provider; its one client signs ID tokens with `alg`.
+    pub fn start(alg: &str, client_id: &str, client_secret: &str) -> Op {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/oidc");
+        assert!(
+            std::path::Path::new(&format!("{dir}/node_modules/oidc-provider")).exists(),
+            "the test OpenID Provider is not installed: run ./dev test (npm ci in tests/oidc)"
+        );
+        let mut child = Command::new("node")
+            .arg(format!("{dir}/op.mjs"))
+            .env("OP_PORT", "0")
+            .env("OP_CLIENT_ID", client_id)
+            .env("OP_CLIENT_SECRET", client_secret)
+            .env("OP_ID_TOKEN_ALG", alg)
+            .env("OP_AUTO_GRANT", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("node runs");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let ready = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|line| line.strip_prefix("OIDC_OP_READY ").map(str::to_owned))
+            .expect("the provider starts");
+        // Keep reading what it prints, so it never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        let state: Value = serde_json::from_str(&ready).unwrap();
+        Op { child, issuer: state["issuer"].as_str().unwrap().to_owned() }
+    }
+
+    /// Registers the relying party's redirect URI (known once it runs).
+    pub async fn allow_redirect(&self, uri: &str) {
+        let uri: String = url::form_urlencoded::byte_serialize(uri.as_bytes()).collect();
+        self.test_api(&format!("/__test/redirect_uris?uri={uri}")).await;
+    }
+
+    /// Calls the provider's test API (`/__test/rotate`, …).
+    pub async fn test_api(&self, path: &str) -> Value {
+        let response = reqwest::Client::new().post(format!("{}{path}", self.issuer)).send().await.unwrap();
+        assert!(response.status().is_success(), "{path}");
+        response.json().await.unwrap()
+    }
+}
+
+impl Drop for Op {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
