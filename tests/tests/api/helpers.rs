@@ -712,3 +712,26 @@ impl Rig {
 pub fn pending(events: &[(String, Value)]) -> Value {
     of(events, "pending_action").first().map(|v| (*v).clone()).expect("a pending_action event")
 }
+
+/// A turn's stream left open: what is still to come.
+pub type OpenStream = std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<Vec<u8>>> + Send>>;
+
+/// Starts a turn as `token` and reads its stream until `marker` appears:
+/// the rest of the stream (still open) and what was read.
+pub async fn turn_until(app: &TestApp, token: &str, message: &str, marker: &str) -> (OpenStream, String) {
+    use futures::StreamExt;
+    let response = app
+        .client
+        .post(app.url("/v1/chat/turns"))
+        .bearer_auth(token)
+        .json(&json!({"message": message}))
+        .send()
+        .await
+        .unwrap();
+    let mut body: OpenStream = Box::pin(response.bytes_stream().map(|chunk| chunk.map(|b| b.to_vec())));
+    let mut seen = String::new();
+    while !seen.contains(marker) {
+        seen.push_str(&String::from_utf8_lossy(&body.next().await.unwrap().unwrap()));
+    }
+    (body, seen)
+}

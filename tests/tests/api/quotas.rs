@@ -192,20 +192,7 @@ async fn beyond_the_processes_cap_on_open_streams_a_resume_is_shed_with_retry_af
     let rig =
         Rig::start(Db::Sqlite, HostSpec::new(task_tools()).delay(1500), script, &[("CA_MAX_OPEN_STREAMS", "1")]).await;
     // The running turn's own stream is the one open stream.
-    let response = rig
-        .app
-        .client
-        .post(rig.app.url("/v1/chat/turns"))
-        .bearer_auth(&rig.token)
-        .json(&json!({"message": "look it up"}))
-        .send()
-        .await
-        .unwrap();
-    let mut body = response.bytes_stream();
-    let mut seen = String::new();
-    while !seen.contains("event: turn") {
-        seen.push_str(&String::from_utf8_lossy(&body.next().await.unwrap().unwrap()));
-    }
+    let (mut body, seen) = crate::helpers::turn_until(&rig.app, &rig.token, "look it up", "event: turn").await;
     let turn_id = of(&parse_sse(&seen), "turn")[0]["turn_id"].as_str().unwrap().to_owned();
     let resume =
         || rig.app.client.get(rig.app.url(&format!("/v1/turns/{turn_id}/events"))).bearer_auth(&rig.token).send();

@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::helpers::{Db, HostSpec, Rig, Step, of, parse_sse, restart, task_tools, token};
@@ -36,20 +35,7 @@ async fn a_lost_stream_is_resumed_on_another_replica_without_asking_the_model_ag
     let other = format!("http://{}", restart(&rig.app, &[("OPENAI_BASE_URL", rig.model.base_url())]).await);
 
     // The browser reads the start of the stream, then loses the connection.
-    let response = rig
-        .app
-        .client
-        .post(rig.app.url("/v1/chat/turns"))
-        .bearer_auth(&rig.token)
-        .json(&json!({"message": "look it up"}))
-        .send()
-        .await
-        .unwrap();
-    let mut body = response.bytes_stream();
-    let mut seen = String::new();
-    while !seen.contains("event: tool") {
-        seen.push_str(&String::from_utf8_lossy(&body.next().await.unwrap().unwrap()));
-    }
+    let (body, seen) = crate::helpers::turn_until(&rig.app, &rig.token, "look it up", "event: tool").await;
     drop(body);
     let before = parse_sse(&seen);
     let turn_id = of(&before, "turn")[0]["turn_id"].as_str().unwrap().to_owned();
