@@ -14,8 +14,19 @@ pub struct Op {
 }
 
 impl Op {
-    /// Starts the provider; its one client signs ID tokens with `alg`.
+    /// Starts the provider; its one client signs ID tokens with `alg`. A
+    /// node that has not said it is ready within 20 s is killed and started
+    /// again (seen once: node stuck on a lock before listening).
     pub fn start(alg: &str, client_id: &str, client_secret: &str) -> Op {
+        for _ in 0..3 {
+            if let Some(op) = Self::try_start(alg, client_id, client_secret) {
+                return op;
+            }
+        }
+        panic!("the test OpenID Provider did not start three times");
+    }
+
+    fn try_start(alg: &str, client_id: &str, client_secret: &str) -> Option<Op> {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/oidc");
         assert!(
             std::path::Path::new(&format!("{dir}/node_modules/oidc-provider")).exists(),
@@ -28,20 +39,33 @@ impl Op {
             .env("OP_CLIENT_SECRET", client_secret)
             .env("OP_ID_TOKEN_ALG", alg)
             .env("OP_AUTO_GRANT", "1")
+            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("node runs");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let ready = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .find_map(|line| line.strip_prefix("OIDC_OP_READY ").map(str::to_owned))
-            .expect("the provider starts");
-        // Keep reading what it prints, so it never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        let state: Value = serde_json::from_str(&ready).unwrap();
-        Op { child, issuer: state["issuer"].as_str().unwrap().to_owned() }
+        // Read its output on a thread of its own (to the end, so it never
+        // blocks on a full pipe); the ready line comes back on a channel.
+        let stdout = child.stdout.take().unwrap();
+        let (ready_tx, ready) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(state) = line.strip_prefix("OIDC_OP_READY ") {
+                    let _ = ready_tx.send(state.to_owned());
+                }
+            }
+        });
+        match ready.recv_timeout(std::time::Duration::from_secs(20)) {
+            Ok(state) => {
+                let state: Value = serde_json::from_str(&state).unwrap();
+                Some(Op { child, issuer: state["issuer"].as_str().unwrap().to_owned() })
+            }
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                None
+            }
+        }
     }
 
     /// Registers the relying party's redirect URI (known once it runs).
