@@ -303,6 +303,12 @@ pub fn router(state: AppState) -> Router {
         .merge(ops::router(state.ops))
         .route("/demo-model/v1/chat/completions", post(crate::llm::demo::chat_completions))
         .fallback_service(ServeDir::new(site_root).precompressed_br().precompressed_gzip())
+        // Framed by nobody else unless a route says otherwise: the widget
+        // page (its workspace's origins) and Caddie's embed routes (the hub).
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("frame-ancestors 'self'"),
+        ))
         .layer(SetResponseHeaderLayer::if_not_present(
             header::X_CONTENT_TYPE_OPTIONS,
             HeaderValue::from_static("nosniff"),

@@ -5,13 +5,14 @@
 
 use axum::Extension;
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::Response;
 use serde::Deserialize;
 
+use super::embed::is_embed_path;
 use super::error::CaddieError;
 use super::oidc::FlowSecrets;
-use super::pages;
+use super::pages::{self, Surface};
 use super::state::{
     Caddie, CaddieState, OPTOUT_COOKIE, cookie_value, safe_next, see_other, session_cookie, state_cookie, urlencode,
 };
@@ -47,6 +48,11 @@ pub(super) async fn start_login(
     } else {
         Prompt::Silent
     };
+    // Inside the hub's frame only the silent probe runs; a password is
+    // typed in a popup, never in a frame (§9).
+    if prompt != Prompt::Silent && is_embed_path(next) {
+        return Ok(pages::sign_in_card(&caddie.config.hub_origin, StatusCode::OK, "Sign in to continue", next));
+    }
     start_sign_in(&state, caddie, next, prompt, secure).await
 }
 
@@ -79,7 +85,8 @@ async fn start_sign_in(
         Ok(url) => url,
         Err(e) => {
             tracing::warn!(error = format!("{e:#}"), "caddie: the identity provider cannot be reached");
-            return Ok(pages::sign_in_failed(&format!("/caddie/login?interactive=1&next={}", urlencode(next))));
+            let retry = format!("/caddie/login?interactive=1&next={}", urlencode(next));
+            return Ok(surface(caddie, next).sign_in_failed(&retry, next));
         }
     };
     let mut response = see_other(url.as_str());
@@ -119,9 +126,11 @@ pub(super) async fn finish_login(
         }
     };
     let retry = format!("/caddie/login?interactive=1&next={}", urlencode(&flow.next_path));
+    let next = flow.next_path.as_str();
+    let failed = || surface(caddie, next).sign_in_failed(&retry, next);
     if let Err(e) = caddie.oidc.check_answer_issuer(q.iss.as_deref()).await {
         tracing::warn!(error = format!("{e:#}"), "caddie: sign-in answer from the wrong issuer");
-        return Ok(pages::sign_in_failed(&retry));
+        return Ok(failed());
     }
     if let Some(error) = q.error {
         let needs_interaction = matches!(
@@ -129,30 +138,34 @@ pub(super) async fn finish_login(
             "login_required" | "interaction_required" | "consent_required" | "account_selection_required"
         );
         if needs_interaction && flow.interactive == 0 {
-            return start_sign_in(&state, caddie, &flow.next_path, Prompt::Interactive, secure).await;
+            if is_embed_path(next) {
+                let hub = &caddie.config.hub_origin;
+                return Ok(pages::sign_in_card(hub, StatusCode::OK, "Sign in to continue", next));
+            }
+            return start_sign_in(&state, caddie, next, Prompt::Interactive, secure).await;
         }
         tracing::info!(error = %error.chars().take(64).collect::<String>(), "caddie: the provider refused the sign-in");
-        return Ok(pages::sign_in_failed(&retry));
+        return Ok(failed());
     }
     let Some(code) = q.code.filter(|c| !c.is_empty() && c.len() <= 2048) else {
-        return Ok(pages::sign_in_failed(&retry));
+        return Ok(failed());
     };
     let who = match caddie.oidc.sign_in(&code, &flow.verifier, &flow.nonce).await {
         Ok(who) => who,
         Err(e) => {
             tracing::warn!(error = format!("{e:#}"), "caddie: sign-in failed");
-            return Ok(pages::sign_in_failed(&retry));
+            return Ok(failed());
         }
     };
     // A username belongs to the subject that first signed in with it.
     if !store::bind_identity(&state.pool, &who.username, &who.issuer, &who.sub).await? {
         tracing::warn!("caddie: sign-in refused: the username belongs to another subject of the provider");
-        return Ok(pages::sign_in_failed(&retry));
+        return Ok(failed());
     }
     let username = who.username;
     let token = store::create_session(&state.pool, &username).await?;
     tracing::info!("caddie: signed in");
-    let mut response = see_other(&flow.next_path);
+    let mut response = see_other(next);
     let headers = response.headers_mut();
     headers.append(
         header::SET_COOKIE,
@@ -193,4 +206,10 @@ pub(super) async fn log_out(
     headers.append(header::SET_COOKIE, caddie.cookie(session_cookie(secure), "", 0, secure));
     headers.append(header::SET_COOKIE, caddie.cookie(OPTOUT_COOKIE, "1", 365 * 24 * 3600, secure));
     Ok(response)
+}
+
+/// Where the pages of a sign-in heading for `next` are shown.
+fn surface<'a>(caddie: &'a Caddie, next: &str) -> Surface<'a> {
+    let hub = &caddie.config.hub_origin;
+    if is_embed_path(next) { Surface::Embed(hub) } else { Surface::Page(hub) }
 }

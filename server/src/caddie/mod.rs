@@ -9,8 +9,10 @@
 //! page signs the user in (a session cookie of our own, or OIDC with PKCE,
 //! silently first), provisions a grant when §4 allows it, and 303s to the
 //! space, `/caddie/spaces/{workspace}?cctx=`, which renders the widget full
-//! page wearing the host bar.
+//! page wearing the host bar. Embed mode (§9, `embed.rs`) takes the same
+//! path inside the hub's frame, from `GET /embed#lt=`.
 
+mod embed;
 mod error;
 pub mod hub_api;
 mod identity;
@@ -36,6 +38,9 @@ pub fn router(state: CaddieState) -> Router {
     Router::new()
         .route("/launch", get(launch::redeem_launch))
         .route("/caddie/open", get(launch::open_launch))
+        .route("/embed", get(embed::entry))
+        .route("/api/embed/redeem", post(embed::redeem))
+        .route("/caddie/embed/signed-in", get(embed::signed_in_popup))
         .route("/caddie/login", get(identity::start_login))
         .route("/caddie/auth/callback", get(identity::finish_login))
         .route("/caddie/logout", post(identity::log_out))

@@ -10,8 +10,9 @@ use serde_json::json;
 use widget::wire::{CaddieBar, Theme, WidgetBoot};
 
 use super::error::CaddieError;
+use super::pages::{self, Surface};
 use super::state::{CaddieState, DEFAULT_LEVEL, signed_in, to_login};
-use super::{pages, token};
+use super::token;
 use crate::db::caddie as store;
 use crate::db::{self, WorkspaceRow};
 
@@ -19,6 +20,8 @@ use crate::db::{self, WorkspaceRow};
 pub(super) struct SpaceQuery {
     cctx: Option<String>,
     tour: Option<String>,
+    /// `1`: inside the hub's frame (embed mode, §9): no host bar, framed by the hub.
+    embed: Option<String>,
 }
 
 /// The space: the widget full page, wearing the host bar. Signed-in users
@@ -29,9 +32,12 @@ pub(super) async fn show_space(
     Query(q): Query<SpaceQuery>,
     request: Request,
 ) -> Result<Response, CaddieError> {
-    let hub = state.caddie.config.hub_origin.as_str().to_owned();
+    let hub_url = &state.caddie.config.hub_origin;
+    let hub = hub_url.as_str().to_owned();
+    let embed = q.embed.as_deref() == Some("1");
+    let surface = if embed { Surface::Embed(hub_url) } else { Surface::Page(hub_url) };
     if !token::is_id(&workspace_id, 64) {
-        return Ok(pages::not_ready(&hub));
+        return Ok(surface.not_ready(&hub));
     }
     let client = request.extensions().get::<crate::client_addr::ClientAddr>();
     let Some(user) = signed_in(&state, request.headers(), client).await? else {
@@ -40,10 +46,10 @@ pub(super) async fn show_space(
     };
     let link = store::link_by_workspace(&state.pool, &workspace_id).await?;
     let workspace = db::workspace(&state.pool, &workspace_id).await?;
-    let (Some(link), Some(workspace)) = (link, workspace) else { return Ok(pages::not_ready(&hub)) };
+    let (Some(link), Some(workspace)) = (link, workspace) else { return Ok(surface.not_ready(&hub)) };
     let back = link.return_url.clone().unwrap_or_else(|| hub.clone());
     if !store::has_grant(&state.pool, &workspace_id, &user).await? {
-        return Ok(pages::no_access(&back));
+        return Ok(surface.no_access(&back));
     }
     // The bar: the launch's context while it lives, else the link (§6).
     let ctx = match q.cctx.as_deref() {
@@ -51,13 +57,23 @@ pub(super) async fn show_space(
         None => None,
     };
     let tour = q.tour.as_deref() == Some("1");
+    let hub_origin = hub_url.origin().ascii_serialization();
+    let embed_hub = embed.then(|| hub_origin.clone());
     let bar = match ctx {
-        Some(c) => {
-            CaddieBar { project_name: c.project_name, stage_label: c.stage_label, return_url: c.return_url, tour }
-        }
-        None => {
-            CaddieBar { project_name: link.project_name.clone(), stage_label: String::new(), return_url: back, tour }
-        }
+        Some(c) => CaddieBar {
+            project_name: c.project_name,
+            stage_label: c.stage_label,
+            return_url: c.return_url,
+            tour,
+            embed_hub,
+        },
+        None => CaddieBar {
+            project_name: link.project_name.clone(),
+            stage_label: String::new(),
+            return_url: back,
+            tour,
+            embed_hub,
+        },
     };
     let boot = WidgetBoot {
         workspace_id: workspace.id.clone(),
@@ -68,7 +84,9 @@ pub(super) async fn show_space(
         token: Some(mint_space_token(&state, &workspace, &user)?),
         caddie: Some(bar),
     };
-    let mut response = state.pages.render(boot, &[], request).await;
+    // Framed by the hub only in embed mode; otherwise by nobody else.
+    let ancestors = if embed { vec![hub_origin] } else { Vec::new() };
+    let mut response = state.pages.render(boot, &ancestors, request).await;
     response.headers_mut().insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     Ok(response)
 }

@@ -18,6 +18,9 @@ use serde_json::{Value, json};
 use crate::helpers::{Db, TestApp, serve, spawn_app};
 use crate::on_both_databases;
 
+#[path = "caddie_embed.rs"]
+mod embed;
+
 const SECRET: &str = "tool-secret: exactly these bytes";
 const SLUG: &str = "assistant";
 const CLIENT_ID: &str = "assistant-client";

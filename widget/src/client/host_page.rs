@@ -29,6 +29,10 @@ pub fn post_message_event(role: Role, message_id: Option<&str>) {
 }
 
 fn post_with_detail(kind: &str, detail: Option<Object>) {
+    // Inside the hub's frame the hub hears the `caddie-embed` bus only.
+    if super::bus::active() {
+        return;
+    }
     let Ok(Some(parent)) = window().parent() else { return };
     let message = Object::new();
     let _ = Reflect::set(&message, &"type".into(), &kind.into());

@@ -4,6 +4,7 @@
 //! - `boot`: the boot data the page carries;
 //! - `token`: asking for a fresh token, and the message it holds back;
 //! - `host_page`: messages to the host page, local storage, the Caddie bar's context;
+//! - `embed`, `bus`: the `caddie-embed` bus with the hub, when framed in its project page;
 //! - `api`: one way to call the chat API, and [`WidgetError`];
 //! - `stream`: reading a turn's event stream into the chat;
 //! - `turns`, `actions`, `components`: what the user's clicks send.
@@ -11,7 +12,9 @@
 pub mod actions;
 pub mod api;
 pub mod boot;
+pub mod bus;
 pub mod components;
+pub mod embed;
 pub mod host_page;
 pub mod session;
 pub mod stream;

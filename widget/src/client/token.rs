@@ -61,6 +61,9 @@ pub fn renew(chat: Chat) {
             Ok(r) if r.status() == 200 => js::string(&api::json_of(&r).await, "token"),
             _ => None,
         };
+        if fresh.is_none() {
+            super::bus::needs_auth();
+        }
         // None: the session ended; the same token again reports it.
         let token = fresh.or_else(|| chat.token.get_untracked()).unwrap_or_default();
         deliver(chat, token);

@@ -67,6 +67,7 @@ pub fn settle(chat: Chat, reply: Bubble, outcome: Result<(), WidgetError>) {
             // A turn that only proposed a change has no text of its own.
             drop_if_empty(chat, reply);
             chat.announce.set("The reply is complete.".into());
+            super::bus::status_changed();
         }
         Err(error) => {
             // An empty, failed reply is removed; a partial one stays, marked.

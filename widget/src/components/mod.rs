@@ -59,15 +59,20 @@ pub fn App() -> impl IntoView {
     let demo = boot.demo_model;
     let caddie = boot.caddie.clone();
     let full_page = caddie.is_some();
+    // Framed in the hub's project page (embed mode): no host bar, no Done.
+    let embedded = caddie.as_ref().and_then(|c| c.embed_hub.clone());
+    let framed = embedded.is_some();
     let bar = RwSignal::new(caddie.clone().unwrap_or_default());
     #[cfg(feature = "hydrate")]
-    if full_page {
-        crate::client::host_page::caddie_context(bar);
+    match embedded {
+        Some(hub) => crate::client::embed::start(chat, hub, boot.title.clone()),
+        None if full_page => crate::client::host_page::caddie_context(bar),
+        None => {}
     }
     let touring = RwSignal::new(caddie.as_ref().is_some_and(|c| c.tour));
     view! {
-        <div class="ca-widget" class:ca-full-page=full_page>
-            {full_page.then(|| view! { <CaddieHostBar bar/> })}
+        <div class="ca-widget" class:ca-full-page=full_page class:ca-embedded=framed>
+            {(full_page && !framed).then(|| view! { <CaddieHostBar bar/> })}
             <header class="ca-header">
                 <h1 class="ca-title">{boot.title.clone()}</h1>
                 {demo.then(|| view! {
@@ -80,7 +85,9 @@ pub fn App() -> impl IntoView {
                     <span aria-hidden="true">"+"</span>
                     <span class="ca-sr-only">"New conversation"</span>
                 </button>
-                {if full_page {
+                {if framed {
+                    ().into_any()
+                } else if full_page {
                     view! {
                         <a class="ca-done" href=move || project_url(bar, false)>"Done"</a>
                     }.into_any()
@@ -99,7 +106,9 @@ pub fn App() -> impl IntoView {
                     <p>"Ask anything in the box below. When the assistant wants to change something, it shows you \
                         the change first and does nothing until you press Apply."</p>
                     <div class="ca-action-buttons">
-                        <a class="ca-button ca-link-button" href=move || project_url(bar, true)>"Finish the tour"</a>
+                        // Framed, the tour's close is the hub's page itself.
+                        <a class="ca-button ca-link-button" href=move || project_url(bar, true)
+                            target=framed.then_some("_top")>"Finish the tour"</a>
                         <button type="button" class="ca-button ca-secondary" on:click=move |_| touring.set(false)>"Skip"</button>
                     </div>
                 </section>

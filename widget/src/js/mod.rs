@@ -86,6 +86,7 @@ pub fn bar(v: &JsValue) -> Option<CaddieBar> {
         stage_label: string(v, "stage_label").unwrap_or_default(),
         return_url: string(v, "return_url")?,
         tour: boolean(v, "tour").unwrap_or(false),
+        embed_hub: string(v, "embed_hub"),
     })
 }
 

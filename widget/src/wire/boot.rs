@@ -36,6 +36,11 @@ pub struct CaddieBar {
     /// `?tour=1`: the guided introduction hands in here and back with `?tour=done`.
     #[serde(default)]
     pub tour: bool,
+    /// Embed mode (§9): the hub's origin, when the space is framed in the
+    /// hub's project page — no host bar, and the `caddie-embed` bus talks
+    /// to this origin only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embed_hub: Option<String>,
 }
 
 /// What a host may set of the widget's look (through the loader's `init`
