@@ -39,6 +39,8 @@ pub enum TokenError {
     IssuedInFuture,
     #[error("the token lives longer than 24 hours")]
     TooLong,
+    #[error("the token's kid names no secret of the workspace")]
+    UnknownKey,
 }
 
 /// Reads `ws` from an unverified token, only to choose the key to verify with.
@@ -51,6 +53,34 @@ pub fn unverified_workspace(token: &str) -> Result<String, TokenError> {
     }
     let ws: Ws = serde_json::from_slice(&bytes).map_err(|_| TokenError::Malformed)?;
     Ok(ws.ws)
+}
+
+/// The key id of an embed secret: the first 16 hex digits of its SHA-256.
+/// Tokens may name it (`kid` in the JWT header) so that, during a
+/// rotation's grace, the secret to verify with is found at once.
+pub fn kid(secret: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(secret.as_bytes()))[..16].to_owned()
+}
+
+/// Verifies `token` with one of the workspace's `secrets` (the current
+/// one first, the previous one during a rotation's grace): the one its
+/// `kid` names, or — without a `kid` — each in turn. A `kid` naming none
+/// of them is refused.
+pub fn verify_with_any(token: &str, workspace_id: &str, secrets: &[&str]) -> Result<EmbedClaims, TokenError> {
+    let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::Malformed)?;
+    if let Some(named) = header.kid {
+        let secret = secrets.iter().find(|s| kid(s) == named).ok_or(TokenError::UnknownKey)?;
+        return verify(token, workspace_id, secret);
+    }
+    let mut refusal = TokenError::UnknownKey;
+    for secret in secrets {
+        match verify(token, workspace_id, secret) {
+            Ok(claims) => return Ok(claims),
+            Err(error) => refusal = error,
+        }
+    }
+    Err(refusal)
 }
 
 /// Verifies `token` with the workspace's `secret`, pinned to HS256.
@@ -90,7 +120,8 @@ pub fn mint(workspace_id: &str, secret: &str, sub: &str, permissions: &[String],
         iat,
         exp: iat + lifetime_secs,
     };
-    jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &EncodingKey::from_secret(secret.as_bytes()))
+    let header = Header { kid: Some(kid(secret)), ..Header::new(Algorithm::HS256) };
+    jsonwebtoken::encode(&header, &claims, &EncodingKey::from_secret(secret.as_bytes()))
         .expect("HS256 encoding of plain claims cannot fail")
 }
 

@@ -152,6 +152,26 @@ where
     }
 }
 
+/// A whole number from 0 as JSON Schema allows one (`60` or `60.0`), or
+/// null/absent (`None`; with `#[serde(default)]`).
+pub fn optional_whole<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    use serde::Deserialize;
+    match Option::<serde_json::Number>::deserialize(deserializer)? {
+        Some(number) => whole(&number)
+            .map(Some)
+            .ok_or_else(|| serde::de::Error::custom(format!("{number} is not a whole number from 0"))),
+        None => Ok(None),
+    }
+}
+
+/// `number` as a whole number from 0: an integer, or a float without a
+/// fraction up to 2^53 (exact in an f64; beyond, no whole number we can trust).
+pub fn whole(number: &serde_json::Number) -> Option<u64> {
+    number.as_u64().or_else(|| {
+        number.as_f64().filter(|f| f.fract() == 0.0 && (0.0..=9_007_199_254_740_992.0).contains(f)).map(|f| f as u64)
+    })
+}
+
 fn json_rejection_message(rejection: &JsonRejection) -> String {
     match rejection {
         JsonRejection::MissingJsonContentType(_) => "the body must be JSON (Content-Type: application/json)".into(),

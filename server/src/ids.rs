@@ -22,6 +22,14 @@ pub fn now_secs() -> i64 {
     now_ms() / 1000
 }
 
+/// A unix time in milliseconds as RFC 3339 (UTC), as the API writes times.
+pub fn rfc3339(unix_ms: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(unix_ms) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

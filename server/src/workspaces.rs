@@ -89,8 +89,8 @@ impl Workspaces {
     /// Creates a workspace with fresh secrets.
     pub async fn create(&self, name: &str, origins: &[String]) -> anyhow::Result<CreatedWorkspace> {
         let id = new_id("ws");
-        let api_key = format!("cak_{}", hex::encode(random_bytes::<24>()));
-        let embed_secret = hex::encode(random_bytes::<32>());
+        let api_key = new_api_key();
+        let embed_secret = new_embed_secret();
         db::insert_workspace(
             &self.pool,
             NewWorkspace {
@@ -104,6 +104,38 @@ impl Workspaces {
         .await?;
         tracing::info!(workspace_id = %id, "workspace created");
         Ok(CreatedWorkspace { id, api_key, embed_secret })
+    }
+
+    /// A new embed secret; the current one verifies tokens on until
+    /// `previous_until` (unix ms; not after it, so `now` ends it at once).
+    pub async fn rotate_embed_secret(&self, id: &str, previous_until: i64) -> anyhow::Result<RotatedEmbedSecret> {
+        let row = db::workspace(&self.pool, id).await?.ok_or_else(|| anyhow::anyhow!("no workspace {id}"))?;
+        let previous = self.vault.open(&row.embed_secret_enc)?;
+        let embed_secret = new_embed_secret();
+        db::rotate_embed_secret(&self.pool, id, &self.vault.seal(&embed_secret), previous_until).await?;
+        tracing::info!(workspace_id = %id, "embed secret rotated");
+        Ok(RotatedEmbedSecret {
+            kid: crate::auth::kid(&embed_secret),
+            previous_kid: crate::auth::kid(previous.expose()),
+            embed_secret,
+        })
+    }
+
+    /// A new api key, if `current_hash` is still the current one's (None:
+    /// another rotation came first); the current one works on until
+    /// `previous_until` (unix ms).
+    pub async fn rotate_api_key(
+        &self,
+        id: &str,
+        current_hash: &str,
+        previous_until: i64,
+    ) -> anyhow::Result<Option<String>> {
+        let api_key = new_api_key();
+        if !db::rotate_api_key(&self.pool, id, current_hash, &hash_api_key(&api_key), previous_until).await? {
+            return Ok(None);
+        }
+        tracing::info!(workspace_id = %id, "api key rotated");
+        Ok(Some(api_key))
     }
 
     /// The workspace's tool host, with its secret opened, if one is connected.
@@ -136,4 +168,21 @@ impl Workspaces {
         }
         Ok(resealed)
     }
+}
+
+/// A fresh api key: `cak_` and 48 hex digits.
+fn new_api_key() -> String {
+    format!("cak_{}", hex::encode(random_bytes::<24>()))
+}
+
+/// A fresh embed secret: 64 hex digits.
+fn new_embed_secret() -> String {
+    hex::encode(random_bytes::<32>())
+}
+
+/// A rotated embed secret, shown once.
+pub struct RotatedEmbedSecret {
+    pub embed_secret: String,
+    pub kid: String,
+    pub previous_kid: String,
 }

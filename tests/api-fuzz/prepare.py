@@ -74,6 +74,8 @@ call(
 )
 # PATCH /v1/workspace gets a workspace of its own (schemathesis.toml).
 settings = json.loads(call("POST", "/v1/workspaces", admin, {"name": "Fuzz settings"}))
+# So do the rotations: a rotated api key must not lock the other operations out.
+rotation = json.loads(call("POST", "/v1/workspaces", admin, {"name": "Fuzz rotation"}))
 now = int(time.time())
 claims = {"aud": "context-assistant", "ws": workspace["id"], "sub": "fuzz-user", "permissions": [],
           "iat": now, "exp": now + 3600}
@@ -89,6 +91,7 @@ for name, value in {
     "CA_FUZZ_ADMIN_TOKEN": admin,
     "CA_FUZZ_API_KEY": workspace["api_key"],
     "CA_FUZZ_SETTINGS_API_KEY": settings["api_key"],
+    "CA_FUZZ_ROTATION_API_KEY": rotation["api_key"],
     "CA_FUZZ_EMBED_TOKEN": token,
     "CA_FUZZ_CONVERSATION": conversation_id,
     "CA_FUZZ_COMPONENT": component_id,

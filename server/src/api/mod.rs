@@ -10,6 +10,7 @@ pub mod model;
 pub mod openapi;
 pub mod presets;
 pub mod resume;
+pub mod rotation;
 pub mod setup;
 mod state;
 pub mod workspace;
@@ -34,6 +35,7 @@ fn routes() -> OpenApiRouter<ApiState> {
         .merge(model::router())
         .merge(presets::router())
         .merge(resume::router())
+        .merge(rotation::router())
         .merge(setup::router())
         .merge(workspace::router())
 }

@@ -52,7 +52,7 @@ struct ShownModel {
     responses((status = 200, body = ShownModel)),
 )]
 async fn show_model(State(state): State<ApiState>, workspace: WorkspaceKey) -> Result<Json<ShownModel>, ApiError> {
-    let row = db::workspace_model(&state.pool, &workspace.0).await?.ok_or(ApiError::NotFound)?;
+    let row = db::workspace_model(&state.pool, &workspace.id).await?.ok_or(ApiError::NotFound)?;
     Ok(Json(ShownModel { base_url: row.base_url, model: row.model }))
 }
 
@@ -88,15 +88,15 @@ async fn set_model(
         .model_from(&base, api_key, name)
         .map_err(|error| ApiError::BadRequest(format!("base_url: {error}")))?;
     model.check().await.map_err(|error| {
-        tracing::info!(workspace_id = %workspace.0, %error, "workspace model check failed");
+        tracing::info!(workspace_id = %workspace.id, %error, "workspace model check failed");
         let said = match &error {
             crate::llm::ModelError::Rejected { status, .. } => format!("it answered {status}"),
             other => other.to_string(),
         };
         ApiError::BadGateway("model_check_failed", format!("the model did not answer the check: {said}"))
     })?;
-    state.workspaces.set_model(&workspace.0, &base, api_key, name).await?;
-    tracing::info!(workspace_id = %workspace.0, model = name, "workspace model set");
+    state.workspaces.set_model(&workspace.id, &base, api_key, name).await?;
+    tracing::info!(workspace_id = %workspace.id, model = name, "workspace model set");
     Ok(Json(ShownModel { base_url: base, model: name.to_owned() }))
 }
 
@@ -109,7 +109,7 @@ async fn set_model(
     responses((status = 204, description = "The server's model answers again")),
 )]
 async fn delete_model(State(state): State<ApiState>, workspace: WorkspaceKey) -> Result<StatusCode, ApiError> {
-    if !db::delete_workspace_model(&state.pool, &workspace.0).await? {
+    if !db::delete_workspace_model(&state.pool, &workspace.id).await? {
         return Err(ApiError::NotFound);
     }
     Ok(StatusCode::NO_CONTENT)

@@ -148,11 +148,11 @@ async fn connect_integration(
         return Err(ApiError::NotFound);
     }
     let (base_url, tools) =
-        check_tool_host(&state, &request.base_url, &request.secret, &request.allowed_tools, &workspace.0).await?;
+        check_tool_host(&state, &request.base_url, &request.secret, &request.allowed_tools, &workspace.id).await?;
     db::upsert_integration(
         &state.pool,
         NewIntegration {
-            workspace_id: &workspace.0,
+            workspace_id: &workspace.id,
             provider: PROVIDER,
             base_url: base_url.as_str(),
             secret_enc: &state.vault.seal(&request.secret),
@@ -162,7 +162,7 @@ async fn connect_integration(
         },
     )
     .await?;
-    tracing::info!(workspace_id = %workspace.0, tools = tools.len(), "integration connected");
+    tracing::info!(workspace_id = %workspace.id, tools = tools.len(), "integration connected");
     Ok(Json(ConnectResponse {
         provider: PROVIDER,
         base_url: base_url.into(),
@@ -224,7 +224,7 @@ async fn disconnect_integration(
     workspace: WorkspaceKey,
     Path(provider): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    if provider != PROVIDER || !db::delete_integration(&state.pool, &workspace.0, PROVIDER).await? {
+    if provider != PROVIDER || !db::delete_integration(&state.pool, &workspace.id, PROVIDER).await? {
         return Err(ApiError::NotFound);
     }
     Ok(StatusCode::NO_CONTENT)
@@ -277,16 +277,24 @@ impl FromRequestParts<ApiState> for Admin {
 }
 
 /// A workspace authenticated by its api key.
-pub(super) struct WorkspaceKey(pub String);
+pub(super) struct WorkspaceKey {
+    pub id: String,
+    /// The key is the current one, not the previous one during a rotation's grace.
+    pub current: bool,
+    /// The presented key's hash.
+    pub key_hash: String,
+}
 
 impl FromRequestParts<ApiState> for WorkspaceKey {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &ApiState) -> Result<Self, Self::Rejection> {
         let token = bearer(parts).ok_or(ApiError::Unauthorized)?;
-        let workspace =
-            db::workspace_by_api_key_hash(&state.pool, &hash_api_key(token)).await?.ok_or(ApiError::Unauthorized)?;
-        Ok(WorkspaceKey(workspace.id))
+        let key_hash = hash_api_key(token);
+        let (id, current) = db::workspace_by_api_key_hash(&state.pool, &key_hash, crate::ids::now_ms())
+            .await?
+            .ok_or(ApiError::Unauthorized)?;
+        Ok(WorkspaceKey { id, current, key_hash })
     }
 }
 

@@ -61,7 +61,12 @@ impl FromRequestParts<ApiState> for Caller {
             return Err(ApiError::Unauthorized);
         };
         let secret = state.vault.open(&workspace.embed_secret_enc)?;
-        let claims = auth::verify(token, &workspace.id, secret.expose()).map_err(|error| {
+        let previous = match workspace.previous_embed_secret(crate::ids::now_ms()) {
+            Some(sealed) => Some(state.vault.open(sealed)?),
+            None => None,
+        };
+        let secrets: Vec<&str> = std::iter::once(&secret).chain(previous.as_ref()).map(|s| s.expose()).collect();
+        let claims = auth::verify_with_any(token, &workspace.id, &secrets).map_err(|error| {
             tracing::info!(workspace_id = %workspace.id, %error, "embed token refused");
             ApiError::Unauthorized
         })?;

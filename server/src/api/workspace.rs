@@ -30,6 +30,12 @@ struct ShownWorkspace {
     limits: WorkspaceLimits,
     /// The limits that hold: its own, never above the operator's.
     effective_limits: EffectiveLimits,
+    /// The current embed secret's key id (`kid` in a token's header).
+    embed_secret_kid: String,
+    /// While a rotated embed secret still verifies tokens: until when (RFC 3339).
+    previous_embed_secret_valid_until: Option<String>,
+    /// While a rotated api key still works: until when (RFC 3339).
+    previous_api_key_valid_until: Option<String>,
 }
 
 /// The limits that hold for a workspace.
@@ -105,14 +111,7 @@ struct LimitsPatch {
 /// (with `default`) `None` when absent. A whole number may be written as
 /// JSON Schema allows (`60` or `60.0`).
 fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Option<u64>>, D::Error> {
-    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else { return Ok(Some(None)) };
-    let whole = number.as_u64().or_else(|| {
-        // Exact in an f64 up to 2^53; beyond, a float is no whole number we can trust.
-        number.as_f64().filter(|f| f.fract() == 0.0 && (0.0..=9_007_199_254_740_992.0).contains(f)).map(|f| f as u64)
-    });
-    whole
-        .map(|n| Some(Some(n)))
-        .ok_or_else(|| serde::de::Error::custom(format!("{number} is not a whole number from 0")))
+    crate::http::optional_whole(deserializer).map(Some)
 }
 
 impl LimitsPatch {
@@ -142,8 +141,8 @@ async fn show_workspace(
     State(state): State<ApiState>,
     workspace: WorkspaceKey,
 ) -> Result<Json<ShownWorkspace>, ApiError> {
-    let row = db::workspace(&state.pool, &workspace.0).await?.ok_or(ApiError::Unauthorized)?;
-    Ok(Json(shown(&state, row)))
+    let row = db::workspace(&state.pool, &workspace.id).await?.ok_or(ApiError::Unauthorized)?;
+    Ok(Json(shown(&state, row)?))
 }
 
 /// Changes the workspace's name, allowed origins or limits.
@@ -163,7 +162,7 @@ async fn update_workspace(
     workspace: WorkspaceKey,
     ApiJson(patch): ApiJson<WorkspacePatch>,
 ) -> Result<Json<ShownWorkspace>, ApiError> {
-    let mut row = db::workspace(&state.pool, &workspace.0).await?.ok_or(ApiError::Unauthorized)?;
+    let mut row = db::workspace(&state.pool, &workspace.id).await?.ok_or(ApiError::Unauthorized)?;
     let name = match &patch.name {
         Some(name) => valid_name(name)?.to_owned(),
         None => row.name.clone(),
@@ -184,16 +183,21 @@ async fn update_workspace(
     row.name = name;
     row.allowed_origins = serde_json::to_string(&origins).map_err(anyhow::Error::from)?;
     row.limits = serde_json::to_string(&limits).map_err(anyhow::Error::from)?;
-    Ok(Json(shown(&state, row)))
+    Ok(Json(shown(&state, row)?))
 }
 
-fn shown(state: &ApiState, row: db::WorkspaceRow) -> ShownWorkspace {
+fn shown(state: &ApiState, row: db::WorkspaceRow) -> Result<ShownWorkspace, ApiError> {
     let limits = row.limits();
-    ShownWorkspace {
+    let now = crate::ids::now_ms();
+    let while_valid = |until: Option<i64>| until.filter(|u| *u > now).map(crate::ids::rfc3339);
+    Ok(ShownWorkspace {
+        embed_secret_kid: crate::auth::kid(state.vault.open(&row.embed_secret_enc)?.expose()),
+        previous_embed_secret_valid_until: while_valid(row.embed_secret_prev_until),
+        previous_api_key_valid_until: while_valid(row.api_key_prev_until),
         effective_limits: EffectiveLimits::of(&state.limits.config.for_workspace(&limits)),
         allowed_origins: row.allowed_origins(),
         limits,
         id: row.id,
         name: row.name,
-    }
+    })
 }

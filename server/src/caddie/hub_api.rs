@@ -219,7 +219,7 @@ pub async fn revoke(
         if dropped {
             let detail = json!({ "assignment_id": request.assignment_id });
             let (workspace, user) = (Some(link.workspace_id.as_str()), Some(request.username.as_str()));
-            store::audit(&state.pool, "caddie-hub", "revoke", workspace, user, &detail).await?;
+            crate::db::audit::record(&state.pool, "caddie-hub", "revoke", workspace, user, &detail).await?;
         }
     }
     let sessions = store::delete_sessions_of(&state.pool, &request.username).await?;

@@ -153,7 +153,8 @@ pub(super) async fn open_launch(
     }
     if store::grant_from_launch(&state.pool, &link.workspace_id, &user, DEFAULT_LEVEL, &ctx.assignment_id).await? {
         let detail = json!({ "jti": ctx.jti, "assignment_id": ctx.assignment_id, "level": DEFAULT_LEVEL });
-        store::audit(&state.pool, "caddie-launch", "grant", Some(&link.workspace_id), Some(&user), &detail).await?;
+        crate::db::audit::record(&state.pool, "caddie-launch", "grant", Some(&link.workspace_id), Some(&user), &detail)
+            .await?;
         tracing::info!(assignment_id = %ctx.assignment_id, "caddie: launch-provisioned grant");
     }
     Ok(see_other(&space))

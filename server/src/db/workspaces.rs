@@ -17,6 +17,12 @@ pub struct WorkspaceRow {
     /// 1 when it is a Caddie space (linked to an assignment): only users
     /// with a grant may use it.
     pub caddie_linked: i64,
+    /// The embed secret before the last rotation, sealed, and until when
+    /// (unix ms) it still verifies tokens.
+    pub embed_secret_prev_enc: Option<String>,
+    pub embed_secret_prev_until: Option<i64>,
+    /// Until when (unix ms) the api key before the last rotation still works.
+    pub api_key_prev_until: Option<i64>,
 }
 
 impl WorkspaceRow {
@@ -28,6 +34,11 @@ impl WorkspaceRow {
     /// `set_workspace_settings` only).
     pub fn limits(&self) -> crate::config::WorkspaceLimits {
         serde_json::from_str(&self.limits).unwrap_or_default()
+    }
+
+    /// The previous embed secret while it still verifies tokens at `now` (ms).
+    pub fn previous_embed_secret(&self, now: i64) -> Option<&str> {
+        self.embed_secret_prev_enc.as_deref().filter(|_| self.embed_secret_prev_until.is_some_and(|until| until > now))
     }
 }
 
@@ -100,7 +111,8 @@ pub async fn set_workspace_origins(pool: &Pool, id: &str, origins: &[String]) ->
 }
 
 const WORKSPACE_COLUMNS: &str = "id, name, allowed_origins, embed_secret_enc, limits,
-    (SELECT COUNT(*) FROM caddie_links l WHERE l.workspace_id = workspaces.id) AS caddie_linked";
+    (SELECT COUNT(*) FROM caddie_links l WHERE l.workspace_id = workspaces.id) AS caddie_linked,
+    embed_secret_prev_enc, embed_secret_prev_until, api_key_prev_until";
 
 pub async fn workspace(pool: &Pool, id: &str) -> anyhow::Result<Option<WorkspaceRow>> {
     Ok(sqlx::query_as(&format!("SELECT {WORKSPACE_COLUMNS} FROM workspaces WHERE id = $1"))
@@ -109,11 +121,57 @@ pub async fn workspace(pool: &Pool, id: &str) -> anyhow::Result<Option<Workspace
         .await?)
 }
 
-pub async fn workspace_by_api_key_hash(pool: &Pool, hash: &str) -> anyhow::Result<Option<WorkspaceRow>> {
-    Ok(sqlx::query_as(&format!("SELECT {WORKSPACE_COLUMNS} FROM workspaces WHERE api_key_hash = $1"))
-        .bind(hash)
-        .fetch_optional(pool)
-        .await?)
+/// The workspace whose api key hashes to `hash` — its current key, or the
+/// previous one until its grace ends at `now` (ms) — and whether it is the
+/// current one.
+pub async fn workspace_by_api_key_hash(pool: &Pool, hash: &str, now: i64) -> anyhow::Result<Option<(String, bool)>> {
+    let row: Option<(String, String)> = sqlx::query_as(
+        "SELECT id, api_key_hash FROM workspaces
+         WHERE api_key_hash = $1 OR (api_key_prev_hash = $1 AND api_key_prev_until > $2)",
+    )
+    .bind(hash)
+    .bind(now)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|(id, current)| (id, current == hash)))
+}
+
+/// A new embed secret (sealed); the current one becomes the previous one
+/// until `previous_until` (ms). An older previous one is gone.
+pub async fn rotate_embed_secret(pool: &Pool, id: &str, new_enc: &str, previous_until: i64) -> anyhow::Result<()> {
+    sqlx::query(
+        "UPDATE workspaces SET embed_secret_prev_enc = embed_secret_enc, embed_secret_prev_until = $1,
+         embed_secret_enc = $2 WHERE id = $3",
+    )
+    .bind(previous_until)
+    .bind(new_enc)
+    .bind(id)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// A new api key (hashed), if `current_hash` is still the current one (a
+/// concurrent rotation wins once); the current one works on until
+/// `previous_until` (ms). True when rotated.
+pub async fn rotate_api_key(
+    pool: &Pool,
+    id: &str,
+    current_hash: &str,
+    new_hash: &str,
+    previous_until: i64,
+) -> anyhow::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE workspaces SET api_key_prev_hash = api_key_hash, api_key_prev_until = $1, api_key_hash = $2
+         WHERE id = $3 AND api_key_hash = $4",
+    )
+    .bind(previous_until)
+    .bind(new_hash)
+    .bind(id)
+    .bind(current_hash)
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// A new or replacing integration.
@@ -236,6 +294,8 @@ pub struct SealedSecret {
 pub enum SealedKind {
     /// `workspaces.embed_secret_enc`.
     EmbedSecret,
+    /// `workspaces.embed_secret_prev_enc` (during a rotation's grace).
+    PreviousEmbedSecret,
     /// `integrations.secret_enc` (the tool host's bearer).
     HostSecret,
     /// `workspace_models.api_key_enc` (a workspace's own model key).
@@ -246,6 +306,10 @@ pub enum SealedKind {
 pub async fn sealed_secrets(pool: &Pool) -> anyhow::Result<Vec<SealedSecret>> {
     let embed: Vec<(String, String)> =
         sqlx::query_as("SELECT id, embed_secret_enc FROM workspaces").fetch_all(pool).await?;
+    let previous: Vec<(String, String)> =
+        sqlx::query_as("SELECT id, embed_secret_prev_enc FROM workspaces WHERE embed_secret_prev_enc IS NOT NULL")
+            .fetch_all(pool)
+            .await?;
     let host: Vec<(String, String)> =
         sqlx::query_as("SELECT workspace_id, secret_enc FROM integrations").fetch_all(pool).await?;
     let model: Vec<(String, String)> =
@@ -254,6 +318,7 @@ pub async fn sealed_secrets(pool: &Pool) -> anyhow::Result<Vec<SealedSecret>> {
     Ok(embed
         .into_iter()
         .map(of(SealedKind::EmbedSecret))
+        .chain(previous.into_iter().map(of(SealedKind::PreviousEmbedSecret)))
         .chain(host.into_iter().map(of(SealedKind::HostSecret)))
         .chain(model.into_iter().map(of(SealedKind::ModelKey)))
         .collect())
@@ -265,6 +330,9 @@ pub async fn replace_sealed(pool: &Pool, secret: &SealedSecret, new: &str) -> an
     let sql = match secret.kind {
         SealedKind::EmbedSecret => {
             "UPDATE workspaces SET embed_secret_enc = $1 WHERE id = $2 AND embed_secret_enc = $3"
+        }
+        SealedKind::PreviousEmbedSecret => {
+            "UPDATE workspaces SET embed_secret_prev_enc = $1 WHERE id = $2 AND embed_secret_prev_enc = $3"
         }
         SealedKind::HostSecret => "UPDATE integrations SET secret_enc = $1 WHERE workspace_id = $2 AND secret_enc = $3",
         SealedKind::ModelKey => {

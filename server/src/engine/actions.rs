@@ -101,14 +101,7 @@ pub fn pending_action(action: &ActionRow) -> PendingAction {
         preview: action.preview.clone(),
         arguments: action.arguments(),
         confirmations_required: action.confirmations_required,
-        expires_at: rfc3339(action.expires_at),
+        expires_at: crate::ids::rfc3339(action.expires_at),
         status: action.status,
     }
-}
-
-fn rfc3339(unix_ms: i64) -> String {
-    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(unix_ms) * 1_000_000)
-        .ok()
-        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
-        .unwrap_or_default()
 }

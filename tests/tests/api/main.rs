@@ -20,5 +20,6 @@ mod ops;
 mod providers;
 mod quotas;
 mod resume;
+mod rotation;
 mod setup;
 mod workspace;

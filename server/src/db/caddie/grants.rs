@@ -2,7 +2,7 @@
 //! revocation and reconcile drop them) and the audit log of both.
 
 use crate::db::Pool;
-use crate::ids::{new_id, now_ms};
+use crate::ids::now_ms;
 
 pub async fn has_grant(pool: &Pool, workspace_id: &str, username: &str) -> anyhow::Result<bool> {
     let row: Option<(String,)> =
@@ -48,27 +48,4 @@ pub async fn revoke_launch_grant(pool: &Pool, workspace_id: &str, username: &str
             .await?
             .rows_affected();
     Ok(deleted > 0)
-}
-
-pub async fn audit(
-    pool: &Pool,
-    actor: &str,
-    action: &str,
-    workspace_id: Option<&str>,
-    username: Option<&str>,
-    detail: &serde_json::Value,
-) -> anyhow::Result<()> {
-    sqlx::query(
-        "INSERT INTO audit_log (id, at, actor, action, workspace_id, username, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-    )
-    .bind(new_id("aud"))
-    .bind(now_ms())
-    .bind(actor)
-    .bind(action)
-    .bind(workspace_id)
-    .bind(username)
-    .bind(detail.to_string())
-    .execute(pool)
-    .await?;
-    Ok(())
 }
