@@ -3,9 +3,11 @@
 //! chat API's caller comes from the embed token (`state.rs`).
 
 pub mod actions;
+pub mod audit;
 pub mod chat;
 pub mod components;
 pub mod conversations;
+pub mod integrations;
 pub mod model;
 pub mod openapi;
 pub mod presets;
@@ -29,9 +31,11 @@ pub use state::ApiState;
 fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(actions::router())
+        .merge(audit::router())
         .merge(chat::router())
         .merge(components::router())
         .merge(conversations::router())
+        .merge(integrations::router())
         .merge(model::router())
         .merge(presets::router())
         .merge(resume::router())

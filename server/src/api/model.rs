@@ -97,6 +97,8 @@ async fn set_model(
     })?;
     state.workspaces.set_model(&workspace.id, &base, api_key, name).await?;
     tracing::info!(workspace_id = %workspace.id, model = name, "workspace model set");
+    let detail = serde_json::json!({ "base_url": base.as_str(), "model": name });
+    db::audit::record(&state.pool, "api-key", "model.set", Some(&workspace.id), None, &detail).await?;
     Ok(Json(ShownModel { base_url: base, model: name.to_owned() }))
 }
 
@@ -112,5 +114,7 @@ async fn delete_model(State(state): State<ApiState>, workspace: WorkspaceKey) ->
     if !db::delete_workspace_model(&state.pool, &workspace.id).await? {
         return Err(ApiError::NotFound);
     }
+    db::audit::record(&state.pool, "api-key", "model.removed", Some(&workspace.id), None, &serde_json::json!({}))
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -163,6 +163,10 @@ async fn connect_integration(
     )
     .await?;
     tracing::info!(workspace_id = %workspace.id, tools = tools.len(), "integration connected");
+    let detail = serde_json::json!({
+        "provider": PROVIDER, "base_url": base_url.as_str(), "allowed_tools": request.allowed_tools, "tools": tools.len(),
+    });
+    db::audit::record(&state.pool, "api-key", "integration.connected", Some(&workspace.id), None, &detail).await?;
     Ok(Json(ConnectResponse {
         provider: PROVIDER,
         base_url: base_url.into(),
@@ -227,6 +231,8 @@ async fn disconnect_integration(
     if provider != PROVIDER || !db::delete_integration(&state.pool, &workspace.id, PROVIDER).await? {
         return Err(ApiError::NotFound);
     }
+    let detail = serde_json::json!({ "provider": PROVIDER });
+    db::audit::record(&state.pool, "api-key", "integration.disconnected", Some(&workspace.id), None, &detail).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -180,6 +180,23 @@ async fn update_workspace(
     }
     db::set_workspace_settings(&state.pool, &row.id, &name, &origins, &limits).await?;
     tracing::info!(workspace_id = %row.id, "workspace settings changed");
+    let mut changed = serde_json::Map::new();
+    let mut note = |field: &str, from: serde_json::Value, to: serde_json::Value| {
+        if from != to {
+            changed.insert(field.to_owned(), serde_json::json!({ "from": from, "to": to }));
+        }
+    };
+    note("name", row.name.clone().into(), name.clone().into());
+    note("allowed_origins", row.allowed_origins().into(), origins.clone().into());
+    note(
+        "limits",
+        serde_json::to_value(row.limits()).unwrap_or_default(),
+        serde_json::to_value(&limits).unwrap_or_default(),
+    );
+    if !changed.is_empty() {
+        let detail = serde_json::Value::Object(changed);
+        db::audit::record(&state.pool, "api-key", "workspace.updated", Some(&row.id), None, &detail).await?;
+    }
     row.name = name;
     row.allowed_origins = serde_json::to_string(&origins).map_err(anyhow::Error::from)?;
     row.limits = serde_json::to_string(&limits).map_err(anyhow::Error::from)?;

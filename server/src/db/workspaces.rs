@@ -50,6 +50,9 @@ pub struct IntegrationRow {
     pub secret_enc: String,
     pub allowed_tools: String,
     pub builtin: i64,
+    /// The tool-host preset it follows, if it was made from one.
+    pub preset: Option<String>,
+    pub created_at: i64,
 }
 
 impl IntegrationRow {
@@ -223,9 +226,25 @@ pub async fn delete_integration(pool: &Pool, workspace_id: &str, provider: &str)
     Ok(done.rows_affected() > 0)
 }
 
+/// Replaces an integration's allowlist; false when there is none.
+pub async fn set_allowed_tools(
+    pool: &Pool,
+    workspace_id: &str,
+    provider: &str,
+    allowed_tools: &[String],
+) -> anyhow::Result<bool> {
+    let done = sqlx::query("UPDATE integrations SET allowed_tools = $1 WHERE workspace_id = $2 AND provider = $3")
+        .bind(serde_json::to_string(allowed_tools)?)
+        .bind(workspace_id)
+        .bind(provider)
+        .execute(pool)
+        .await?;
+    Ok(done.rows_affected() > 0)
+}
+
 pub async fn integration(pool: &Pool, workspace_id: &str) -> anyhow::Result<Option<IntegrationRow>> {
     Ok(sqlx::query_as(
-        "SELECT workspace_id, provider, base_url, secret_enc, allowed_tools, builtin
+        "SELECT workspace_id, provider, base_url, secret_enc, allowed_tools, builtin, preset, created_at
          FROM integrations WHERE workspace_id = $1 ORDER BY created_at DESC LIMIT 1",
     )
     .bind(workspace_id)

@@ -5,6 +5,7 @@ mod helpers;
 
 mod actions;
 mod architecture;
+mod audit;
 mod bistro;
 mod caddie;
 mod chat;
