@@ -94,6 +94,11 @@ async fn confirm_action(
     let moved =
         actions::transition(&state.pool, &id, &[ActionStatus::Pending], ActionStatus::ConfirmedOnce, now).await?;
     let current = actions::get(&state.pool, &id).await?.ok_or(ApiError::NotFound)?;
+    if moved {
+        let detail = serde_json::json!({ "action_id": id });
+        actions::record_life(&state.pool, &current, &actions::user_actor(&current), "action.confirmed", None, detail)
+            .await;
+    }
     if moved || (current.status == ActionStatus::ConfirmedOnce && !current.is_expired(now)) {
         tracing::info!(action_id = %id, "delete confirmed once");
         return Ok(Json(Confirmed { action: pending_action(&current) }).into_response());
@@ -127,6 +132,8 @@ async fn apply_action(
     let mut action = action;
     action.status = ActionStatus::Executing;
     tracing::info!(action_id = %id, "action applied");
+    let detail = serde_json::json!({ "action_id": id });
+    actions::record_life(&state.pool, &action, &actions::user_actor(&action), "action.applied", None, detail).await;
     let conversation_id = action.conversation_id.clone();
     Ok(stream_turn(&state, caller, conversation_id, turn_id, TurnStart::Applied(action)).into_response())
 }
@@ -202,6 +209,8 @@ async fn cancel_action(
         .map(|r| r.trim().to_owned())
         .filter(|r| !r.is_empty());
     tracing::info!(action_id = %id, "action cancelled");
+    let detail = serde_json::json!({ "action_id": id, "reason": reason });
+    actions::record_life(&state.pool, &action, &actions::user_actor(&action), "action.cancelled", None, detail).await;
     let conversation_id = action.conversation_id.clone();
     Ok(stream_turn(&state, caller, conversation_id, turn_id, TurnStart::Declined(action, reason)).into_response())
 }

@@ -92,7 +92,42 @@ pub async fn insert(pool: &Pool, a: NewAction<'_>, now: i64) -> anyhow::Result<A
     .bind(now)
     .execute(pool)
     .await?;
-    get(pool, &id).await?.ok_or_else(|| anyhow::anyhow!("the action just written is missing"))
+    let action = get(pool, &id).await?.ok_or_else(|| anyhow::anyhow!("the action just written is missing"))?;
+    let detail = serde_json::json!({
+        "action_id": action.id, "conversation_id": action.conversation_id, "verb": action.verb.as_str(),
+        "preview": action.preview, "arguments": a.arguments,
+    });
+    record_life(pool, &action, "assistant", "action.previewed", None, detail).await;
+    Ok(action)
+}
+
+/// Records a step of `action`'s life in the audit trail (with its tool and
+/// user). A failure to record is logged, never the user's failure.
+pub async fn record_life(
+    pool: &Pool,
+    action: &ActionRow,
+    actor: &str,
+    event: &str,
+    outcome: Option<&str>,
+    detail: serde_json::Value,
+) {
+    let entry = super::audit::Entry {
+        actor,
+        action: event,
+        workspace_id: Some(&action.workspace_id),
+        username: Some(&action.external_user_id),
+        tool: Some(&action.tool),
+        outcome,
+        detail: &detail,
+    };
+    if let Err(error) = super::audit::record_entry(pool, entry).await {
+        tracing::error!(error = format!("{error:#}"), action_id = %action.id, event, "audit entry not recorded");
+    }
+}
+
+/// `user:{sub}`: an end user as the audit trail's actor.
+pub fn user_actor(action: &ActionRow) -> String {
+    format!("user:{}", action.external_user_id)
 }
 
 pub async fn get(pool: &Pool, id: &str) -> anyhow::Result<Option<ActionRow>> {
@@ -177,7 +212,7 @@ pub async fn finish(pool: &Pool, id: &str, status: ActionStatus) -> anyhow::Resu
 
 /// Marks the action `expired` if it is open and past its expiry at `now`.
 pub async fn expire(pool: &Pool, id: &str, now: i64) -> anyhow::Result<()> {
-    sqlx::query(
+    let moved = sqlx::query(
         "UPDATE actions SET status = 'expired', updated_at = $1
          WHERE id = $2 AND status IN ('pending', 'confirmed_once') AND expires_at <= $3",
     )
@@ -185,7 +220,13 @@ pub async fn expire(pool: &Pool, id: &str, now: i64) -> anyhow::Result<()> {
     .bind(id)
     .bind(now)
     .execute(pool)
-    .await?;
+    .await?
+    .rows_affected();
+    if moved == 1
+        && let Some(action) = get(pool, id).await?
+    {
+        record_life(pool, &action, "system", "action.expired", None, serde_json::json!({ "action_id": id })).await;
+    }
     Ok(())
 }
 
@@ -208,6 +249,9 @@ pub async fn supersede_open(pool: &Pool, conversation_id: &str) -> anyhow::Resul
         .execute(pool)
         .await?;
         if moved.rows_affected() == 1 {
+            let detail =
+                serde_json::json!({ "action_id": action.id, "reason": "superseded: the user sent a new message" });
+            record_life(pool, &action, &user_actor(&action), "action.cancelled", None, detail).await;
             cancelled.push(action);
         }
     }
@@ -237,6 +281,8 @@ pub async fn abandon_stuck(pool: &Pool, cutoff: i64) -> anyhow::Result<Vec<Actio
         .await?
         .rows_affected();
         if won == 1 {
+            let detail = serde_json::json!({ "action_id": action.id, "error": "interrupted: the outcome is unknown" });
+            record_life(pool, &action, "system", "action.executed", Some("unknown"), detail).await;
             moved.push(action);
         }
     }

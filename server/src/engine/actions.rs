@@ -15,16 +15,22 @@ impl Turn<'_> {
     /// frozen arguments and scope and the action id as `requestId`.
     pub(super) async fn execute_action(&self, action: &ActionRow) -> ToolOutcome {
         let engine = self.engine;
+        let started = std::time::Instant::now();
         let activity = |status| self.events.tool_activity(&action.call_id, &action.tool, action.verb, status);
-        let finish = |status: ActionStatus| async move {
+        let finish = |status: ActionStatus, error: Option<&'static str>| async move {
             if let Err(error) = db::actions::finish(&engine.pool, &action.id, status).await {
                 tracing::error!(error = format!("{error:#}"), action_id = %action.id, "cannot record the action's end");
             }
+            let detail = serde_json::json!({
+                "action_id": action.id, "duration_ms": started.elapsed().as_millis() as u64, "error": error,
+            });
+            let outcome = Some(status.as_str());
+            db::actions::record_life(&engine.pool, action, "system", "action.executed", outcome, detail).await;
         };
         let target = match engine.workspaces.host(&self.input.caller.workspace_id).await {
             Ok(Some(host)) => host.target,
             _ => {
-                finish(ActionStatus::Failed).await;
+                finish(ActionStatus::Failed, Some("no_host")).await;
                 activity(ToolStatus::Failed);
                 return ToolOutcome::error("no tool host is connected", "no_host");
             }
@@ -39,14 +45,14 @@ impl Turn<'_> {
         match engine.host.execute(&target, &action.tool, &action.call_id, &action.arguments(), &scope).await {
             Ok(output) => {
                 crate::metrics::tool_call(Some(action.verb), "ok");
-                finish(ActionStatus::Succeeded).await;
+                finish(ActionStatus::Succeeded, None).await;
                 activity(ToolStatus::Succeeded);
                 tracing::info!(action_id = %action.id, "action executed");
                 ToolOutcome::output(output)
             }
             Err(error) => {
                 crate::metrics::tool_call(Some(action.verb), "error");
-                finish(ActionStatus::Failed).await;
+                finish(ActionStatus::Failed, Some(error.code())).await;
                 tracing::warn!(action_id = %action.id, code = error.code(), %error, "action failed at the host");
                 activity(ToolStatus::Failed);
                 ToolOutcome::error(error.user_message(), error.code())

@@ -5,10 +5,13 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::{ADMIN_TOKEN, Db, HOST_SECRET, HostSpec, Rig, Step, task_tools};
+use crate::helpers::{ADMIN_TOKEN, Db, HOST_SECRET, HostSpec, Rig, Step, pending, task_tools};
 use crate::on_both_databases;
 
-on_both_databases!(setup_changes_are_in_the_trail_newest_first_with_filters_cursors_and_an_export);
+on_both_databases!(
+    setup_changes_are_in_the_trail_newest_first_with_filters_cursors_and_an_export,
+    each_pending_actions_life_is_in_the_trail_with_its_user_tool_and_outcome,
+);
 
 async fn actions(rig: &Rig, query: &str) -> (Vec<String>, Value) {
     let (status, page) = rig.app.get_json(&format!("/v1/audit{query}"), &rig.api_key).await;
@@ -151,4 +154,50 @@ async fn the_integration_is_listed_shown_without_its_secret_narrowed_and_disconn
     assert_eq!(rig.app.get("/v1/integrations/generic-rest", &rig.api_key).await.status(), 404);
     let (_, trail) = rig.app.get_json("/v1/audit?action=integration.disconnected", &rig.api_key).await;
     assert_eq!(trail["items"].as_array().unwrap().len(), 1);
+}
+
+async fn each_pending_actions_life_is_in_the_trail_with_its_user_tool_and_outcome(db: Db) {
+    let script = vec![
+        Step::Call("delete_project", json!({})),
+        Step::Text("Deleted."),
+        Step::Call("create_task", json!({"title": "Ship it"})),
+        Step::Text("Fine."),
+    ];
+    let rig = Rig::start(db, HostSpec::new(task_tools()), script, &[]).await;
+    let delete = pending(&rig.say("delete the project").await)["action_id"].as_str().unwrap().to_owned();
+    assert_eq!(rig.act(&delete, "confirm", None).await.0, 200);
+    assert_eq!(rig.act(&delete, "apply", None).await.0, 200);
+    let create = pending(&rig.say("create a task").await)["action_id"].as_str().unwrap().to_owned();
+    assert_eq!(rig.act(&create, "cancel", Some(json!({"reason": "not now"}))).await.0, 200);
+
+    let (names, page) = actions(&rig, "?user=user_42").await;
+
+    assert_eq!(
+        names,
+        [
+            "action.cancelled",
+            "action.previewed",
+            "action.executed",
+            "action.applied",
+            "action.confirmed",
+            "action.previewed"
+        ]
+    );
+    let items = page["items"].as_array().unwrap();
+    assert!(items.iter().all(|i| i["user"] == "user_42"));
+    assert_eq!(items[0]["tool"], "create_task");
+    assert_eq!(items[0]["detail"]["reason"], "not now");
+    assert_eq!(items[0]["actor"], "user:user_42");
+    assert_eq!(items[1]["detail"]["arguments"], json!({"title": "Ship it"}), "the frozen arguments");
+    assert_eq!(items[1]["detail"]["preview"], "Create the task “Ship it”");
+    assert_eq!(items[1]["actor"], "assistant");
+    assert_eq!(items[2]["outcome"], "succeeded");
+    assert_eq!(items[2]["tool"], "delete_project");
+    assert!(items[2]["detail"]["duration_ms"].is_u64());
+    assert_eq!(items[2]["detail"]["action_id"], delete.as_str());
+    // Filters by tool and outcome.
+    let (by_tool, _) = actions(&rig, "?tool=delete_project").await;
+    assert_eq!(by_tool, ["action.executed", "action.applied", "action.confirmed", "action.previewed"]);
+    assert_eq!(actions(&rig, "?outcome=succeeded").await.0, ["action.executed"]);
+    assert!(actions(&rig, "?user=someone-else").await.0.is_empty());
 }
