@@ -15,6 +15,7 @@ pub mod resume;
 pub mod rotation;
 pub mod setup;
 mod state;
+pub mod users;
 pub mod workspace;
 
 use axum::Router;
@@ -41,6 +42,7 @@ fn routes() -> OpenApiRouter<ApiState> {
         .merge(resume::router())
         .merge(rotation::router())
         .merge(setup::router())
+        .merge(users::router())
         .merge(workspace::router())
 }
 

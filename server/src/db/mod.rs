@@ -12,6 +12,7 @@ pub mod caddie;
 pub mod carts;
 pub mod components;
 mod conversations;
+pub mod erasure;
 pub mod limits;
 mod pool;
 pub mod turn_events;

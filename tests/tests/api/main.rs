@@ -12,6 +12,7 @@ mod chat;
 mod components;
 mod config;
 mod embed;
+mod erasure;
 mod idp;
 mod keys;
 mod limits;

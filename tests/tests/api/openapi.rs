@@ -15,6 +15,7 @@ const OPERATIONS: &[(&str, &str, &str)] = &[
     ("get", "/v1/integrations/{provider}", "api_key"),
     ("patch", "/v1/integrations/{provider}", "api_key"),
     ("get", "/v1/audit", "api_key"),
+    ("delete", "/v1/users/{external_user_id}", "api_key"),
     ("get", "/v1/tool-presets", "admin"),
     ("put", "/v1/tool-presets/{name}", "admin"),
     ("delete", "/v1/tool-presets/{name}", "admin"),

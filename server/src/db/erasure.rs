@@ -1,0 +1,101 @@
+//! Erasing an end user's data in a workspace (`DELETE /v1/users/{id}`):
+//! their conversations with every message, turn, stream event, component
+//! and pending action, their limits' counters, and the content of the
+//! audit entries about them — in one transaction. What a tool host keeps
+//! (a cart, an order) is the host's to erase.
+
+use serde::Serialize;
+use sqlx::Connection;
+
+use super::pool::Pool;
+
+/// How many rows of each kind were erased.
+#[derive(Debug, Default, Serialize, utoipa::ToSchema)]
+pub struct Erased {
+    pub conversations: u64,
+    pub messages: u64,
+    pub turns: u64,
+    pub turn_events: u64,
+    pub components: u64,
+    pub actions: u64,
+    /// Rate-limit windows and daily token counts.
+    pub counters: u64,
+    /// Audit entries about the user, kept with their kind and time only
+    /// (earlier erasures keep theirs: they hold no content).
+    pub audit_entries_scrubbed: u64,
+}
+
+/// Why an erasure did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum EraseError {
+    #[error("a turn of this user's is running")]
+    TurnRunning,
+    #[error(transparent)]
+    Db(#[from] anyhow::Error),
+}
+
+impl From<sqlx::Error> for EraseError {
+    fn from(error: sqlx::Error) -> Self {
+        EraseError::Db(error.into())
+    }
+}
+
+const THEIR_CONVERSATIONS: &str = "SELECT id FROM conversations WHERE workspace_id = $1 AND external_user_id = $2";
+
+/// Erases everything stored for `user` in `workspace_id`.
+pub async fn erase_user(pool: &Pool, workspace_id: &str, user: &str) -> Result<Erased, EraseError> {
+    let mut conn = pool.acquire().await?;
+    let mut tx = conn.begin().await?;
+    let running: (i64,) = sqlx::query_as(&format!(
+        "SELECT COUNT(*) FROM turns WHERE finished_at IS NULL AND conversation_id IN ({THEIR_CONVERSATIONS})"
+    ))
+    .bind(workspace_id)
+    .bind(user)
+    .fetch_one(&mut *tx)
+    .await?;
+    if running.0 > 0 {
+        return Err(EraseError::TurnRunning);
+    }
+    let mut erased = Erased::default();
+    let in_theirs = |sql: &str| sql.replace("{theirs}", THEIR_CONVERSATIONS);
+    for (count, sql) in [
+        (
+            &mut erased.turn_events,
+            in_theirs(
+                "DELETE FROM turn_events WHERE turn_id IN (SELECT id FROM turns WHERE conversation_id IN ({theirs}))",
+            ),
+        ),
+        (&mut erased.components, in_theirs("DELETE FROM components WHERE conversation_id IN ({theirs})")),
+        (&mut erased.messages, in_theirs("DELETE FROM messages WHERE conversation_id IN ({theirs})")),
+        (&mut erased.actions, "DELETE FROM actions WHERE workspace_id = $1 AND external_user_id = $2".to_owned()),
+        (&mut erased.turns, in_theirs("DELETE FROM turns WHERE conversation_id IN ({theirs})")),
+        (
+            &mut erased.conversations,
+            "DELETE FROM conversations WHERE workspace_id = $1 AND external_user_id = $2".to_owned(),
+        ),
+    ] {
+        *count = sqlx::query(&sql).bind(workspace_id).bind(user).execute(&mut *tx).await?.rows_affected();
+    }
+    // The keys `limits.rs` counts this user under.
+    let windows = [format!("turn:user:{workspace_id}:{user}"), format!("call:user:{workspace_id}:{user}")];
+    for key in &windows {
+        erased.counters +=
+            sqlx::query("DELETE FROM rate_windows WHERE key = $1").bind(key).execute(&mut *tx).await?.rows_affected();
+    }
+    erased.counters += sqlx::query("DELETE FROM token_usage WHERE key = $1")
+        .bind(format!("tokens:user:{workspace_id}:{user}"))
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    erased.audit_entries_scrubbed = sqlx::query(
+        "UPDATE audit_log SET username = NULL, detail = '{\"erased\":true}' WHERE workspace_id = $1 AND username = $2
+         AND action <> 'user.erased'",
+    )
+    .bind(workspace_id)
+    .bind(user)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    tx.commit().await?;
+    Ok(erased)
+}
