@@ -153,6 +153,7 @@ impl Application {
             on_turn_finished,
         };
         crate::engine::sweep_stuck_actions(pool.clone(), config.limits.tool_timeout);
+        crate::retention::spawn(pool.clone(), clock.clone(), config.retention_every, config.audit_retention_days);
         crate::engine::events::spawn_forgetting(pool.clone());
         let turns = TurnRegistry::default();
         crate::engine::stop::watch_stop_requests(turns.clone(), pool.clone(), STOP_POLL);

@@ -52,6 +52,11 @@ pub struct Config {
     pub caddie: Option<CaddieConfig>,
     /// `CA_CADDIE_RETRY_MS`: how often queued status reports are retried (default 5000).
     pub caddie_retry_every: Duration,
+    /// `CA_RETENTION_SWEEP_MS`: how often conversations past their
+    /// workspace's retention are deleted (default an hour).
+    pub retention_every: Duration,
+    /// `CA_AUDIT_RETENTION_DAYS`: audit entries older than this are deleted (unset: kept).
+    pub audit_retention_days: Option<u64>,
     /// `CA_TRUSTED_PROXIES`: the reverse proxies whose `X-Forwarded-For`
     /// and `X-Forwarded-Proto` are believed (none by default).
     pub trusted_proxies: Vec<ipnet::IpNet>,
@@ -460,6 +465,11 @@ impl Config {
 
         Ok(Self {
             caddie_retry_every: Duration::from_millis(number("CA_CADDIE_RETRY_MS", 5000, 10)?),
+            retention_every: Duration::from_millis(number("CA_RETENTION_SWEEP_MS", 3_600_000, 10)?),
+            audit_retention_days: match get("CA_AUDIT_RETENTION_DAYS").filter(|v| !v.is_empty()) {
+                Some(_) => Some(number("CA_AUDIT_RETENTION_DAYS", 0, 1)?),
+                None => None,
+            },
             shutdown_grace: Duration::from_millis(number("CA_SHUTDOWN_GRACE_MS", 20_000, 0)?),
             trusted_proxies: parse_networks(&get("CA_TRUSTED_PROXIES").unwrap_or_default())
                 .map_err(|reason| bad("CA_TRUSTED_PROXIES", reason))?,

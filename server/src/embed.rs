@@ -82,14 +82,22 @@ async fn widget_page(State(state): State<EmbedState>, Query(query): Query<Widget
         allowed_origins: allowed_origins.clone(),
         demo_model: state.pages.demo_model,
         title: workspace.name.clone(),
-        theme: Theme::parse(
-            query.theme.as_deref(),
-            query.accent.as_deref(),
-            query.radius.as_deref(),
-            query.font.as_deref(),
-        ),
+        theme: page_theme(&query, workspace.theme()),
         token: None,
         caddie: None,
     };
     state.pages.render(boot, &allowed_origins, request).await
+}
+
+/// The host page's look (`init` options, validated), each value it does
+/// not set from the workspace's default.
+fn page_theme(query: &WidgetQuery, default: Theme) -> Theme {
+    let page =
+        Theme::parse(query.theme.as_deref(), query.accent.as_deref(), query.radius.as_deref(), query.font.as_deref());
+    Theme {
+        mode: page.mode.or(default.mode),
+        accent: page.accent.or(default.accent),
+        radius: page.radius.or(default.radius),
+        font: page.font.or(default.font),
+    }
 }

@@ -37,6 +37,7 @@ pub mod markdown;
 pub mod metrics;
 pub mod ops;
 pub mod precompress;
+pub mod retention;
 pub mod schema;
 pub mod secret;
 pub mod telemetry;

@@ -11,6 +11,8 @@ use utoipa_axum::routes;
 
 use super::setup::{WorkspaceKey, parse_origin, valid_name};
 use super::state::ApiState;
+use widget::wire::Theme;
+
 use crate::config::{RateLimits, WorkspaceLimits};
 use crate::db;
 use crate::http::{ApiError, ApiJson};
@@ -30,6 +32,10 @@ struct ShownWorkspace {
     limits: WorkspaceLimits,
     /// The limits that hold: its own, never above the operator's.
     effective_limits: EffectiveLimits,
+    /// Its default widget look (a host page's `init` options win).
+    theme: ShownTheme,
+    /// Days its conversations are kept after their last message; null keeps them.
+    retention_days: Option<i64>,
     /// The current embed secret's key id (`kid` in a token's header).
     embed_secret_kid: String,
     /// While a rotated embed secret still verifies tokens: until when (RFC 3339).
@@ -85,6 +91,62 @@ struct WorkspacePatch {
     /// `effective_limits` shows what holds.
     #[serde(default, deserialize_with = "crate::http::object_only")]
     limits: Option<LimitsPatch>,
+    /// Replaces the default widget look; `{}` clears it. Every value is
+    /// checked: one out of shape refuses the change.
+    #[serde(default, deserialize_with = "crate::http::object_only")]
+    theme: Option<ShownTheme>,
+    /// Days to keep conversations after their last message (1 to 3650;
+    /// older ones are deleted within the hour), or null to keep them.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<u64>, minimum = 1, maximum = 3650)]
+    retention_days: Option<Option<u64>>,
+}
+
+/// A widget look: each value optional.
+#[derive(Serialize, Deserialize, Default, PartialEq, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct ShownTheme {
+    /// `light` or `dark`; none follows the visitor's preference.
+    #[schema(pattern = "^(light|dark)$")]
+    mode: Option<String>,
+    /// `#rrggbb`.
+    #[schema(pattern = "^#[0-9A-Fa-f]{6}$")]
+    accent: Option<String>,
+    /// Corner radius in pixels.
+    #[serde(default, deserialize_with = "small_whole")]
+    #[schema(minimum = 0, maximum = 32)]
+    radius: Option<u8>,
+    /// A CSS font-family list: letters, digits, spaces, commas, quotes and hyphens.
+    #[schema(min_length = 1, max_length = 120, pattern = "^[A-Za-z0-9 ,\"'-]+$")]
+    font: Option<String>,
+}
+
+/// A whole number up to 255 as JSON Schema allows one (`4` or `4.0`).
+fn small_whole<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u8>, D::Error> {
+    crate::http::optional_whole(deserializer)?
+        .map(|n| u8::try_from(n).map_err(|_| serde::de::Error::custom(format!("{n} is too large"))))
+        .transpose()
+}
+
+impl ShownTheme {
+    /// The theme, if every value given is valid.
+    fn checked(&self) -> Result<Theme, ApiError> {
+        let radius = self.radius.map(|r| r.to_string());
+        let theme = Theme::parse(self.mode.as_deref(), self.accent.as_deref(), radius.as_deref(), self.font.as_deref());
+        let kept = ShownTheme::from(theme.clone());
+        if kept != *self {
+            return Err(ApiError::BadRequest(
+                "theme: mode is light or dark, accent #rrggbb, radius 0 to 32, font a CSS font-family list".into(),
+            ));
+        }
+        Ok(theme)
+    }
+}
+
+impl From<Theme> for ShownTheme {
+    fn from(t: Theme) -> Self {
+        Self { mode: t.mode, accent: t.accent, radius: t.radius, font: t.font }
+    }
 }
 
 #[derive(Deserialize, utoipa::ToSchema)]
@@ -178,7 +240,19 @@ async fn update_workspace(
     if let Some(reason) = limits.refusal() {
         return Err(ApiError::BadRequest(reason));
     }
-    db::set_workspace_settings(&state.pool, &row.id, &name, &origins, &limits).await?;
+    let theme = match &patch.theme {
+        Some(theme) => theme.checked()?,
+        None => row.theme(),
+    };
+    let retention_days = match patch.retention_days {
+        Some(Some(days)) if (1..=3650).contains(&days) => Some(days as i64),
+        Some(Some(_)) => return Err(ApiError::BadRequest("retention_days must be 1 to 3650, or null".into())),
+        Some(None) => None,
+        None => row.retention_days,
+    };
+    let settings =
+        db::WorkspaceSettings { name: &name, origins: &origins, limits: &limits, theme: &theme, retention_days };
+    db::set_workspace_settings(&state.pool, &row.id, settings).await?;
     tracing::info!(workspace_id = %row.id, "workspace settings changed");
     let mut changed = serde_json::Map::new();
     let mut note = |field: &str, from: serde_json::Value, to: serde_json::Value| {
@@ -193,6 +267,12 @@ async fn update_workspace(
         serde_json::to_value(row.limits()).unwrap_or_default(),
         serde_json::to_value(&limits).unwrap_or_default(),
     );
+    note(
+        "theme",
+        serde_json::to_value(row.theme()).unwrap_or_default(),
+        serde_json::to_value(&theme).unwrap_or_default(),
+    );
+    note("retention_days", row.retention_days.into(), retention_days.into());
     if !changed.is_empty() {
         let detail = serde_json::Value::Object(changed);
         db::audit::record(&state.pool, "api-key", "workspace.updated", Some(&row.id), None, &detail).await?;
@@ -200,6 +280,8 @@ async fn update_workspace(
     row.name = name;
     row.allowed_origins = serde_json::to_string(&origins).map_err(anyhow::Error::from)?;
     row.limits = serde_json::to_string(&limits).map_err(anyhow::Error::from)?;
+    row.theme = serde_json::to_string(&theme).map_err(anyhow::Error::from)?;
+    row.retention_days = retention_days;
     Ok(Json(shown(&state, row)?))
 }
 
@@ -208,6 +290,8 @@ fn shown(state: &ApiState, row: db::WorkspaceRow) -> Result<ShownWorkspace, ApiE
     let now = crate::ids::now_ms();
     let while_valid = |until: Option<i64>| until.filter(|u| *u > now).map(crate::ids::rfc3339);
     Ok(ShownWorkspace {
+        theme: row.theme().into(),
+        retention_days: row.retention_days,
         embed_secret_kid: crate::auth::kid(state.vault.open(&row.embed_secret_enc)?.expose()),
         previous_embed_secret_valid_until: while_valid(row.embed_secret_prev_until),
         previous_api_key_valid_until: while_valid(row.api_key_prev_until),

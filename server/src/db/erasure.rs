@@ -42,6 +42,33 @@ impl From<sqlx::Error> for EraseError {
 
 const THEIR_CONVERSATIONS: &str = "SELECT id FROM conversations WHERE workspace_id = $1 AND external_user_id = $2";
 
+/// Deletes the conversations `scope` selects (a query of their ids, with
+/// `$1` and `$2` bound to `a` and `b`) with everything that hangs off
+/// them, counting into `erased`.
+pub(super) async fn delete_conversations(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    scope: &str,
+    a: &str,
+    b: &str,
+    erased: &mut Erased,
+) -> Result<(), sqlx::Error> {
+    let of = |sql: &str| sql.replace("{scope}", scope);
+    for (count, sql) in [
+        (
+            &mut erased.turn_events,
+            of("DELETE FROM turn_events WHERE turn_id IN (SELECT id FROM turns WHERE conversation_id IN ({scope}))"),
+        ),
+        (&mut erased.components, of("DELETE FROM components WHERE conversation_id IN ({scope})")),
+        (&mut erased.messages, of("DELETE FROM messages WHERE conversation_id IN ({scope})")),
+        (&mut erased.actions, of("DELETE FROM actions WHERE conversation_id IN ({scope})")),
+        (&mut erased.turns, of("DELETE FROM turns WHERE conversation_id IN ({scope})")),
+        (&mut erased.conversations, of("DELETE FROM conversations WHERE id IN ({scope})")),
+    ] {
+        *count += sqlx::query(&sql).bind(a).bind(b).execute(&mut **tx).await?.rows_affected();
+    }
+    Ok(())
+}
+
 /// Erases everything stored for `user` in `workspace_id`.
 pub async fn erase_user(pool: &Pool, workspace_id: &str, user: &str) -> Result<Erased, EraseError> {
     let mut conn = pool.acquire().await?;
@@ -57,25 +84,7 @@ pub async fn erase_user(pool: &Pool, workspace_id: &str, user: &str) -> Result<E
         return Err(EraseError::TurnRunning);
     }
     let mut erased = Erased::default();
-    let in_theirs = |sql: &str| sql.replace("{theirs}", THEIR_CONVERSATIONS);
-    for (count, sql) in [
-        (
-            &mut erased.turn_events,
-            in_theirs(
-                "DELETE FROM turn_events WHERE turn_id IN (SELECT id FROM turns WHERE conversation_id IN ({theirs}))",
-            ),
-        ),
-        (&mut erased.components, in_theirs("DELETE FROM components WHERE conversation_id IN ({theirs})")),
-        (&mut erased.messages, in_theirs("DELETE FROM messages WHERE conversation_id IN ({theirs})")),
-        (&mut erased.actions, "DELETE FROM actions WHERE workspace_id = $1 AND external_user_id = $2".to_owned()),
-        (&mut erased.turns, in_theirs("DELETE FROM turns WHERE conversation_id IN ({theirs})")),
-        (
-            &mut erased.conversations,
-            "DELETE FROM conversations WHERE workspace_id = $1 AND external_user_id = $2".to_owned(),
-        ),
-    ] {
-        *count = sqlx::query(&sql).bind(workspace_id).bind(user).execute(&mut *tx).await?.rows_affected();
-    }
+    delete_conversations(&mut tx, THEIR_CONVERSATIONS, workspace_id, user, &mut erased).await?;
     // The keys `limits.rs` counts this user under.
     let windows = [format!("turn:user:{workspace_id}:{user}"), format!("call:user:{workspace_id}:{user}")];
     for key in &windows {

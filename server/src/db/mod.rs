@@ -15,6 +15,7 @@ mod conversations;
 pub mod erasure;
 pub mod limits;
 mod pool;
+pub mod retention;
 pub mod turn_events;
 mod turns;
 mod workspaces;

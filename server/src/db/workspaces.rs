@@ -23,6 +23,10 @@ pub struct WorkspaceRow {
     pub embed_secret_prev_until: Option<i64>,
     /// Until when (unix ms) the api key before the last rotation still works.
     pub api_key_prev_until: Option<i64>,
+    /// Its default widget look, as JSON (`widget::wire::Theme`).
+    pub theme: String,
+    /// Days its conversations are kept after their last message; None keeps them.
+    pub retention_days: Option<i64>,
 }
 
 impl WorkspaceRow {
@@ -34,6 +38,13 @@ impl WorkspaceRow {
     /// `set_workspace_settings` only).
     pub fn limits(&self) -> crate::config::WorkspaceLimits {
         serde_json::from_str(&self.limits).unwrap_or_default()
+    }
+
+    /// Its default widget look; only valid values (they were checked when set).
+    pub fn theme(&self) -> widget::wire::Theme {
+        let t: widget::wire::Theme = serde_json::from_str(&self.theme).unwrap_or_default();
+        let radius = t.radius.map(|r| r.to_string());
+        widget::wire::Theme::parse(t.mode.as_deref(), t.accent.as_deref(), radius.as_deref(), t.font.as_deref())
     }
 
     /// The previous embed secret while it still verifies tokens at `now` (ms).
@@ -86,21 +97,29 @@ pub async fn insert_workspace(pool: &Pool, w: NewWorkspace<'_>) -> anyhow::Resul
     Ok(())
 }
 
-/// Writes a workspace's name, allowed origins and own limits.
-pub async fn set_workspace_settings(
-    pool: &Pool,
-    id: &str,
-    name: &str,
-    origins: &[String],
-    limits: &crate::config::WorkspaceLimits,
-) -> anyhow::Result<()> {
-    sqlx::query("UPDATE workspaces SET name = $1, allowed_origins = $2, limits = $3 WHERE id = $4")
-        .bind(name)
-        .bind(serde_json::to_string(origins)?)
-        .bind(serde_json::to_string(limits)?)
-        .bind(id)
-        .execute(pool)
-        .await?;
+/// A workspace's settings as its host sets them.
+pub struct WorkspaceSettings<'a> {
+    pub name: &'a str,
+    pub origins: &'a [String],
+    pub limits: &'a crate::config::WorkspaceLimits,
+    pub theme: &'a widget::wire::Theme,
+    pub retention_days: Option<i64>,
+}
+
+/// Writes a workspace's name, allowed origins, own limits, theme and retention.
+pub async fn set_workspace_settings(pool: &Pool, id: &str, s: WorkspaceSettings<'_>) -> anyhow::Result<()> {
+    sqlx::query(
+        "UPDATE workspaces SET name = $1, allowed_origins = $2, limits = $3, theme = $4, retention_days = $5
+         WHERE id = $6",
+    )
+    .bind(s.name)
+    .bind(serde_json::to_string(s.origins)?)
+    .bind(serde_json::to_string(s.limits)?)
+    .bind(serde_json::to_string(s.theme)?)
+    .bind(s.retention_days)
+    .bind(id)
+    .execute(pool)
+    .await?;
     Ok(())
 }
 
@@ -115,7 +134,7 @@ pub async fn set_workspace_origins(pool: &Pool, id: &str, origins: &[String]) ->
 
 const WORKSPACE_COLUMNS: &str = "id, name, allowed_origins, embed_secret_enc, limits,
     (SELECT COUNT(*) FROM caddie_links l WHERE l.workspace_id = workspaces.id) AS caddie_linked,
-    embed_secret_prev_enc, embed_secret_prev_until, api_key_prev_until";
+    embed_secret_prev_enc, embed_secret_prev_until, api_key_prev_until, theme, retention_days";
 
 pub async fn workspace(pool: &Pool, id: &str) -> anyhow::Result<Option<WorkspaceRow>> {
     Ok(sqlx::query_as(&format!("SELECT {WORKSPACE_COLUMNS} FROM workspaces WHERE id = $1"))

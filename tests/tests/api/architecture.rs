@@ -29,6 +29,7 @@ const SERVER_LAYERS: &[(&str, &[&str])] = &[
             "auth",
             "http",
             "precompress",
+            "retention",
         ],
     ),
     ("base", &["db", "config", "crypto", "secret", "clock", "ids", "telemetry", "metrics"]),

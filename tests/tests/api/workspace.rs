@@ -141,3 +141,90 @@ async fn a_new_name_and_origins_are_shown_and_the_widget_page_follows_them() {
     assert_eq!(from("https://shop.example").await.unwrap().status(), 403);
     assert_eq!(from("https://new.example").await.unwrap().status(), 200);
 }
+
+on_both_databases!(conversations_past_the_workspaces_retention_are_deleted_and_none_sooner);
+
+async fn conversations_past_the_workspaces_retention_are_deleted_and_none_sooner(db: Db) {
+    let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
+    let said = rig.say("remember this").await;
+    let conversation = of(&said, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+    let turn = of(&said, "turn")[0]["turn_id"].as_str().unwrap().to_owned();
+    let pool = &rig.app.state.pool;
+    let listed = || async { rig.app.get_json("/v1/conversations", &rig.token).await.1["conversations"].clone() };
+    let two_days = Duration::from_secs(2 * 24 * 3600);
+
+    // Kept by default, however old.
+    rig.app.clock.advance(two_days);
+    server::retention::sweep(pool, &rig.app.clock, None).await.unwrap();
+    assert_eq!(listed().await.as_array().unwrap().len(), 1);
+
+    let (status, shown) = rig.app.patch_json("/v1/workspace", &rig.api_key, &json!({"retention_days": 3})).await;
+    assert_eq!((status, shown["retention_days"].clone()), (200, json!(3)));
+    server::retention::sweep(pool, &rig.app.clock, None).await.unwrap();
+    assert_eq!(listed().await.as_array().unwrap().len(), 1, "two days old, three kept");
+
+    rig.app.clock.advance(two_days);
+    server::retention::sweep(pool, &rig.app.clock, None).await.unwrap();
+    assert_eq!(listed().await, json!([]));
+    let count = |sql: &'static str, id: String| async move {
+        let (n,): (i64,) = sqlx::query_as(sql).bind(id).fetch_one(pool).await.unwrap();
+        n
+    };
+    assert_eq!(count("SELECT COUNT(*) FROM messages WHERE conversation_id = $1", conversation.clone()).await, 0);
+    assert_eq!(count("SELECT COUNT(*) FROM turns WHERE conversation_id = $1", conversation).await, 0);
+    assert_eq!(count("SELECT COUNT(*) FROM turn_events WHERE turn_id = $1", turn).await, 0, "its stream too");
+
+    // The audit trail keeps what it is told to.
+    server::retention::sweep(pool, &rig.app.clock, Some(30)).await.unwrap();
+    let (_, trail) = rig.app.get_json("/v1/audit", &rig.api_key).await;
+    assert!(!trail["items"].as_array().unwrap().is_empty(), "entries four days old stay under 30 days");
+    rig.app.clock.advance(Duration::from_secs(40 * 24 * 3600));
+    server::retention::sweep(pool, &rig.app.clock, Some(30)).await.unwrap();
+    let (_, trail) = rig.app.get_json("/v1/audit", &rig.api_key).await;
+    assert_eq!(trail["items"], json!([]));
+}
+
+#[tokio::test]
+async fn the_workspace_theme_is_the_widgets_default_and_bad_values_change_nothing() {
+    let rig = Rig::start(Db::Sqlite, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
+    let theme = json!({"mode": "dark", "accent": "#aa3300", "radius": 4, "font": "Inter, sans-serif"});
+    let (status, shown) = rig.app.patch_json("/v1/workspace", &rig.api_key, &json!({"theme": theme})).await;
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(shown["theme"], theme);
+
+    let page = |query: &str| {
+        let url = rig.app.url(&format!("/widget?ws={}{query}", rig.workspace));
+        async move { reqwest::get(url).await.unwrap().text().await.unwrap() }
+    };
+    let html = page("").await;
+    assert!(html.contains("data-theme=\"dark\""), "the workspace's mode");
+    assert!(html.contains("--ca-accent:#aa3300;--ca-radius:4px;"), "{html}");
+    let html = page("&theme=light&accent=%23112233").await;
+    assert!(
+        html.contains("data-theme=\"light\"") && html.contains("--ca-accent:#112233;--ca-radius:4px;"),
+        "the page's own win"
+    );
+
+    for bad in [
+        json!({"theme": {"mode": "blue"}}),
+        json!({"theme": {"accent": "red"}}),
+        json!({"theme": {"radius": 99}}),
+        json!({"theme": {"font": "x;}</style>"}}),
+        json!({"theme": {"colour": "red"}}),
+        json!({"theme": "dark"}),
+        json!({"retention_days": 0}),
+        json!({"retention_days": 3651}),
+        json!({"retention_days": "7"}),
+    ] {
+        let (status, answer) = rig.app.patch_json("/v1/workspace", &rig.api_key, &bad).await;
+        assert_eq!((status, answer["code"].as_str()), (400, Some("bad_request")), "{bad}: {answer}");
+    }
+    let (_, after) = rig.app.get_json("/v1/workspace", &rig.api_key).await;
+    assert_eq!(after["theme"], theme);
+    assert_eq!(after["retention_days"], Value::Null);
+    let (status, cleared) = rig.app.patch_json("/v1/workspace", &rig.api_key, &json!({"theme": {}})).await;
+    assert_eq!(
+        (status, cleared["theme"].clone()),
+        (200, json!({"mode": null, "accent": null, "radius": null, "font": null}))
+    );
+}

@@ -1,0 +1,48 @@
+//! The retention sweep: every `CA_RETENTION_SWEEP_MS` (default an hour),
+//! conversations past their workspace's `retention_days` are deleted a
+//! batch at a time, each in its own short transaction, never one with a
+//! turn running (turns are never blocked for long); and, with
+//! `CA_AUDIT_RETENTION_DAYS`, audit entries older than that.
+
+use std::time::Duration;
+
+use crate::clock::Clock;
+use crate::db::{self, Pool};
+
+/// Conversations deleted per batch; a sweep runs batches until none is due.
+const BATCH: i64 = 100;
+
+pub fn spawn(pool: Pool, clock: Clock, every: Duration, audit_days: Option<u64>) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if let Err(error) = sweep(&pool, &clock, audit_days).await {
+                tracing::warn!(error = format!("{error:#}"), "retention sweep failed");
+            }
+        }
+    });
+}
+
+/// One sweep at the clock's now.
+pub async fn sweep(pool: &Pool, clock: &Clock, audit_days: Option<u64>) -> anyhow::Result<()> {
+    loop {
+        let erased = db::retention::sweep_conversations(pool, clock.now_ms(), BATCH).await?;
+        if erased.conversations > 0 {
+            tracing::info!(conversations = erased.conversations, messages = erased.messages, "retention: deleted");
+        }
+        if erased.conversations < BATCH as u64 {
+            break;
+        }
+        // Let turns have the database between batches.
+        tokio::task::yield_now().await;
+    }
+    if let Some(days) = audit_days {
+        let pruned = db::retention::sweep_audit(pool, clock.now_ms(), days as i64).await?;
+        if pruned > 0 {
+            tracing::info!(entries = pruned, "retention: audit entries deleted");
+        }
+    }
+    Ok(())
+}
