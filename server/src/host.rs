@@ -105,6 +105,26 @@ impl HostError {
     }
 }
 
+/// An answer as it came back (the host checker reads it whole).
+#[derive(Debug)]
+pub struct RawAnswer {
+    pub status: u16,
+    pub body: Vec<u8>,
+    /// A redirect's target, if the host answered one.
+    pub location: Option<String>,
+    pub elapsed: Duration,
+}
+
+impl RawAnswer {
+    pub fn json(&self) -> Option<Value> {
+        serde_json::from_slice(&self.body).ok()
+    }
+
+    pub fn ok(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+}
+
 /// A shared HTTP client for tool hosts.
 #[derive(Clone, Debug)]
 pub struct HostClient {
@@ -250,6 +270,56 @@ impl HostClient {
         let url = endpoint(&target.base_url, path);
         let body = ToolCallBody { tool, call_id, arguments, execution: scope };
         self.send(path, self.client_for(target)?.post(url).bearer_auth(target.secret.expose()).json(&body)).await
+    }
+
+    /// A call as it came back, for the host checker: `GET {path}` with the
+    /// scope in the query (`bearer` None sends no `Authorization`), or
+    /// `POST {path}` with `body`. Same client, resolver, timeout and size
+    /// cap as every other call; redirects are not followed.
+    pub async fn raw(
+        &self,
+        target: &HostTarget,
+        path: &str,
+        scope: &ExecutionScope,
+        bearer: Option<&str>,
+        body: Option<&Value>,
+    ) -> Result<RawAnswer, HostError> {
+        let mut url = endpoint(&target.base_url, path);
+        let client = self.client_for(target)?;
+        let request = match body {
+            Some(body) => client.post(url).json(body),
+            None => {
+                {
+                    let mut q = url.query_pairs_mut();
+                    q.append_pair("workspaceId", &scope.workspace_id);
+                    q.append_pair("externalUserId", &scope.external_user_id);
+                    for p in &scope.permissions {
+                        q.append_pair("permissions", p);
+                    }
+                    q.append_pair("requestId", &scope.request_id);
+                }
+                client.get(url)
+            }
+        };
+        let request = match bearer {
+            Some(bearer) => request.bearer_auth(bearer),
+            None => request,
+        };
+        let started = std::time::Instant::now();
+        let call = async {
+            let response = request.send().await.map_err(|e| HostError::Unreachable(error_chain(&e)))?;
+            let status = response.status().as_u16();
+            let location =
+                response.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+            let body = read_capped(response).await?;
+            Ok(RawAnswer { status, body, location, elapsed: started.elapsed() })
+        };
+        tokio::time::timeout(self.timeout, call).await.map_err(|_| HostError::Timeout(self.timeout))?
+    }
+
+    /// The time a call may take.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// Sends a request to the host's `endpoint`, timed (metrics).

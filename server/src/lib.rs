@@ -18,6 +18,7 @@ pub mod app;
 pub mod auth;
 pub mod bistro;
 pub mod caddie;
+pub mod checker;
 pub mod client_addr;
 pub mod clock;
 pub mod component;

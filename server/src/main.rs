@@ -13,10 +13,16 @@ async fn main() -> ExitCode {
         }
     };
     server::telemetry::init(format);
-    let command = std::env::args().nth(1).unwrap_or_else(|| "serve".to_owned());
-    if command != "serve" {
-        eprintln!("context-assistant: unknown command `{command}`; the only command is `serve` (the default)");
-        return ExitCode::from(2);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        None | Some("serve") => {}
+        Some("check-host") => return check_host(&args[1..]).await,
+        Some(other) => {
+            eprintln!(
+                "context-assistant: unknown command `{other}`; the commands are `serve` (the default) and `check-host`"
+            );
+            return ExitCode::from(2);
+        }
     }
     let config = match server::config::Config::from_env() {
         Ok(config) => config,
@@ -40,4 +46,56 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `context-assistant check-host <base_url> [--json]`: the host checker
+/// against a tool server. The secret comes from `CA_HOST_SECRET`, else a
+/// prompt (not echoed), else one line of standard input — never an
+/// argument, which any user of the machine could read. Exit status 0 only
+/// when no rule fails.
+async fn check_host(args: &[String]) -> ExitCode {
+    let json = args.iter().any(|a| a == "--json");
+    let urls: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
+    let [base_url] = urls.as_slice() else {
+        eprintln!("usage: context-assistant check-host <base_url> [--json]   (the secret: CA_HOST_SECRET, or asked)");
+        return ExitCode::from(2);
+    };
+    let base_url = match url::Url::parse(base_url) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host_str().is_some() => url,
+        _ => {
+            eprintln!("context-assistant: `{base_url}` is not an http(s) URL");
+            return ExitCode::from(2);
+        }
+    };
+    let secret = match std::env::var("CA_HOST_SECRET").ok().filter(|s| !s.is_empty()) {
+        Some(secret) => secret,
+        None => match read_secret() {
+            Ok(secret) if !secret.is_empty() => secret,
+            _ => {
+                eprintln!("context-assistant: no secret (set CA_HOST_SECRET, or type it when asked)");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let timeout = std::env::var("CA_TOOL_TIMEOUT_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
+    // Run by the host's developer against their own server: a private address is allowed.
+    let client = server::host::HostClient::new(std::time::Duration::from_millis(timeout), true);
+    let target = server::host::HostTarget { base_url, secret: server::secret::Secret::new(secret), trusted: false };
+    let report = server::checker::check(&client, &target).await;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    } else {
+        print!("{}", report.text());
+    }
+    if report.failed() { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+fn read_secret() -> std::io::Result<String> {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        return rpassword::prompt_password("Tool server secret: ").map(|s| s.trim().to_owned());
+    }
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    Ok(line.trim_end_matches(['\r', '\n']).to_owned())
 }

@@ -11,6 +11,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::state::ApiState;
+use crate::checker::Report;
 use crate::crypto::hash_api_key;
 use crate::db::{self, NewIntegration};
 use crate::host::{ExecutionScope, HostTarget, is_private};
@@ -23,6 +24,7 @@ pub fn router() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
         .routes(routes!(create_workspace))
         .routes(routes!(connect_integration))
+        .routes(routes!(check_integration))
         .routes(routes!(disconnect_integration))
 }
 
@@ -123,6 +125,63 @@ struct ConnectResponse {
     base_url: String,
     allowed_tools: Vec<String>,
     tools: Vec<String>,
+    /// The host checker's report on the tool server (as `…/check` answers it).
+    report: Report,
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct CheckRequest {
+    /// The tool server's base URL, as for connect.
+    #[schema(
+        pattern = "^https?://([A-Za-z0-9]+(-[A-Za-z0-9]+)*\\.)*[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*(:[0-9]{1,4})?(/[A-Za-z0-9._~-]*)*$"
+    )]
+    base_url: String,
+    /// The bearer the assistant would send it.
+    #[schema(min_length = 1)]
+    secret: String,
+}
+
+/// Runs the Remote Tools contract against a tool server, rule by rule.
+///
+/// Bearer required, tools listed and well-formed, context, each `get` tool
+/// called once with arguments made from its schema, each other tool
+/// previewed (never executed), errors in the `{error}` shape, display cards
+/// and components against the sanitizer, timings, sizes, redirects and TLS.
+/// Nothing is stored. A rule that fails says why, with the evidence.
+#[utoipa::path(
+    post,
+    path = "/v1/integrations/{provider}/check",
+    tag = "setup",
+    security(("api_key" = [])),
+    params(("provider" = String, Path, description = "`generic-rest`, the one provider")),
+    request_body = CheckRequest,
+    responses((status = 200, body = Report)),
+)]
+async fn check_integration(
+    State(state): State<ApiState>,
+    _workspace: WorkspaceKey,
+    Path(provider): Path<String>,
+    ApiJson(request): ApiJson<CheckRequest>,
+) -> Result<Json<Report>, ApiError> {
+    if provider != PROVIDER {
+        return Err(ApiError::NotFound);
+    }
+    let target = checked_target(&state, &request.base_url, &request.secret).await?;
+    Ok(Json(crate::checker::check(&state.host, &target).await))
+}
+
+/// A tool server's target after the checks every call to one passes: an
+/// http(s) URL, a secret, and a public address unless private ones are allowed.
+async fn checked_target(state: &ApiState, raw_base_url: &str, secret: &str) -> Result<HostTarget, ApiError> {
+    let base_url = parse_base_url(raw_base_url)?;
+    if secret.is_empty() {
+        return Err(ApiError::BadRequest("secret must not be empty".into()));
+    }
+    if !state.allow_private_tool_hosts {
+        refuse_private_host(&base_url, "CA_ALLOW_PRIVATE_TOOL_HOSTS").await?;
+    }
+    Ok(HostTarget { base_url, secret: Secret::new(secret.to_owned()), trusted: false })
 }
 
 /// Connects the workspace's tool server, after calling its `GET /tools` once.
@@ -149,6 +208,8 @@ async fn connect_integration(
     }
     let (base_url, tools) =
         check_tool_host(&state, &request.base_url, &request.secret, &request.allowed_tools, &workspace.id).await?;
+    let target = HostTarget { base_url: base_url.clone(), secret: Secret::new(request.secret.clone()), trusted: false };
+    let report = crate::checker::check(&state.host, &target).await;
     db::upsert_integration(
         &state.pool,
         NewIntegration {
@@ -172,6 +233,7 @@ async fn connect_integration(
         base_url: base_url.into(),
         allowed_tools: request.allowed_tools,
         tools,
+        report,
     }))
 }
 
@@ -186,14 +248,8 @@ pub(super) async fn check_tool_host(
     allowed_tools: &[String],
     workspace_id: &str,
 ) -> Result<(Url, Vec<String>), ApiError> {
-    let base_url = parse_base_url(raw_base_url)?;
-    if secret.is_empty() {
-        return Err(ApiError::BadRequest("secret must not be empty".into()));
-    }
-    if !state.allow_private_tool_hosts {
-        refuse_private_host(&base_url, "CA_ALLOW_PRIVATE_TOOL_HOSTS").await?;
-    }
-    let target = HostTarget { base_url: base_url.clone(), secret: Secret::new(secret.to_owned()), trusted: false };
+    let target = checked_target(state, raw_base_url, secret).await?;
+    let base_url = target.base_url.clone();
     let scope = ExecutionScope {
         workspace_id: workspace_id.to_owned(),
         external_user_id: "context-assistant-connect".into(),

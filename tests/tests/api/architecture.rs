@@ -30,6 +30,7 @@ const SERVER_LAYERS: &[(&str, &[&str])] = &[
             "http",
             "precompress",
             "retention",
+            "checker",
         ],
     ),
     ("base", &["db", "config", "crypto", "secret", "clock", "ids", "telemetry", "metrics"]),

@@ -9,6 +9,7 @@ mod audit;
 mod bistro;
 mod caddie;
 mod chat;
+mod checker;
 mod components;
 mod config;
 mod embed;

@@ -10,6 +10,7 @@ use crate::helpers::{Db, spawn_app};
 const OPERATIONS: &[(&str, &str, &str)] = &[
     ("post", "/v1/workspaces", "admin"),
     ("post", "/v1/integrations/{provider}/connect", "api_key"),
+    ("post", "/v1/integrations/{provider}/check", "api_key"),
     ("delete", "/v1/integrations/{provider}", "api_key"),
     ("get", "/v1/integrations", "api_key"),
     ("get", "/v1/integrations/{provider}", "api_key"),
