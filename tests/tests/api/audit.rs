@@ -11,6 +11,8 @@ use crate::on_both_databases;
 on_both_databases!(
     setup_changes_are_in_the_trail_newest_first_with_filters_cursors_and_an_export,
     each_pending_actions_life_is_in_the_trail_with_its_user_tool_and_outcome,
+    the_integration_is_listed_shown_without_its_secret_narrowed_and_disconnected,
+    bad_audit_queries_are_refused,
 );
 
 async fn actions(rig: &Rig, query: &str) -> (Vec<String>, Value) {
@@ -87,9 +89,8 @@ async fn setup_changes_are_in_the_trail_newest_first_with_filters_cursors_and_an
     assert_eq!(theirs["items"].as_array().unwrap().len(), 1);
 }
 
-#[tokio::test]
-async fn bad_audit_queries_are_refused() {
-    let rig = Rig::start(Db::Sqlite, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
+async fn bad_audit_queries_are_refused(db: Db) {
+    let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
     for query in [
         "?cursor=zzz",
         "?cursor=OjE",
@@ -107,9 +108,8 @@ async fn bad_audit_queries_are_refused() {
     assert_eq!(rig.app.get("/v1/audit", "cak_nobody").await.status(), 401);
 }
 
-#[tokio::test]
-async fn the_integration_is_listed_shown_without_its_secret_narrowed_and_disconnected() {
-    let rig = Rig::start(Db::Sqlite, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
+async fn the_integration_is_listed_shown_without_its_secret_narrowed_and_disconnected(db: Db) {
+    let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
     let (status, list) = rig.app.get_json("/v1/integrations", &rig.api_key).await;
     assert_eq!(status, 200);
     let shown = &list["integrations"][0];

@@ -16,6 +16,9 @@ use server::checker::{Report, Status};
 use server::host::{HostClient, HostTarget};
 
 use crate::helpers::{Db, HostSpec, Rig, Step, serve, spawn_app, task_tools};
+use crate::on_both_databases;
+
+on_both_databases!(the_api_checks_a_host_and_connect_answers_the_report);
 
 const SECRET: &str = "checker-host-secret";
 
@@ -248,9 +251,8 @@ async fn the_demo_bistro_passes_every_rule() {
     assert_eq!(not_passed, [("transport.tls", Status::Warn)], "{}", report.text());
 }
 
-#[tokio::test]
-async fn the_api_checks_a_host_and_connect_answers_the_report() {
-    let rig = Rig::start(Db::Sqlite, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
+async fn the_api_checks_a_host_and_connect_answers_the_report(db: Db) {
+    let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
     let (base, calls) = start_host(Break::BadVerb).await;
 
     let (status, report) = rig

@@ -7,7 +7,10 @@ use serde_json::{Value, json};
 use crate::helpers::{Db, HostSpec, Rig, Step, pending, task_tools, token};
 use crate::on_both_databases;
 
-on_both_databases!(erasing_a_user_deletes_all_of_theirs_and_nothing_of_anyone_elses);
+on_both_databases!(
+    erasing_a_user_deletes_all_of_theirs_and_nothing_of_anyone_elses,
+    erasure_needs_the_api_key_and_a_user_id,
+);
 
 async fn count(rig: &Rig, sql: &str) -> i64 {
     let (n,): (i64,) = sqlx::query_as(sql).bind(&rig.workspace).fetch_one(&rig.app.state.pool).await.unwrap();
@@ -78,9 +81,8 @@ async fn erasing_a_user_deletes_all_of_theirs_and_nothing_of_anyone_elses(db: Db
     assert!(again["deleted"].as_object().unwrap().values().all(|n| n == 0), "{again}");
 }
 
-#[tokio::test]
-async fn erasure_needs_the_api_key_and_a_user_id() {
-    let rig = Rig::start(Db::Sqlite, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
+async fn erasure_needs_the_api_key_and_a_user_id(db: Db) {
+    let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
     let response = reqwest::Client::new().delete(rig.app.url("/v1/users/user_42")).bearer_auth(&rig.token).send().await;
     assert_eq!(response.unwrap().status(), 401, "an embed token cannot erase");
     let long = "x".repeat(257);

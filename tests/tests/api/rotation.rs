@@ -11,6 +11,7 @@ use crate::on_both_databases;
 on_both_databases!(
     the_previous_embed_secret_verifies_until_its_grace_ends_and_a_kid_picks_the_secret,
     the_previous_api_key_works_through_its_grace_but_cannot_rotate,
+    a_bad_grace_is_refused_and_rotates_nothing,
 );
 
 fn now() -> i64 {
@@ -145,9 +146,8 @@ async fn the_previous_api_key_works_through_its_grace_but_cannot_rotate(db: Db) 
     assert!(trail.iter().all(|(_, _, detail)| !detail.contains("cak_")), "no key in the audit trail");
 }
 
-#[tokio::test]
-async fn a_bad_grace_is_refused_and_rotates_nothing() {
-    let rig = Rig::start(Db::Sqlite, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
+async fn a_bad_grace_is_refused_and_rotates_nothing(db: Db) {
+    let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
     for body in [
         json!({"grace_seconds": -1}),
         json!({"grace_seconds": 604_801}),

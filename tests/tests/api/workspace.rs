@@ -142,7 +142,10 @@ async fn a_new_name_and_origins_are_shown_and_the_widget_page_follows_them() {
     assert_eq!(from("https://new.example").await.unwrap().status(), 200);
 }
 
-on_both_databases!(conversations_past_the_workspaces_retention_are_deleted_and_none_sooner);
+on_both_databases!(
+    conversations_past_the_workspaces_retention_are_deleted_and_none_sooner,
+    the_workspace_theme_is_the_widgets_default_and_bad_values_change_nothing,
+);
 
 async fn conversations_past_the_workspaces_retention_are_deleted_and_none_sooner(db: Db) {
     let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
@@ -184,9 +187,8 @@ async fn conversations_past_the_workspaces_retention_are_deleted_and_none_sooner
     assert_eq!(trail["items"], json!([]));
 }
 
-#[tokio::test]
-async fn the_workspace_theme_is_the_widgets_default_and_bad_values_change_nothing() {
-    let rig = Rig::start(Db::Sqlite, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
+async fn the_workspace_theme_is_the_widgets_default_and_bad_values_change_nothing(db: Db) {
+    let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
     let theme = json!({"mode": "dark", "accent": "#aa3300", "radius": 4, "font": "Inter, sans-serif"});
     let (status, shown) = rig.app.patch_json("/v1/workspace", &rig.api_key, &json!({"theme": theme})).await;
     assert_eq!(status, 200, "{shown}");
