@@ -1,4 +1,5 @@
-import { expect, test, type APIRequestContext, type Frame, type Page } from "@playwright/test";
+import { expect, test, type Frame, type Page } from "@playwright/test";
+import { hub, logInAtProvider, provision, signInAtIdp } from "./caddie-hub";
 
 // Embed mode (caddie-tool-contract-ct1.md §9): the stub hub's project page
 // (fixtures/caddie-hub.mjs, /embedded/{asg}) frames the assistant's
@@ -7,31 +8,7 @@ import { expect, test, type APIRequestContext, type Frame, type Page } from "@pl
 // asked), and mints a fresh token on relaunch. Users sign in at the real
 // OpenID Provider of tests/oidc/op.mjs — from the frame, in a popup.
 
-const hub = `http://127.0.0.1:${process.env.E2E_CADDIE_HUB_PORT ?? "3212"}`;
-
 type BusEvent = { type: string; v: number; event: string; height?: number; path?: string; text?: string };
-
-async function provision(request: APIRequestContext, participants: string[]): Promise<string> {
-  const assignment = `asg-${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
-  const answer = await request.post(`${hub}/_provision`, {
-    data: { assignment_id: assignment, project_slug: "apollo", project_name: "Apollo", participants },
-  });
-  expect(answer.status()).toBe(200);
-  return assignment;
-}
-
-async function logInAtProvider(page: Page, user: string) {
-  await page.getByRole("textbox").fill(user);
-  await page.getByRole("button", { name: "Sign in" }).click();
-}
-
-/** A session at the provider as `user`, none at the assistant. */
-async function signInAtIdp(page: Page, user: string) {
-  await page.goto("/caddie/login?interactive=1&next=/caddie/spaces/none");
-  await logInAtProvider(page, user);
-  await page.waitForURL(/\/caddie\/spaces\/none$/);
-  await page.context().clearCookies({ name: "ca_session" });
-}
 
 const busEvents = (page: Page) => page.evaluate(() => (window as unknown as { busEvents: BusEvent[] }).busEvents);
 const names = async (page: Page) => (await busEvents(page)).map((e) => e.event);

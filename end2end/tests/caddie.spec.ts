@@ -1,39 +1,11 @@
-import { expect, test, type APIRequestContext, type Page } from "@playwright/test";
+import { expect, test } from "@playwright/test";
+import { hub, logInAtProvider, provision, signInAtIdp } from "./caddie-hub";
 
 // Launched from Caddie (caddie-tool-contract-ct1.md): the stub hub of
 // fixtures/caddie-hub.mjs provisions a space through the signed API and
 // mints launch tokens at /go/{asg}; users sign in at a real OpenID Provider
 // (npm oidc-provider, tests/oidc/op.mjs): its login page, its session
 // cookie, its prompt=none.
-
-const hub = `http://127.0.0.1:${process.env.E2E_CADDIE_HUB_PORT ?? "3212"}`;
-
-async function provision(request: APIRequestContext, participants: string[]): Promise<string> {
-  const assignment = `asg-${Date.now()}-${Math.floor(Math.random() * 1e6)}`;
-  const answer = await request.post(`${hub}/_provision`, {
-    data: { assignment_id: assignment, project_slug: "apollo", project_name: "Apollo", participants },
-  });
-  expect(answer.status()).toBe(200);
-  expect((await answer.json()).status).toBe("ready");
-  return assignment;
-}
-
-/** Signs in at the provider's own login page. */
-async function logInAtProvider(page: Page, user: string) {
-  await page.getByRole("textbox").fill(user);
-  await page.getByRole("button", { name: "Sign in" }).click();
-}
-
-/**
- * Leaves the browser with a session at the provider and none at the
- * assistant: signs in through the assistant once, then forgets its cookie.
- */
-async function signInAtIdp(page: Page, user: string) {
-  await page.goto("/caddie/login?interactive=1&next=/caddie/spaces/none");
-  await logInAtProvider(page, user);
-  await page.waitForURL(/\/caddie\/spaces\/none$/);
-  await page.context().clearCookies({ name: "ca_session" });
-}
 
 test("a launch from Caddie signs in silently and lands on the assistant with the host bar, at 375 px", async ({ page, request }) => {
   await page.setViewportSize({ width: 375, height: 667 });

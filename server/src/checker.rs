@@ -77,6 +77,8 @@ impl Report {
 
 /// At most this many tools are called (get) or previewed (the others).
 const MAX_CALLED: usize = 12;
+/// Who the checker's calls act for: a host can tell them from a user's.
+pub const CHECK_USER: &str = "context-assistant-check";
 /// The tool name the error rule previews: no host has it.
 const NO_SUCH_TOOL: &str = "context_assistant_check_no_such_tool";
 /// A context larger than this costs noticeably on every turn.
@@ -89,7 +91,7 @@ pub async fn check(client: &HostClient, target: &HostTarget) -> Report {
     let mut report = Report::default();
     let scope = ExecutionScope {
         workspace_id: "ws_check".into(),
-        external_user_id: "context-assistant-check".into(),
+        external_user_id: CHECK_USER.into(),
         permissions: vec!["check:read".into()],
         request_id: new_id("req"),
     };
@@ -114,8 +116,9 @@ pub async fn check(client: &HostClient, target: &HostTarget) -> Report {
     if let Some(tools) = &tools {
         let valid: Vec<&Value> =
             tools.iter().filter(|t| t.get("name").and_then(Value::as_str).is_some_and(valid_tool_name)).collect();
-        get_calls(&mut report, client, target, &scope, &valid, &mut seen).await;
-        previews(&mut report, client, target, &scope, &valid, &mut seen).await;
+        let host = Host { client, target, scope: &scope };
+        get_calls(&mut report, &host, &valid, &mut seen).await;
+        previews(&mut report, &host, &valid, &mut seen).await;
     }
     let unknown = call_body(NO_SUCH_TOOL, &json!({}), &scope);
     let answer = client.raw(target, "tools/preview", &scope, Some(&secret), Some(&unknown)).await;
@@ -143,6 +146,13 @@ pub async fn check(client: &HostClient, target: &HostTarget) -> Report {
         None => report.add("transport.redirects", Status::Pass, "no redirects"),
     }
     report
+}
+
+/// The tool server under check, and who the calls act for.
+struct Host<'a> {
+    client: &'a HostClient,
+    target: &'a HostTarget,
+    scope: &'a ExecutionScope,
 }
 
 /// What every call showed, for the rules on answers as a whole.
@@ -385,68 +395,21 @@ fn call_body(tool: &str, arguments: &Value, scope: &ExecutionScope) -> Value {
 
 /// Each `get` tool executed once with arguments made from its schema, and
 /// the display cards and components of what it answers.
-async fn get_calls(
-    report: &mut Report,
-    client: &HostClient,
-    target: &HostTarget,
-    scope: &ExecutionScope,
-    tools: &[&Value],
-    seen: &mut Seen,
-) {
-    let gets: Vec<&&Value> = tools.iter().filter(|t| verb_of(t) == "get").take(MAX_CALLED).collect();
+async fn get_calls(report: &mut Report, host: &Host<'_>, tools: &[&Value], seen: &mut Seen) {
+    let gets: Vec<&Value> = tools.iter().copied().filter(|t| verb_of(t) == "get").take(MAX_CALLED).collect();
     if gets.is_empty() {
         report.add("get.calls", Status::Pass, "no get tools to call");
         return;
     }
-    let (mut fails, mut warns, mut passes) = (Vec::new(), Vec::new(), Vec::new());
     let (mut dropped, mut cards) = (Vec::new(), 0);
-    for tool in gets {
-        let name = name_of(tool);
-        let arguments = sample(tool.get("inputSchema").unwrap_or(&json!({"type": "object"})));
-        let body = call_body(name, &arguments, scope);
-        match client.raw(target, "tools/execute", scope, Some(target.secret.expose()), Some(&body)).await {
-            Err(error) => fails.push(format!("`{name}`: {error}")),
-            Ok(answer) => {
-                seen.note(&answer);
-                let ms = answer.elapsed.as_millis();
-                let json = answer.json();
-                match answer.status {
-                    200..=299 => match json.as_ref().and_then(|v| v.get("output")) {
-                        Some(output) => {
-                            passes.push(format!("`{name}` {ms} ms"));
-                            cards += display_findings(name, output, &mut dropped);
-                        }
-                        None => fails.push(format!("`{name}`: 2xx without `output`: {}", snippet(&answer))),
-                    },
-                    // A refusal in the contract's shape is a right answer:
-                    // the made-up arguments may not fit the host's state.
-                    400..=499 if has_error(json.as_ref()) => {
-                        passes.push(format!("`{name}` refused {arguments} with {} {}", answer.status, snippet(&answer)))
-                    }
-                    400..=499 => warns.push(format!(
-                        "`{name}` answered {} without {{\"error\": …}}: {}",
-                        answer.status,
-                        snippet(&answer)
-                    )),
-                    status => fails.push(format!("`{name}` answered {status}: {}", snippet(&answer))),
-                }
-            }
-        }
-    }
-    let detail = [fails.clone(), warns.clone(), vec![format!("answered: {}", passes.join(", "))]]
-        .concat()
-        .into_iter()
-        .filter(|s| s != "answered: ")
-        .collect::<Vec<_>>()
-        .join("; ");
-    let status = if !fails.is_empty() {
-        Status::Fail
-    } else if !warns.is_empty() {
-        Status::Warn
-    } else {
-        Status::Pass
-    };
-    report.add("get.calls", status, detail);
+    let rule = CallRule { id: "get.calls", path: "tools/execute" };
+    call_each(report, host, &gets, rule, seen, |name, body, answer| {
+        let output =
+            body.get("output").ok_or_else(|| format!("`{name}`: 2xx without `output`: {}", snippet(answer)))?;
+        cards += display_findings(name, output, &mut dropped);
+        Ok(format!("`{name}` {} ms", answer.elapsed.as_millis()))
+    })
+    .await;
     if dropped.is_empty() {
         report.add("display.cards", Status::Pass, format!("{cards} display cards, all kept as sent"));
     } else {
@@ -501,47 +464,74 @@ fn display_findings(tool: &str, output: &Value, findings: &mut Vec<String>) -> u
 }
 
 /// Each create, update and delete tool previewed (never executed).
-async fn previews(
-    report: &mut Report,
-    client: &HostClient,
-    target: &HostTarget,
-    scope: &ExecutionScope,
-    tools: &[&Value],
-    seen: &mut Seen,
-) {
-    let changes: Vec<&&Value> = tools.iter().filter(|t| verb_of(t) != "get").take(MAX_CALLED).collect();
+async fn previews(report: &mut Report, host: &Host<'_>, tools: &[&Value], seen: &mut Seen) {
+    let changes: Vec<&Value> = tools.iter().copied().filter(|t| verb_of(t) != "get").take(MAX_CALLED).collect();
     if changes.is_empty() {
         report.add("preview.calls", Status::Pass, "no create, update or delete tools to preview");
         return;
     }
-    let (mut fails, mut warns, mut passes) = (Vec::new(), Vec::new(), Vec::new());
-    for tool in changes {
+    let rule = CallRule { id: "preview.calls", path: "tools/preview" };
+    call_each(report, host, &changes, rule, seen, |name, body, answer| {
+        match body.get("preview").and_then(Value::as_str) {
+            Some(text) if !text.trim().is_empty() => Ok(format!("`{name}`: “{}”", clip(text, 80))),
+            _ => Err(format!("`{name}`: 2xx without a `preview` text: {}", snippet(answer))),
+        }
+    })
+    .await;
+}
+
+/// Which rule a round of tool calls reports, and the endpoint it calls.
+struct CallRule {
+    id: &'static str,
+    path: &'static str,
+}
+
+/// Calls `rule.path` once for each of `tools` with arguments made from its
+/// schema and reports one rule: a 2xx body `accept` takes (else what it
+/// says is wrong), a refusal in the contract's `{error}` shape (a right
+/// answer: the made-up arguments may not fit the host's state) pass; a 4xx
+/// without it warns; anything else fails.
+async fn call_each(
+    report: &mut Report,
+    host: &Host<'_>,
+    tools: &[&Value],
+    rule: CallRule,
+    seen: &mut Seen,
+    mut accept: impl FnMut(&str, &Value, &RawAnswer) -> Result<String, String>,
+) {
+    // All at once: a slow tool costs the check one timeout, not one each.
+    let calls = tools.iter().map(|tool| async move {
         let name = name_of(tool);
         let arguments = sample(tool.get("inputSchema").unwrap_or(&json!({"type": "object"})));
-        let body = call_body(name, &arguments, scope);
-        match client.raw(target, "tools/preview", scope, Some(target.secret.expose()), Some(&body)).await {
-            Err(error) => fails.push(format!("`{name}`: {error}")),
-            Ok(answer) => {
-                seen.note(&answer);
-                let json = answer.json();
-                match answer.status {
-                    200..=299 => match json.as_ref().and_then(|v| v.get("preview")).and_then(Value::as_str) {
-                        Some(text) if !text.trim().is_empty() => passes.push(format!("`{name}`: “{}”", clip(text, 80))),
-                        _ => fails.push(format!("`{name}`: 2xx without a `preview` text: {}", snippet(&answer))),
-                    },
-                    // A refusal in the contract's shape is a right answer:
-                    // the made-up arguments may not fit the host's state.
-                    400..=499 if has_error(json.as_ref()) => {
-                        passes.push(format!("`{name}` refused {arguments} with {} {}", answer.status, snippet(&answer)))
-                    }
-                    400..=499 => warns.push(format!(
-                        "`{name}` answered {} without {{\"error\": …}}: {}",
-                        answer.status,
-                        snippet(&answer)
-                    )),
-                    status => fails.push(format!("`{name}` answered {status}: {}", snippet(&answer))),
-                }
+        let body = call_body(name, &arguments, host.scope);
+        let secret = Some(host.target.secret.expose());
+        (name, arguments, host.client.raw(host.target, rule.path, host.scope, secret, Some(&body)).await)
+    });
+    let (mut fails, mut warns, mut passes) = (Vec::new(), Vec::new(), Vec::new());
+    for (name, arguments, answer) in futures::future::join_all(calls).await {
+        let answer = match answer {
+            Ok(answer) => answer,
+            Err(error) => {
+                fails.push(format!("`{name}`: {error}"));
+                continue;
             }
+        };
+        seen.note(&answer);
+        let json = answer.json();
+        match (answer.status, json.as_ref()) {
+            (200..=299, Some(body)) => match accept(name, body, &answer) {
+                Ok(pass) => passes.push(pass),
+                Err(fail) => fails.push(fail),
+            },
+            (400..=499, json) if has_error(json) => {
+                passes.push(format!("`{name}` refused {arguments} with {} {}", answer.status, snippet(&answer)))
+            }
+            (400..=499, _) => warns.push(format!(
+                "`{name}` answered {} without {{\"error\": …}}: {}",
+                answer.status,
+                snippet(&answer)
+            )),
+            (status, _) => fails.push(format!("`{name}` answered {status}: {}", snippet(&answer))),
         }
     }
     let status = if !fails.is_empty() {
@@ -551,10 +541,7 @@ async fn previews(
     } else {
         Status::Pass
     };
-    let mut detail = fails;
-    detail.extend(warns);
-    detail.extend(passes);
-    report.add("preview.calls", status, detail.join("; "));
+    report.add(rule.id, status, [fails, warns, passes].concat().join("; "));
 }
 
 fn error_shape(report: &mut Report, answer: Result<RawAnswer, HostError>, seen: &mut Seen) {

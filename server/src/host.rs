@@ -245,16 +245,7 @@ impl HostClient {
     }
 
     async fn get(&self, target: &HostTarget, path: &'static str, scope: &ExecutionScope) -> Result<Value, HostError> {
-        let mut url = endpoint(&target.base_url, path);
-        {
-            let mut q = url.query_pairs_mut();
-            q.append_pair("workspaceId", &scope.workspace_id);
-            q.append_pair("externalUserId", &scope.external_user_id);
-            for p in &scope.permissions {
-                q.append_pair("permissions", p);
-            }
-            q.append_pair("requestId", &scope.request_id);
-        }
+        let url = with_scope(endpoint(&target.base_url, path), scope);
         self.send(path, self.client_for(target)?.get(url).bearer_auth(target.secret.expose())).await
     }
 
@@ -284,22 +275,11 @@ impl HostClient {
         bearer: Option<&str>,
         body: Option<&Value>,
     ) -> Result<RawAnswer, HostError> {
-        let mut url = endpoint(&target.base_url, path);
+        let url = endpoint(&target.base_url, path);
         let client = self.client_for(target)?;
         let request = match body {
             Some(body) => client.post(url).json(body),
-            None => {
-                {
-                    let mut q = url.query_pairs_mut();
-                    q.append_pair("workspaceId", &scope.workspace_id);
-                    q.append_pair("externalUserId", &scope.external_user_id);
-                    for p in &scope.permissions {
-                        q.append_pair("permissions", p);
-                    }
-                    q.append_pair("requestId", &scope.request_id);
-                }
-                client.get(url)
-            }
+            None => client.get(with_scope(url, scope)),
         };
         let request = match bearer {
             Some(bearer) => request.bearer_auth(bearer),
@@ -405,6 +385,20 @@ impl Resolve for PublicOnlyResolver {
 /// Tool names go to the model as function names: `^[A-Za-z0-9_-]{1,64}$`.
 pub fn valid_tool_name(name: &str) -> bool {
     (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The execution scope as a GET's query (remote-tools-contract.md).
+fn with_scope(mut url: Url, scope: &ExecutionScope) -> Url {
+    {
+        let mut q = url.query_pairs_mut();
+        q.append_pair("workspaceId", &scope.workspace_id);
+        q.append_pair("externalUserId", &scope.external_user_id);
+        for p in &scope.permissions {
+            q.append_pair("permissions", p);
+        }
+        q.append_pair("requestId", &scope.request_id);
+    }
+    url
 }
 
 /// `base_url` is a prefix: paths are appended to it.

@@ -394,6 +394,17 @@ impl FakeHost {
         fn authorized(h: &HeaderMap) -> bool {
             h.get("authorization").and_then(|v| v.to_str().ok()) == Some(&format!("Bearer {HOST_SECRET}"))
         }
+        // The host checker's calls (connect runs it) are kept apart, as
+        // `check:{kind}`, and answered at once: tests count the turns' calls.
+        fn kind(kind: &str, checker: bool) -> String {
+            if checker { format!("check:{kind}") } else { kind.to_owned() }
+        }
+        fn from_checker_query(q: &Option<String>) -> bool {
+            q.as_deref().is_some_and(|q| q.contains(&format!("externalUserId={}", server::checker::CHECK_USER)))
+        }
+        fn from_checker_body(body: &Value) -> bool {
+            body["execution"]["externalUserId"] == server::checker::CHECK_USER
+        }
         fn raw(status: u16, body: &str) -> Response {
             (StatusCode::from_u16(status).unwrap(), [("content-type", "application/json")], body.to_owned())
                 .into_response()
@@ -403,7 +414,7 @@ impl FakeHost {
             .route(
                 "/tools",
                 get(|State(s): State<S>, h: HeaderMap, q: axum::extract::RawQuery| async move {
-                    s.calls.lock().unwrap().push(("tools".into(), json!(q.0)));
+                    s.calls.lock().unwrap().push((kind("tools", from_checker_query(&q.0)), json!(q.0)));
                     if !authorized(&h) {
                         return (StatusCode::UNAUTHORIZED, Json(json!({"error": "bad secret"}))).into_response();
                     }
@@ -413,14 +424,14 @@ impl FakeHost {
             .route(
                 "/context",
                 get(|State(s): State<S>, q: axum::extract::RawQuery| async move {
-                    s.calls.lock().unwrap().push(("context".into(), json!(q.0)));
+                    s.calls.lock().unwrap().push((kind("context", from_checker_query(&q.0)), json!(q.0)));
                     Json(s.spec.context.clone())
                 }),
             )
             .route(
                 "/tools/preview",
                 post(|State(s): State<S>, h: HeaderMap, Json(body): Json<Value>| async move {
-                    s.calls.lock().unwrap().push(("preview".into(), body));
+                    s.calls.lock().unwrap().push((kind("preview", from_checker_body(&body)), body));
                     if !authorized(&h) {
                         return raw(401, r#"{"error":"bad secret"}"#);
                     }
@@ -431,11 +442,14 @@ impl FakeHost {
                 "/tools/execute",
                 post(|State(s): State<S>, h: HeaderMap, Json(body): Json<Value>| async move {
                     let tool = body["tool"].as_str().unwrap_or_default().to_owned();
-                    s.calls.lock().unwrap().push(("execute".into(), body));
+                    let checker = from_checker_body(&body);
+                    s.calls.lock().unwrap().push((kind("execute", checker), body));
                     if !authorized(&h) {
                         return raw(401, r#"{"error":"bad secret"}"#);
                     }
-                    tokio::time::sleep(std::time::Duration::from_millis(s.spec.execute_delay_ms)).await;
+                    if !checker {
+                        tokio::time::sleep(std::time::Duration::from_millis(s.spec.execute_delay_ms)).await;
+                    }
                     match s.spec.execute_by_tool.iter().find(|(t, _, _)| *t == tool) {
                         Some((_, status, body)) => raw(*status, body),
                         None => raw(s.spec.execute_status, &s.spec.execute_body),
