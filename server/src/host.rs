@@ -38,6 +38,15 @@ pub struct ExecutionScope {
     pub request_id: String,
 }
 
+impl ExecutionScope {
+    /// The same scope with a `requestId` of its own: every call to a host
+    /// carries a fresh one (a host may de-duplicate on it), but an Apply,
+    /// whose `requestId` is its action's id so that retries are recognisable.
+    pub fn for_call(&self) -> Self {
+        Self { request_id: crate::ids::new_id("req"), ..self.clone() }
+    }
+}
+
 pub use widget::wire::Verb;
 
 /// One tool from `GET /tools`.
@@ -335,33 +344,76 @@ impl HostClient {
     }
 }
 
-/// Loopback, private, link-local, unspecified, CGNAT, multicast and
-/// unique-local addresses, IPv4-mapped IPv6 included.
+/// True unless `ip` is a global unicast address a tool host may have.
+/// Every special-purpose range of the IANA registries is refused —
+/// loopback, private, shared (CGNAT), link-local, documentation,
+/// benchmarking, IETF protocol assignments, reserved (`240.0.0.0/4`),
+/// multicast, site-local (`fec0::/10`), unique-local — and cloud metadata
+/// addresses. An IPv4 address carried in IPv6 (mapped `::ffff:a.b.c.d`,
+/// compatible `::a.b.c.d`, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`) is judged
+/// as that IPv4 address; Teredo and local-use NAT64 are refused whole.
 pub fn is_private(ip: IpAddr) -> bool {
     match ip {
-        IpAddr::V4(v4) => {
-            let o = v4.octets();
-            v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || (o[0] == 100 && (64..128).contains(&o[1]))
-                || o[0] == 0
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_private(IpAddr::V4(v4));
-            }
-            let first = v6.segments()[0];
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
-        }
+        IpAddr::V4(v4) => !is_global_v4(v4),
+        IpAddr::V6(v6) => match embedded_v4(v6) {
+            Some(v4) => !is_global_v4(v4),
+            None => !is_global_v6(v6),
+        },
     }
+}
+
+/// Metadata services on addresses no special range covers (Azure's wire server).
+const METADATA_V4: &[[u8; 4]] = &[[168, 63, 129, 16]];
+
+fn is_global_v4(ip: std::net::Ipv4Addr) -> bool {
+    let [a, b, c, _] = ip.octets();
+    let special = a == 0                                  // "this network" 0.0.0.0/8
+        || a == 10                                         // private
+        || a == 127                                        // loopback
+        || (a == 100 && (64..128).contains(&b))            // shared address space (CGNAT) 100.64.0.0/10
+        || (a == 169 && b == 254)                          // link-local, and the usual metadata 169.254.169.254
+        || (a == 172 && (16..32).contains(&b))             // private
+        || (a == 192 && b == 0 && c == 0)                  // IETF protocol assignments 192.0.0.0/24
+        || (a == 192 && b == 0 && c == 2)                  // documentation TEST-NET-1
+        || (a == 192 && b == 88 && c == 99)                // 6to4 relay anycast
+        || (a == 192 && b == 168)                          // private
+        || (a == 198 && (18..20).contains(&b))             // benchmarking 198.18.0.0/15
+        || (a == 198 && b == 51 && c == 100)               // documentation TEST-NET-2
+        || (a == 203 && b == 0 && c == 113)                // documentation TEST-NET-3
+        || a >= 224; // multicast 224.0.0.0/4, reserved 240.0.0.0/4, broadcast
+    !special && !METADATA_V4.contains(&ip.octets())
+}
+
+/// The IPv4 address an IPv6 address carries, in any of the forms that
+/// reach an IPv4 host.
+fn embedded_v4(ip: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    let o = ip.octets();
+    let seg = ip.segments();
+    let last = || std::net::Ipv4Addr::new(o[12], o[13], o[14], o[15]);
+    if let Some(v4) = ip.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    if seg[..6].iter().all(|s| *s == 0) {
+        return Some(last()); // IPv4-compatible ::a.b.c.d (and :: and ::1, judged as 0.0.0.x)
+    }
+    if seg[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return Some(last()); // NAT64 well-known prefix
+    }
+    if seg[0] == 0x2002 {
+        return Some(std::net::Ipv4Addr::new(o[2], o[3], o[4], o[5])); // 6to4
+    }
+    None
+}
+
+fn is_global_v6(ip: std::net::Ipv6Addr) -> bool {
+    let seg = ip.segments();
+    let global_unicast = (seg[0] & 0xe000) == 0x2000; // 2000::/3; everything else is special
+    // 2001::/23: IETF protocol assignments (Teredo, benchmarking, ORCHID);
+    // 2001:db8::/32 and 3fff::/20: documentation; 64:ff9b:1::/48: local-use NAT64.
+    let special = (seg[0] == 0x2001 && (seg[1] < 0x0200 || seg[1] == 0x0db8))
+        || (seg[0] & 0xfff0) == 0x3ff0
+        || (seg[0] == 0x64 && seg[1] == 0xff9b && seg[2] == 1);
+    global_unicast && !special
 }
 
 /// Resolves host names to their public addresses only.
@@ -496,6 +548,64 @@ mod tests {
         }
         for ip in ["93.184.216.34", "2606:4700::1111", "::ffff:93.184.216.34"] {
             assert!(!is_private(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    /// Every special-purpose range, by a address inside it; then global
+    /// addresses, also carried in IPv6, that stay allowed.
+    #[test]
+    fn only_global_unicast_passes_with_embedded_ipv4_unwrapped() {
+        let refused = [
+            ("this network 0.0.0.0/8", "0.1.2.3"),
+            ("private 10/8", "10.1.2.3"),
+            ("shared CGNAT 100.64/10", "100.127.255.254"),
+            ("loopback 127/8", "127.9.9.9"),
+            ("link-local 169.254/16 (metadata)", "169.254.169.254"),
+            ("private 172.16/12", "172.31.0.1"),
+            ("IETF protocol assignments 192.0.0.0/24", "192.0.0.170"),
+            ("documentation 192.0.2.0/24", "192.0.2.1"),
+            ("6to4 relay anycast", "192.88.99.1"),
+            ("private 192.168/16", "192.168.1.1"),
+            ("benchmarking 198.18/15", "198.19.255.1"),
+            ("documentation 198.51.100.0/24", "198.51.100.7"),
+            ("documentation 203.0.113.0/24", "203.0.113.9"),
+            ("multicast 224/4", "239.1.1.1"),
+            ("reserved 240/4", "250.1.2.3"),
+            ("broadcast", "255.255.255.255"),
+            ("Azure wire server", "168.63.129.16"),
+            ("IPv6 unspecified", "::"),
+            ("IPv6 loopback", "::1"),
+            ("IPv4-mapped loopback", "::ffff:127.0.0.1"),
+            ("IPv4-compatible private", "::10.0.0.1"),
+            ("IPv4-compatible metadata", "::169.254.169.254"),
+            ("NAT64 loopback", "64:ff9b::7f00:1"),
+            ("NAT64 private", "64:ff9b::a00:1"),
+            ("local-use NAT64 64:ff9b:1::/48", "64:ff9b:1::808:808"),
+            ("6to4 of loopback", "2002:7f00:1::1"),
+            ("6to4 of private", "2002:c0a8:101::1"),
+            ("Teredo 2001::/32", "2001:0:4136:e378:8000:63bf:3fff:fdd2"),
+            ("benchmarking 2001:2::/48", "2001:2::1"),
+            ("documentation 2001:db8::/32", "2001:db8::1"),
+            ("documentation 3fff::/20", "3fff:0:1::1"),
+            ("discard-only 100::/64", "100::1"),
+            ("unique local fc00::/7", "fd00:ec2::254"),
+            ("site-local fec0::/10", "fec0::1"),
+            ("link-local fe80::/10", "fe80::1"),
+            ("multicast ff00::/8", "ff02::1"),
+        ];
+        for (range, ip) in refused {
+            assert!(is_private(ip.parse().unwrap()), "{range}: {ip} must be refused");
+        }
+        for ip in [
+            "8.8.8.8",
+            "1.1.1.1",
+            "2606:4700:4700::1111",
+            "2a00:1450:4001::1",
+            "::ffff:8.8.8.8",
+            "64:ff9b::808:808",
+            "2002:808:808::1",
+        ] {
+            assert!(!is_private(ip.parse().unwrap()), "{ip} is global");
         }
     }
 

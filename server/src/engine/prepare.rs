@@ -37,9 +37,10 @@ impl Turn<'_> {
         let (tools, context) = match &host {
             None => (Vec::new(), json!({})),
             Some(host) => {
+                let (tools_scope, context_scope) = (scope.for_call(), scope.for_call());
                 let (tools, context) = tokio::join!(
-                    engine.host.list_tools(&host.target, &scope, &host.allowed_tools),
-                    engine.host.context(&host.target, &scope)
+                    engine.host.list_tools(&host.target, &tools_scope, &host.allowed_tools),
+                    engine.host.context(&host.target, &context_scope)
                 );
                 let tools = tools.map_err(|error| {
                     tracing::warn!(%error, code = error.code(), "GET /tools failed");

@@ -41,7 +41,8 @@ impl Turn<'_> {
         let activity = |status| self.events.tool_activity(&call.id, &tool.name, tool.verb, status);
         activity(ToolStatus::Started);
         let started = std::time::Instant::now();
-        let result = self.engine.host.execute(target, &tool.name, &call.id, arguments, &prepared.scope).await;
+        let result =
+            self.engine.host.execute(target, &tool.name, &call.id, arguments, &prepared.scope.for_call()).await;
         tracing::debug!(tool = %tool.name, duration_ms = started.elapsed().as_secs_f64() * 1000.0, "tool call");
         match result {
             Ok(output) => {
@@ -72,11 +73,13 @@ impl Turn<'_> {
         };
         let engine = self.engine;
         let preview =
-            engine.host.preview(target, &tool.name, &call.id, arguments, &prepared.scope).await.map_err(|error| {
-                crate::metrics::tool_call(Some(tool.verb), "preview_failed");
-                tracing::warn!(tool = %tool.name, code = error.code(), %error, "preview failed");
-                tool_error(error.user_message(), error.code())
-            })?;
+            engine.host.preview(target, &tool.name, &call.id, arguments, &prepared.scope.for_call()).await.map_err(
+                |error| {
+                    crate::metrics::tool_call(Some(tool.verb), "preview_failed");
+                    tracing::warn!(tool = %tool.name, code = error.code(), %error, "preview failed");
+                    tool_error(error.user_message(), error.code())
+                },
+            )?;
         let preview: String =
             preview.chars().filter(|c| !c.is_control() || *c == '\n').take(MAX_PREVIEW_CHARS).collect();
         let caller = &self.input.caller;
