@@ -44,8 +44,10 @@ test("framed at 375 px: sign-in in a popup, no host bar, nothing fixed, one scro
   const opened = page.waitForEvent("popup");
   await tool.getByRole("button", { name: "Sign in" }).click();
   const popup = await opened;
+  // Waited for from before the sign-in: the popup closes itself as soon as it is done.
+  const closed = popup.waitForEvent("close");
   await logInAtProvider(popup, "carol");
-  await popup.waitForEvent("close");
+  await closed;
 
   const frame = await space(page);
   await expect(tool.locator(".ca-hostbar")).toHaveCount(0);

@@ -30,7 +30,26 @@ pub(super) async fn pay_page(State(state): State<BistroState>, Query(q): Query<P
         q.sig.as_deref(),
         crate::ids::now_secs(),
     );
+    // Availability is checked again here, as the contract asks: a dish
+    // that sold out after the link was minted cannot be paid for.
+    let sold_out: Vec<&'static str> = match &verified {
+        Ok(order) => order
+            .lines
+            .iter()
+            .filter(|(id, _)| !state.bistro.is_available(id))
+            .filter_map(|(id, _)| MENU.iter().find(|m| m.id == *id).map(|m| m.name))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
     let body = match verified {
+        Ok(_) if !sold_out.is_empty() => {
+            tracing::info!(dishes = ?sold_out, "checkout refused: sold out since the link was made");
+            format!(
+                "<h1>Sold out — start again</h1><p>{} sold out since this order was made, and nothing was \
+                 charged. Go back to the chat to change your order.</p><p><a href=\"/\">Back to Acme Bistro</a></p>",
+                sold_out.join(", ")
+            )
+        }
         Ok(order) => {
             let mut rows = String::new();
             for (id, quantity) in &order.lines {

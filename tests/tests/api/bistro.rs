@@ -274,3 +274,17 @@ async fn the_menus_buttons_change_the_cart_and_the_assistant_sees_it() {
     assert!(text.contains("1 × **Stone-baked Margherita**"), "{text}");
     assert!(text.contains("1 × **Lemon Tart** (no cream)"), "{text}");
 }
+
+#[tokio::test]
+async fn a_dish_sold_out_after_checkout_cannot_be_paid_for() {
+    let app = spawn_app(Db::Sqlite).env("CA_BISTRO_SOLD_OUT", "lemon_tart").start().await;
+    // A link minted while the tart was still available (signed as create_checkout signs it).
+    let exp = server::ids::now_secs() + 600;
+    let before = server::bistro::checkout::sign(&app.state.bistro.checkout_key, "stone_pizzax1-lemon_tartx1", 22, exp);
+    let page = app.client.get(app.url(&format!("/bistro/pay?{before}"))).send().await.unwrap().text().await.unwrap();
+    assert!(page.contains("Sold out — start again") && page.contains("Lemon Tart sold out"), "{page}");
+    assert!(!page.contains("data-total"), "no order to pay");
+    let fine = server::bistro::checkout::sign(&app.state.bistro.checkout_key, "stone_pizzax1", 14, exp);
+    let page = app.client.get(app.url(&format!("/bistro/pay?{fine}"))).send().await.unwrap().text().await.unwrap();
+    assert!(page.contains(r#"data-total="14""#), "{page}");
+}
