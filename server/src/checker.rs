@@ -290,7 +290,9 @@ fn tool_rules(report: &mut Report, tools: &[Value]) {
         match tool.get("inputSchema") {
             None => schema_warns.push(format!("`{}` has no inputSchema (taken as no arguments)", name(tool))),
             Some(schema) => {
-                if let Some(problem) = schema_problem(schema) {
+                if let Some(problem) = crate::schema::too_large(schema) {
+                    schema_fails.push(format!("`{}`: {problem}: the tool is not offered", name(tool)));
+                } else if let Some(problem) = schema_problem(schema) {
                     schema_fails.push(format!("`{}`: {problem}", name(tool)));
                 } else if let Some(keyword) = TOP_LEVEL_REFUSED.iter().find(|k| schema.get(**k).is_some()) {
                     schema_warns

@@ -199,6 +199,9 @@ impl HostClient {
         for raw in tools {
             // A malformed tool is skipped (and logged), not fatal to the turn.
             match serde_json::from_value::<ToolSpec>(raw.clone()) {
+                Ok(tool) if crate::schema::too_large(&tool.input_schema).is_some() => {
+                    tracing::warn!(tool = %tool.name.chars().take(64).collect::<String>(), "skipping a tool whose inputSchema is too large or deep")
+                }
                 Ok(tool) if valid_tool_name(&tool.name) && !out.iter().any(|t| t.name == tool.name) => {
                     if allowed.is_empty() || allowed.contains(&tool.name) {
                         out.push(tool);

@@ -1,11 +1,37 @@
 //! Checking a model's tool arguments against the tool's `inputSchema`
 //! (any JSON Schema draft, detected from `$schema`; 2020-12 otherwise).
-//! Validators are cached by schema text: building one compiles the schema.
+//! Validators are cached by schema text: building one compiles the schema,
+//! outside the cache's lock, so a slow compilation holds up nobody else's
+//! turn; a schema larger or deeper than a tool's may be is never offered
+//! ([`too_large`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use serde_json::Value;
+
+/// The largest `inputSchema` a tool may have, serialized.
+pub const MAX_SCHEMA_BYTES: usize = 64 * 1024;
+/// The deepest nesting of objects and arrays a tool's `inputSchema` may have.
+pub const MAX_SCHEMA_DEPTH: usize = 32;
+
+/// Why `schema` is too large or deep to offer to a model, if it is.
+pub fn too_large(schema: &Value) -> Option<String> {
+    let bytes = schema.to_string().len();
+    if bytes > MAX_SCHEMA_BYTES {
+        return Some(format!("inputSchema is {bytes} bytes (at most {MAX_SCHEMA_BYTES})"));
+    }
+    let depth = depth(schema);
+    (depth > MAX_SCHEMA_DEPTH).then(|| format!("inputSchema nests {depth} deep (at most {MAX_SCHEMA_DEPTH})"))
+}
+
+fn depth(value: &Value) -> usize {
+    match value {
+        Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+        Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
 
 /// Schemas kept compiled, at most; the cache starts over past that.
 const CACHE_LIMIT: usize = 512;
@@ -36,17 +62,19 @@ pub fn check(schema: &Value, arguments: &Value) -> Result<(), String> {
 
 fn validator(schema: &Value) -> Option<Arc<jsonschema::Validator>> {
     let key = schema.to_string();
-    let mut cache = CACHE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(found) = cache.get(&key) {
+    let cache = || CACHE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(found) = cache().get(&key) {
         return found.clone();
     }
-    // Linear-time regular expressions: a host's `pattern` cannot stall us.
+    // Compiled with the lock released. Linear-time regular expressions: a
+    // host's `pattern` cannot stall us.
     let built = jsonschema::options()
         .with_pattern_options(jsonschema::PatternOptions::regex())
         .build(schema)
         .map_err(|error| tracing::warn!(%error, "a tool's inputSchema does not compile; its arguments go unchecked"))
         .ok()
         .map(Arc::new);
+    let mut cache = cache();
     if cache.len() >= CACHE_LIMIT {
         cache.clear();
     }
@@ -59,6 +87,20 @@ mod tests {
     use serde_json::json;
 
     use super::check;
+
+    #[test]
+    fn schemas_too_large_or_too_deep_are_named() {
+        assert_eq!(super::too_large(&json!({"type": "object", "properties": {"q": {"type": "string"}}})), None);
+        let mut deep = json!({"type": "string"});
+        for _ in 0..40 {
+            deep = json!({"type": "object", "properties": {"x": deep}});
+        }
+        assert!(super::too_large(&deep).unwrap().contains("deep"));
+        let wide: serde_json::Map<String, serde_json::Value> =
+            (0..3000).map(|i| (format!("field_{i}"), json!({"type": "string", "description": "a field"}))).collect();
+        let wide = json!({"type": "object", "properties": wide});
+        assert!(super::too_large(&wide).unwrap().contains("bytes"));
+    }
 
     #[test]
     fn arguments_that_fit_pass_and_others_name_the_problem() {

@@ -101,7 +101,7 @@ async fn a_failing_host_is_reported_generically(db: Db) {
         tools_query.contains(&format!("workspaceId={workspace}")) && tools_query.contains("externalUserId=user_42")
     );
     assert!(
-        tools_query.contains("permissions=tasks%3Aread") && tools_query.contains("requestId=turn_"),
+        tools_query.contains("permissions=tasks%3Aread") && tools_query.contains("requestId=req_"),
         "{tools_query}"
     );
     let execute = &calls.iter().find(|(k, _)| k == "execute").unwrap().1;

@@ -32,6 +32,7 @@ enum Break {
     BadVerb,
     NoDescription,
     BadSchema,
+    HugeSchema,
     ContextNotObject,
     GetFails,
     PreviewWithoutText,
@@ -63,6 +64,13 @@ fn tools(broken: Break) -> Value {
         Break::BadVerb => tools[1]["verb"] = json!("post"),
         Break::NoDescription => tools[1]["description"] = json!(""),
         Break::BadSchema => tools[2]["inputSchema"] = json!({"type": "object", "properties": {"id": {"type": 12}}}),
+        Break::HugeSchema => {
+            let mut deep = json!({"type": "string"});
+            for _ in 0..40 {
+                deep = json!({"type": "object", "properties": {"x": deep}});
+            }
+            tools[1]["inputSchema"] = deep;
+        }
         _ => {}
     }
     tools
@@ -198,6 +206,7 @@ async fn each_rule_fails_on_a_host_that_breaks_it() {
         (Break::BadVerb, "tools.verbs", Status::Fail),
         (Break::NoDescription, "tools.descriptions", Status::Warn),
         (Break::BadSchema, "tools.schemas", Status::Fail),
+        (Break::HugeSchema, "tools.schemas", Status::Fail),
         (Break::ContextNotObject, "context.answer", Status::Fail),
         (Break::GetFails, "get.calls", Status::Fail),
         (Break::PreviewWithoutText, "preview.calls", Status::Fail),
