@@ -58,6 +58,10 @@ pub struct ToolSpec {
     pub verb: Verb,
     #[serde(rename = "inputSchema", default = "empty_schema")]
     pub input_schema: Value,
+    /// Our extension: the host lets a component's own buttons run this
+    /// create or update at once, without a preview (`get` tools need not say so).
+    #[serde(default)]
+    pub direct: bool,
 }
 
 fn empty_schema() -> Value {

@@ -77,6 +77,13 @@ async fn call_tool(
             "a delete needs the assistant's two confirmations; ask in the chat".into(),
         ));
     }
+    // A change without a preview only where the host opted in.
+    if tool.verb != Verb::Get && !tool.direct {
+        return Err(ApiError::Forbidden(
+            "not_direct",
+            "this tool changes data and the app does not let a component's buttons run it; ask in the chat".into(),
+        ));
+    }
     if let Err(problems) = crate::schema::check(&tool.input_schema, &arguments) {
         return Err(ApiError::BadRequest(format!("the arguments do not fit the tool's inputSchema: {problems}")));
     }

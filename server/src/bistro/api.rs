@@ -53,25 +53,27 @@ pub(super) async fn list_tools(State(state): State<BistroState>, headers: Header
         return error(StatusCode::UNAUTHORIZED, "bad secret");
     }
     let ids: Vec<&str> = MENU.iter().map(|i| i.id).collect();
+    // `direct`: the MenuCart's own buttons may run these at once (a cart
+    // line is the diner's to change); checkout and clearing are never direct.
     Json(json!({ "tools": [
         { "name": "show_menu", "verb": "get",
           "description": "Show Acme Bistro's menu (every dish with its id, name, price in whole US dollars and kind) \
                           and the diner's current cart. Use it before talking about dishes, prices or the cart.",
           "inputSchema": { "type": "object", "properties": {
               "customer": { "type": "string", "description": "The diner's name, if known" } } } },
-        { "name": "add_to_cart", "verb": "update",
+        { "name": "add_to_cart", "verb": "update", "direct": true,
           "description": "Add a dish to the diner's cart, with an optional note for the kitchen.",
           "inputSchema": { "type": "object", "required": ["item"], "properties": {
               "item": { "type": "string", "enum": ids, "description": "The dish's id from show_menu" },
               "quantity": { "type": "integer", "minimum": 1, "maximum": 20, "default": 1 },
               "notes": { "type": "string", "maxLength": 200, "description": "e.g. no basil" },
               "customer": { "type": "string" } } } },
-        { "name": "set_notes", "verb": "update",
+        { "name": "set_notes", "verb": "update", "direct": true,
           "description": "Change the kitchen note of a dish already in the diner's cart (an empty note removes it).",
           "inputSchema": { "type": "object", "required": ["item", "notes"], "properties": {
               "item": { "type": "string", "enum": ids },
               "notes": { "type": "string", "maxLength": 200 }, "customer": { "type": "string" } } } },
-        { "name": "remove_from_cart", "verb": "update",
+        { "name": "remove_from_cart", "verb": "update", "direct": true,
           "description": "Remove one of a dish from the diner's cart.",
           "inputSchema": { "type": "object", "required": ["item"], "properties": {
               "item": { "type": "string", "enum": ids }, "customer": { "type": "string" } } } },

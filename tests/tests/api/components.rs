@@ -1,6 +1,7 @@
 //! Rich results: a tool's `component` reaches the widget as a `component`
 //! event, is restored with the conversation, refreshes in place, and its
-//! own buttons may call only the tools it declared — never a delete.
+//! own buttons may call only the tools it declared — never a delete, and
+//! a create or update only when the host marked it `direct`.
 
 use serde_json::{Value, json};
 
@@ -16,15 +17,16 @@ on_both_databases!(
 fn tools() -> Value {
     json!([
         { "name": "menu", "verb": "get", "inputSchema": {"type": "object"} },
-        { "name": "add_item", "verb": "update",
+        { "name": "add_item", "verb": "update", "direct": true,
           "inputSchema": {"type": "object", "properties": {"title": {"type": "string"}}} },
+        { "name": "rename", "verb": "update", "inputSchema": {"type": "object"} },
         { "name": "wipe", "verb": "delete", "inputSchema": {"type": "object"} },
         { "name": "lookup", "verb": "get", "inputSchema": {"type": "object"} },
     ])
 }
 
 fn component(data: Value, update: bool) -> Value {
-    json!({"kind": "menu_cart", "data": data, "tools": ["add_item", "wipe", "not_listed"], "update": update})
+    json!({"kind": "menu_cart", "data": data, "tools": ["add_item", "wipe", "rename", "not_listed"], "update": update})
 }
 
 fn host() -> HostSpec {
@@ -135,6 +137,7 @@ async fn a_component_calls_only_its_declared_tools_and_never_a_delete(db: Db) {
 
     let refusals = [
         (json!({"tool": "wipe"}), 403, "delete_not_allowed"),
+        (json!({"tool": "rename"}), 403, "not_direct"),
         (json!({"tool": "not_listed"}), 403, "tool_not_allowed"),
         (json!({"tool": "lookup"}), 403, "tool_not_declared"),
         (json!({"tool": "add_item", "arguments": [1]}), 400, "bad_request"),
