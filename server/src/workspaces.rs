@@ -45,6 +45,9 @@ pub struct CreatedWorkspace {
 pub struct ConnectedHost {
     pub target: HostTarget,
     pub allowed_tools: Vec<String>,
+    /// Changes on every (re)connection: an action previewed on one
+    /// version is applied only on the same.
+    pub version: i64,
 }
 
 impl Workspaces {
@@ -146,7 +149,12 @@ impl Workspaces {
         let secret = self.vault.open(&row.secret_enc)?;
         let base_url = url::Url::parse(&row.base_url)?;
         let allowed_tools = row.allowed_tools();
-        Ok(Some(ConnectedHost { target: HostTarget { base_url, secret, trusted: row.builtin != 0 }, allowed_tools }))
+        let version = row.created_at;
+        Ok(Some(ConnectedHost {
+            target: HostTarget { base_url, secret, trusted: row.builtin != 0 },
+            allowed_tools,
+            version,
+        }))
     }
 
     /// Seals anew, under the current key, every stored secret the previous

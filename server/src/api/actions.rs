@@ -128,6 +128,24 @@ async fn apply_action(
 ) -> Result<Response, ApiError> {
     let action = owned_action(&state, &caller, &id).await?;
     let from = if action.needs_confirmation() { ActionStatus::ConfirmedOnce } else { ActionStatus::Pending };
+    // Executed only where it was previewed, and only while the host still offers it.
+    if action.status == from && !action.is_expired(state.clock.now_ms()) {
+        let scope = caller.scope(&action.id);
+        let bound = crate::engine::binding(&state.workspaces, &state.host, &scope, &action).await.map_err(|error| {
+            tracing::warn!(code = error.code(), %error, "apply: the host's GET /tools failed");
+            ApiError::BadGateway(error.code(), error.user_message().into())
+        })?;
+        if let Some(why) = bound {
+            crate::engine::refuse(&state.pool, &action, why, state.clock.now_ms()).await?;
+            let current = actions::get(&state.pool, &id).await?.ok_or(ApiError::NotFound)?;
+            return Err(ApiError::Action {
+                status: StatusCode::CONFLICT,
+                code: why.code(),
+                message: why.message(),
+                action: Box::new(pending_action(&current)),
+            });
+        }
+    }
     let turn_id = begin(&state, &caller, client.as_deref(), &action, &[from], ActionStatus::Executing).await?;
     let mut action = action;
     action.status = ActionStatus::Executing;

@@ -30,6 +30,9 @@ pub struct ActionRow {
     pub confirmations_required: u8,
     pub created_at: i64,
     pub expires_at: i64,
+    /// The integration it was previewed on: base URL and version.
+    pub integration_url: Option<String>,
+    pub integration_version: Option<i64>,
 }
 
 impl ActionRow {
@@ -52,7 +55,8 @@ impl ActionRow {
 }
 
 const COLUMNS: &str = "id, conversation_id, workspace_id, external_user_id, permissions, call_id, tool, verb, \
-                       arguments, preview, status, confirmations_required, created_at, expires_at";
+                       arguments, preview, status, confirmations_required, created_at, expires_at, \
+                       integration_url, integration_version";
 
 /// What a new action freezes.
 pub struct NewAction<'a> {
@@ -66,6 +70,8 @@ pub struct NewAction<'a> {
     pub arguments: &'a serde_json::Value,
     pub preview: &'a str,
     pub ttl_ms: i64,
+    pub integration_url: Option<&'a str>,
+    pub integration_version: Option<i64>,
 }
 
 /// Freezes a new action, `pending` until `now` + its time to live.
@@ -73,8 +79,9 @@ pub async fn insert(pool: &Pool, a: NewAction<'_>, now: i64) -> anyhow::Result<A
     let id = new_id("act");
     sqlx::query(
         "INSERT INTO actions (id, conversation_id, workspace_id, external_user_id, permissions, call_id, tool, verb,
-             arguments, preview, status, confirmations_required, created_at, expires_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14)",
+             arguments, preview, status, confirmations_required, created_at, expires_at, updated_at,
+            integration_url, integration_version)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $16)",
     )
     .bind(&id)
     .bind(a.conversation_id)
@@ -90,6 +97,8 @@ pub async fn insert(pool: &Pool, a: NewAction<'_>, now: i64) -> anyhow::Result<A
     .bind(now)
     .bind(now + a.ttl_ms)
     .bind(now)
+    .bind(a.integration_url)
+    .bind(a.integration_version)
     .execute(pool)
     .await?;
     let action = get(pool, &id).await?.ok_or_else(|| anyhow::anyhow!("the action just written is missing"))?;

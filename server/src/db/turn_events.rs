@@ -94,8 +94,11 @@ pub async fn owned_turn(
 
 /// Forgets the events of turns that ended before `before`.
 pub async fn forget_before(pool: &Pool, before: i64) -> anyhow::Result<u64> {
+    // Also the events of turns that are gone (erased, or past retention):
+    // a batch written behind the stream can land just after its turn went.
     let done = sqlx::query(
-        "DELETE FROM turn_events WHERE turn_id IN (SELECT id FROM turns WHERE finished_at IS NOT NULL AND finished_at < $1)",
+        "DELETE FROM turn_events WHERE turn_id IN (SELECT id FROM turns WHERE finished_at IS NOT NULL AND finished_at < $1)
+         OR NOT EXISTS (SELECT 1 FROM turns t WHERE t.id = turn_events.turn_id)",
     )
     .bind(before)
     .execute(pool)

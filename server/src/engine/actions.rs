@@ -61,6 +61,88 @@ impl Turn<'_> {
     }
 }
 
+/// Why an action cannot be applied where it stands now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unbound {
+    /// The integration it was previewed on is gone or was reconnected.
+    IntegrationChanged,
+    /// The host no longer lists the tool, or the workspace no longer allows it.
+    ToolGone,
+}
+
+impl Unbound {
+    pub fn code(self) -> &'static str {
+        match self {
+            Unbound::IntegrationChanged => "integration_changed",
+            Unbound::ToolGone => "tool_gone",
+        }
+    }
+
+    /// What the user is told.
+    pub fn message(self) -> &'static str {
+        match self {
+            Unbound::IntegrationChanged => {
+                "The app's connection changed since this change was prepared. Ask the assistant again."
+            }
+            Unbound::ToolGone => "The app no longer offers this change. Ask the assistant again.",
+        }
+    }
+
+    /// What the model is told, in the tool call's place.
+    fn told(self) -> &'static str {
+        match self {
+            Unbound::IntegrationChanged => {
+                "not run: the app's connection changed since the preview; offer to prepare the change again"
+            }
+            Unbound::ToolGone => "not run: the app no longer offers this tool; tell the user it cannot be done now",
+        }
+    }
+}
+
+/// Whether `action` may still be applied: the workspace's integration is
+/// the one it was previewed on (same base URL and version), and the host
+/// still lists the tool, with the same verb, within the workspace's
+/// allowlist. An action from before actions were bound checks nothing.
+pub async fn binding(
+    workspaces: &crate::workspaces::Workspaces,
+    client: &crate::host::HostClient,
+    scope: &ExecutionScope,
+    action: &ActionRow,
+) -> Result<Option<Unbound>, crate::host::HostError> {
+    let Some(url) = &action.integration_url else { return Ok(None) };
+    let host = match workspaces.host(&action.workspace_id).await {
+        Ok(host) => host,
+        Err(error) => {
+            tracing::error!(error = format!("{error:#}"), "cannot load the workspace's integration");
+            return Err(crate::host::HostError::Unreachable("the integration could not be loaded".into()));
+        }
+    };
+    let Some(host) =
+        host.filter(|h| h.target.base_url.as_str() == url && Some(h.version) == action.integration_version)
+    else {
+        return Ok(Some(Unbound::IntegrationChanged));
+    };
+    let tools = client.list_tools(&host.target, &scope.for_call(), &host.allowed_tools).await?;
+    let listed = tools.iter().any(|t| t.name == action.tool && t.verb == action.verb);
+    Ok((!listed).then_some(Unbound::ToolGone))
+}
+
+/// Ends `action` as failed because it is `why` unbound, if it is still
+/// open, and tells the model why in the tool call's place (the next turn
+/// reads it). True when this call ended it.
+pub async fn refuse(pool: &db::Pool, action: &ActionRow, why: Unbound, now: i64) -> anyhow::Result<bool> {
+    let open = [ActionStatus::Pending, ActionStatus::ConfirmedOnce];
+    if !db::actions::transition(pool, &action.id, &open, ActionStatus::Failed, now).await? {
+        return Ok(false);
+    }
+    let content = tool_error(why.told(), why.code());
+    db::append_message(pool, &action.conversation_id, NewMessage::tool_result(&action.call_id, &content, &[])).await?;
+    let detail = serde_json::json!({ "action_id": action.id, "error": why.code() });
+    db::actions::record_life(pool, action, "system", "action.refused", Some(why.code()), detail).await;
+    tracing::info!(action_id = %action.id, code = why.code(), "apply refused: the action is no longer bound to its preview");
+    Ok(true)
+}
+
 /// How often interrupted executions are looked for.
 pub const STUCK_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
 

@@ -126,7 +126,7 @@ async fn store(pool: Pool, turn_id: String, mut events: UnboundedReceiver<Number
 pub const KEEP_EVENTS: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Every ten minutes, any replica forgets the events of turns that ended
-/// more than [`KEEP_EVENTS`] ago.
+/// more than [`KEEP_EVENTS`] ago, and of turns that are gone.
 pub fn spawn_forgetting(pool: Pool) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(600));

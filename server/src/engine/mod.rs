@@ -38,7 +38,7 @@ pub mod stop;
 mod tools;
 mod turn;
 
-pub use actions::{STUCK_SWEEP_EVERY, abandon_stuck, pending_action, sweep_stuck_actions};
+pub use actions::{STUCK_SWEEP_EVERY, Unbound, abandon_stuck, binding, pending_action, refuse, sweep_stuck_actions};
 pub use hooks::TurnFinished;
 pub use outcome::MAX_TOOL_RESULT_CHARS;
 pub use service::{Engine, TurnInput, TurnStart};

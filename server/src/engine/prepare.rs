@@ -15,6 +15,8 @@ use crate::llm::{ChatMessage, Model};
 pub(super) struct Prepared {
     /// The workspace's tool host, if one is connected.
     pub target: Option<HostTarget>,
+    /// The connected integration's version (see `ConnectedHost`).
+    pub integration_version: Option<i64>,
     /// Who the turn acts for; the turn id is the `requestId`.
     pub scope: ExecutionScope,
     /// The tools the host offers this user, less those the workspace disallows.
@@ -67,6 +69,7 @@ impl Turn<'_> {
         let mut messages = vec![ChatMessage::System(prompt::system_prompt(&context))];
         messages.extend(prompt::transcript(&history));
         model.policy.history_tokens = engine.limits.max_history_tokens;
-        Ok(Prepared { target: host.map(|h| h.target), scope, tools, messages, model })
+        let integration_version = host.as_ref().map(|h| h.version);
+        Ok(Prepared { target: host.map(|h| h.target), integration_version, scope, tools, messages, model })
     }
 }

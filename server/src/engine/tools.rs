@@ -96,6 +96,8 @@ impl Turn<'_> {
                 arguments,
                 preview: &preview,
                 ttl_ms: engine.limits.action_ttl.as_millis() as i64,
+                integration_url: Some(target.base_url.as_str()),
+                integration_version: prepared.integration_version,
             },
             engine.clock.now_ms(),
         )

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Db, HostSpec, Rig, Step, pending, task_tools, token};
+use crate::helpers::{Db, HostSpec, Rig, Step, of, pending, task_tools, token};
 use crate::on_both_databases;
 
 on_both_databases!(
@@ -34,10 +34,18 @@ async fn erasing_a_user_deletes_all_of_theirs_and_nothing_of_anyone_elses(db: Db
         Step::Text("Hi other."),
     ];
     let rig = Rig::start(db, HostSpec::new(task_tools()), script, &[]).await;
-    rig.say("my phone number is 555-0100").await;
-    let action = pending(&rig.say("create a task called Secret plans").await)["action_id"].as_str().unwrap().to_owned();
+    let mut turns = Vec::new();
+    let said = rig.say("my phone number is 555-0100").await;
+    turns.push(of(&said, "turn")[0]["turn_id"].as_str().unwrap().to_owned());
+    let asked = rig.say("create a task called Secret plans").await;
+    turns.push(of(&asked, "turn")[0]["turn_id"].as_str().unwrap().to_owned());
+    let action = pending(&asked)["action_id"].as_str().unwrap().to_owned();
     let other = token(&rig.workspace, &rig.secret, "other_user");
     rig.app.turn(&other, None, "hello").await;
+    // Erased only once their streams are stored to the end (written behind the stream).
+    for turn in &turns {
+        crate::helpers::events_stored(&rig.app, turn).await;
+    }
     let theirs = "SELECT COUNT(*) FROM conversations WHERE workspace_id = $1 AND external_user_id = 'user_42'";
     assert_eq!(count(&rig, theirs).await, 2);
 
@@ -87,4 +95,25 @@ async fn erasure_needs_the_api_key_and_a_user_id(db: Db) {
     assert_eq!(response.unwrap().status(), 401, "an embed token cannot erase");
     let long = "x".repeat(257);
     assert_eq!(erase(&rig, &long).await.0, 400);
+}
+
+/// A batch of stream events written just after its turn was erased is
+/// forgotten by the next sweep, however recent.
+#[tokio::test]
+async fn stream_events_left_behind_an_erased_turn_are_forgotten() {
+    let rig = Rig::start(Db::Sqlite, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
+    let pool = &rig.app.state.pool;
+    sqlx::query("INSERT INTO turn_events (turn_id, seq, kind, data, created_at) VALUES ('turn_gone', 1, 'text', '\"secret\"', 1)")
+        .execute(pool)
+        .await
+        .unwrap();
+    let said = rig.say("hello").await;
+    let kept = of(&said, "turn")[0]["turn_id"].as_str().unwrap().to_owned();
+    crate::helpers::events_stored(&rig.app, &kept).await;
+
+    server::db::turn_events::forget_before(pool, 0).await.unwrap();
+
+    let left: Vec<(String,)> =
+        sqlx::query_as("SELECT DISTINCT turn_id FROM turn_events").fetch_all(pool).await.unwrap();
+    assert_eq!(left, [(kept,)], "the orphan went, the live turn's events stayed");
 }

@@ -749,3 +749,20 @@ pub async fn turn_until(app: &TestApp, token: &str, message: &str, marker: &str)
     }
     (body, seen)
 }
+
+/// Waits until `turn_id`'s stream is stored to its end (its `done` event):
+/// events are written in batches behind the stream the client reads.
+pub async fn events_stored(app: &TestApp, turn_id: &str) {
+    for _ in 0..200 {
+        let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM turn_events WHERE turn_id = $1 AND kind = 'done'")
+            .bind(turn_id)
+            .fetch_one(&app.state.pool)
+            .await
+            .unwrap();
+        if n == 1 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the events of {turn_id} were not stored within 10 s");
+}

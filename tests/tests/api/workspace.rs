@@ -152,6 +152,7 @@ async fn conversations_past_the_workspaces_retention_are_deleted_and_none_sooner
     let said = rig.say("remember this").await;
     let conversation = of(&said, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
     let turn = of(&said, "turn")[0]["turn_id"].as_str().unwrap().to_owned();
+    crate::helpers::events_stored(&rig.app, &turn).await;
     let pool = &rig.app.state.pool;
     let listed = || async { rig.app.get_json("/v1/conversations", &rig.token).await.1["conversations"].clone() };
     let two_days = Duration::from_secs(2 * 24 * 3600);

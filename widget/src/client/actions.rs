@@ -63,6 +63,10 @@ fn refused(chat: Chat, error: WidgetError) {
                 Some("action_in_progress") => "This change is already being applied.",
                 Some("action_cancelled") => "This change was cancelled.",
                 Some("confirmation_required") => "Please confirm the delete first.",
+                Some("integration_changed") => {
+                    "The app's connection changed since this change was prepared. Ask the assistant again."
+                }
+                Some("tool_gone") => "The app no longer offers this change. Ask the assistant again.",
                 _ => "The change could not be answered. Try again.",
             };
             let open = current.as_ref().is_some_and(|a| a.status.is_open());
