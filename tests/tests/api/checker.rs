@@ -33,6 +33,8 @@ enum Break {
     NoDescription,
     BadSchema,
     HugeSchema,
+    TooManyTools,
+    BigContext,
     ContextNotObject,
     GetFails,
     PreviewWithoutText,
@@ -64,6 +66,12 @@ fn tools(broken: Break) -> Value {
         Break::BadVerb => tools[1]["verb"] = json!("post"),
         Break::NoDescription => tools[1]["description"] = json!(""),
         Break::BadSchema => tools[2]["inputSchema"] = json!({"type": "object", "properties": {"id": {"type": 12}}}),
+        Break::TooManyTools => {
+            for i in 0..130 {
+                tools.as_array_mut().unwrap().push(json!({ "name": format!("report_{i}"), "description": "A report",
+                    "verb": "create", "inputSchema": {"type": "object"} }));
+            }
+        }
         Break::HugeSchema => {
             let mut deep = json!({"type": "string"});
             for _ in 0..40 {
@@ -106,6 +114,9 @@ async fn start_host(broken: Break) -> (String, Arc<Mutex<Calls>>) {
                 }
                 if broken == Break::ContextNotObject {
                     return Json(json!(["not", "an", "object"])).into_response();
+                }
+                if broken == Break::BigContext {
+                    return Json(json!({"page": "x".repeat(600 * 1024)})).into_response();
                 }
                 Json(json!({"page": "catalogue"})).into_response()
             }),
@@ -207,6 +218,9 @@ async fn each_rule_fails_on_a_host_that_breaks_it() {
         (Break::NoDescription, "tools.descriptions", Status::Warn),
         (Break::BadSchema, "tools.schemas", Status::Fail),
         (Break::HugeSchema, "tools.schemas", Status::Fail),
+        (Break::TooManyTools, "tools.count", Status::Fail),
+        (Break::BigContext, "answers.size", Status::Warn),
+        (Break::BigContext, "context.answer", Status::Warn),
         (Break::ContextNotObject, "context.answer", Status::Fail),
         (Break::GetFails, "get.calls", Status::Fail),
         (Break::PreviewWithoutText, "preview.calls", Status::Fail),
