@@ -660,6 +660,25 @@ mod tests {
 
     use super::sample;
 
+    /// Judged from the URL alone: nothing is dialled.
+    #[test]
+    fn plain_http_fails_to_a_public_name_and_warns_on_a_private_address() {
+        let tls = |url: &str| {
+            let target = crate::host::HostTarget {
+                base_url: url.parse().unwrap(),
+                secret: crate::secret::Secret::new("s".to_owned()),
+                trusted: false,
+            };
+            let mut report = super::Report::default();
+            super::transport(&mut report, &target);
+            report.status_of("transport.tls")
+        };
+        assert_eq!(tls("http://tools.example/api"), Some(super::Status::Fail));
+        assert_eq!(tls("http://127.0.0.1:9/api"), Some(super::Status::Warn));
+        assert_eq!(tls("http://localhost/api"), Some(super::Status::Warn));
+        assert_eq!(tls("https://tools.example/api"), Some(super::Status::Pass));
+    }
+
     #[test]
     fn samples_satisfy_their_schemas() {
         let schema = json!({"type": "object", "required": ["q", "n", "when", "tags", "kind", "opt"], "properties": {

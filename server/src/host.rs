@@ -301,16 +301,7 @@ impl HostClient {
             Some(bearer) => request.bearer_auth(bearer),
             None => request,
         };
-        let started = std::time::Instant::now();
-        let call = async {
-            let response = request.send().await.map_err(|e| HostError::Unreachable(error_chain(&e)))?;
-            let status = response.status().as_u16();
-            let location =
-                response.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
-            let body = read_capped(response).await?;
-            Ok(RawAnswer { status, body, location, elapsed: started.elapsed() })
-        };
-        tokio::time::timeout(self.timeout, call).await.map_err(|_| HostError::Timeout(self.timeout))?
+        self.fetch(request).await
     }
 
     /// The time a call may take.
@@ -327,27 +318,35 @@ impl HostClient {
     }
 
     async fn answer(&self, request: reqwest::RequestBuilder) -> Result<Value, HostError> {
-        let timeout = self.timeout;
+        let answer = self.fetch(request).await?;
+        if !answer.ok() {
+            let message = answer
+                .json()
+                .and_then(|v| v.get("error").and_then(Value::as_str).map(|s| s.chars().take(300).collect()))
+                .unwrap_or_else(|| "(no error message)".to_owned());
+            return Err(match answer.status {
+                401 => HostError::Unauthorized(message),
+                400 => HostError::BadRequest(message),
+                403 => HostError::Forbidden(message),
+                404 => HostError::NotFound(message),
+                code => HostError::Failed { status: code, message },
+            });
+        }
+        answer.json().ok_or_else(|| HostError::Invalid("answer is not JSON".into()))
+    }
+
+    /// Sends `request` and reads the answer whole (capped), within the timeout.
+    async fn fetch(&self, request: reqwest::RequestBuilder) -> Result<RawAnswer, HostError> {
+        let started = std::time::Instant::now();
         let call = async {
             let response = request.send().await.map_err(|e| HostError::Unreachable(error_chain(&e)))?;
-            let status = response.status();
-            let bytes = read_capped(response).await?;
-            if !status.is_success() {
-                let message = serde_json::from_slice::<Value>(&bytes)
-                    .ok()
-                    .and_then(|v| v.get("error").and_then(Value::as_str).map(|s| s.chars().take(300).collect()))
-                    .unwrap_or_else(|| "(no error message)".to_owned());
-                return Err(match status.as_u16() {
-                    401 => HostError::Unauthorized(message),
-                    400 => HostError::BadRequest(message),
-                    403 => HostError::Forbidden(message),
-                    404 => HostError::NotFound(message),
-                    code => HostError::Failed { status: code, message },
-                });
-            }
-            serde_json::from_slice::<Value>(&bytes).map_err(|_| HostError::Invalid("answer is not JSON".into()))
+            let status = response.status().as_u16();
+            let location =
+                response.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
+            let body = read_capped(response).await?;
+            Ok(RawAnswer { status, body, location, elapsed: started.elapsed() })
         };
-        tokio::time::timeout(timeout, call).await.map_err(|_| HostError::Timeout(timeout))?
+        tokio::time::timeout(self.timeout, call).await.map_err(|_| HostError::Timeout(self.timeout))?
     }
 }
 

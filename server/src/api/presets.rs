@@ -94,8 +94,9 @@ async fn set_preset(
     ApiJson(request): ApiJson<SetPreset>,
 ) -> Result<Json<ShownPreset>, ApiError> {
     valid_name(&name)?;
-    let (base_url, _) =
+    let (target, _) =
         check_tool_host(&state, &request.base_url, &request.secret, &request.allowed_tools, "tool-presets").await?;
+    let base_url = target.base_url;
     let sealed = state.vault.seal(&request.secret);
     let spaces = db::upsert_preset(&state.pool, &name, base_url.as_str(), &sealed, &request.allowed_tools).await?;
     tracing::info!(preset = %name, spaces, "tool-host preset set");

@@ -206,10 +206,10 @@ async fn connect_integration(
     if provider != PROVIDER {
         return Err(ApiError::NotFound);
     }
-    let (base_url, tools) =
+    let (target, tools) =
         check_tool_host(&state, &request.base_url, &request.secret, &request.allowed_tools, &workspace.id).await?;
-    let target = HostTarget { base_url: base_url.clone(), secret: Secret::new(request.secret.clone()), trusted: false };
     let report = crate::checker::check(&state.host, &target).await;
+    let base_url = target.base_url;
     db::upsert_integration(
         &state.pool,
         NewIntegration {
@@ -240,16 +240,15 @@ async fn connect_integration(
 /// Checks a tool server before it is used: its base URL (not a private
 /// address unless `CA_ALLOW_PRIVATE_TOOL_HOSTS`), a secret, and one call to
 /// its `GET /tools` (`502 host_check_failed` when it fails) offering at
-/// most as many tools as a model accepts. The URL and the tools' names.
+/// most as many tools as a model accepts. The target and the tools' names.
 pub(super) async fn check_tool_host(
     state: &ApiState,
     raw_base_url: &str,
     secret: &str,
     allowed_tools: &[String],
     workspace_id: &str,
-) -> Result<(Url, Vec<String>), ApiError> {
+) -> Result<(HostTarget, Vec<String>), ApiError> {
     let target = checked_target(state, raw_base_url, secret).await?;
-    let base_url = target.base_url.clone();
     let scope = ExecutionScope {
         workspace_id: workspace_id.to_owned(),
         external_user_id: "context-assistant-connect".into(),
@@ -267,7 +266,7 @@ pub(super) async fn check_tool_host(
             crate::llm::wire::MAX_TOOLS
         )));
     }
-    Ok((base_url, tools.into_iter().map(|t| t.name).collect()))
+    Ok((target, tools.into_iter().map(|t| t.name).collect()))
 }
 
 /// Disconnects the workspace's tool server.

@@ -59,22 +59,11 @@ pub(super) async fn show_space(
     let tour = q.tour.as_deref() == Some("1");
     let hub_origin = hub_url.origin().ascii_serialization();
     let embed_hub = embed.then(|| hub_origin.clone());
-    let bar = match ctx {
-        Some(c) => CaddieBar {
-            project_name: c.project_name,
-            stage_label: c.stage_label,
-            return_url: c.return_url,
-            tour,
-            embed_hub,
-        },
-        None => CaddieBar {
-            project_name: link.project_name.clone(),
-            stage_label: String::new(),
-            return_url: back,
-            tour,
-            embed_hub,
-        },
+    let (project_name, stage_label, return_url) = match ctx {
+        Some(c) => (c.project_name, c.stage_label, c.return_url),
+        None => (link.project_name.clone(), String::new(), back),
     };
+    let bar = CaddieBar { project_name, stage_label, return_url, tour, embed_hub };
     let boot = WidgetBoot {
         workspace_id: workspace.id.clone(),
         allowed_origins: Vec::new(),
