@@ -83,6 +83,10 @@ pub enum HostError {
     Failed { status: u16, message: String },
     #[error("host answer is not usable: {0}")]
     Invalid(String),
+    /// Our extension: `409` with `"stale": true` — the host's data moved
+    /// since the preview, so it did not run the change.
+    #[error("host found its data changed since the preview (409 stale): {0}")]
+    Stale(String),
     #[error("host did not answer within {0:?}")]
     Timeout(Duration),
     #[error("host could not be reached: {0}")]
@@ -98,6 +102,7 @@ impl HostError {
             HostError::Forbidden(_) => "You do not have permission to do that in the connected app.",
             HostError::NotFound(_) => "The connected app could not find that.",
             HostError::Failed { .. } | HostError::Invalid(_) => "The connected app had a problem answering.",
+            HostError::Stale(_) => "This changed in the connected app since it was previewed, so nothing was done.",
             HostError::Timeout(_) => "The connected app took too long to answer.",
             HostError::Unreachable(_) => "The connected app could not be reached.",
         }
@@ -112,6 +117,7 @@ impl HostError {
             HostError::NotFound(_) => "host_not_found",
             HostError::Failed { .. } => "host_failed",
             HostError::Invalid(_) => "host_invalid_answer",
+            HostError::Stale(_) => "stale",
             HostError::Timeout(_) => "host_timeout",
             HostError::Unreachable(_) => "host_unreachable",
         }
@@ -320,11 +326,14 @@ impl HostClient {
     async fn answer(&self, request: reqwest::RequestBuilder) -> Result<Value, HostError> {
         let answer = self.fetch(request).await?;
         if !answer.ok() {
-            let message = answer
-                .json()
+            let body = answer.json();
+            let message = body
+                .as_ref()
                 .and_then(|v| v.get("error").and_then(Value::as_str).map(|s| s.chars().take(300).collect()))
                 .unwrap_or_else(|| "(no error message)".to_owned());
+            let stale = body.as_ref().and_then(|v| v.get("stale")) == Some(&Value::Bool(true));
             return Err(match answer.status {
+                409 if stale => HostError::Stale(message),
                 401 => HostError::Unauthorized(message),
                 400 => HostError::BadRequest(message),
                 403 => HostError::Forbidden(message),
@@ -662,6 +671,7 @@ mod tests {
             HostError::NotFound(String::new()),
             HostError::Failed { status: 500, message: String::new() },
             HostError::Invalid(String::new()),
+            HostError::Stale(String::new()),
             HostError::Timeout(Duration::from_secs(1)),
             HostError::Unreachable(String::new()),
         ];

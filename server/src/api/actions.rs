@@ -52,6 +52,9 @@ async fn refusal(state: &ApiState, id: &str) -> ApiError {
         ActionStatus::Succeeded | ActionStatus::Failed => {
             (StatusCode::CONFLICT, "already_applied", "this action was already applied")
         }
+        ActionStatus::Stale => {
+            (StatusCode::CONFLICT, "stale", "this change went out of date before it ran; apply its fresh preview")
+        }
         ActionStatus::Cancelled => (StatusCode::CONFLICT, "action_cancelled", "this action was cancelled"),
         ActionStatus::Pending if action.needs_confirmation() => {
             (StatusCode::CONFLICT, "confirmation_required", "a delete must be confirmed before it is applied")

@@ -16,6 +16,10 @@ use super::tools::{self, error};
 #[derive(Deserialize)]
 pub(super) struct ToolCall {
     tool: String,
+    /// The assistant's id of this tool call: the same in its preview and
+    /// its execute (the key a preview is remembered by).
+    #[serde(default, rename = "callId")]
+    call_id: String,
     #[serde(default)]
     arguments: Value,
     #[serde(default)]
@@ -143,7 +147,8 @@ pub(super) async fn preview_tool(
         Ok(call) => call,
         Err((status, message)) => return error(status, message),
     };
-    match tools::preview(&state, &call.tool, &call.arguments, call.execution.customer_key()).await {
+    let caller = tools::Caller { key: call.execution.customer_key(), call_id: &call.call_id };
+    match tools::preview(&state, &call.tool, &call.arguments, &caller).await {
         Ok(preview) => Json(json!({ "preview": preview })).into_response(),
         Err(e) => e.into_response(),
     }
@@ -158,8 +163,73 @@ pub(super) async fn execute_tool(
         Ok(call) => call,
         Err((status, message)) => return error(status, message),
     };
-    match tools::execute(&state, &call.tool, &call.arguments, call.execution.customer_key()).await {
+    let caller = tools::Caller { key: call.execution.customer_key(), call_id: &call.call_id };
+    match tools::execute(&state, &call.tool, &call.arguments, &caller).await {
         Ok(output) => Json(json!({ "output": output })).into_response(),
         Err(e) => e.into_response(),
     }
+}
+
+/// `PUT /bistro/api/kitchen/{item}` body.
+#[derive(Deserialize)]
+pub(super) struct Availability {
+    available: bool,
+}
+
+/// The kitchen's board: every dish, whether it can be served now, and
+/// whether that is the kitchen's call (`fixed`: sold out by configuration).
+async fn board(state: &BistroState) -> Response {
+    match state.stock().await {
+        Ok(stock) => {
+            let dishes: Vec<Value> = MENU
+                .iter()
+                .map(|m| {
+                    json!({ "item": m.id, "name": m.name, "available": stock.is_available(m.id),
+                            "fixed": state.bistro.sold_out.iter().any(|s| s == m.id) })
+                })
+                .collect();
+            Json(json!({ "dishes": dishes })).into_response()
+        }
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "bistro: cannot read what is sold out");
+            error(StatusCode::INTERNAL_SERVER_ERROR, "the kitchen's system failed")
+        }
+    }
+}
+
+/// `GET /bistro/api/kitchen`: what the kitchen can serve now.
+pub(super) async fn kitchen(State(state): State<BistroState>, headers: HeaderMap) -> Response {
+    if !authorized(&state, &headers) {
+        return error(StatusCode::UNAUTHORIZED, "bad secret");
+    }
+    board(&state).await
+}
+
+/// `PUT /bistro/api/kitchen/{item}` `{"available": false}`: the kitchen
+/// marks a dish sold out (or back on) while the bistro runs. A dish sold
+/// out by configuration stays sold out (`409`).
+pub(super) async fn set_availability(
+    State(state): State<BistroState>,
+    headers: HeaderMap,
+    axum::extract::Path(item): axum::extract::Path<String>,
+    body: Option<Json<Availability>>,
+) -> Response {
+    if !authorized(&state, &headers) {
+        return error(StatusCode::UNAUTHORIZED, "bad secret");
+    }
+    let Some(dish) = MENU.iter().find(|m| m.id == item) else {
+        return error(StatusCode::NOT_FOUND, "no such dish");
+    };
+    let Some(Json(Availability { available })) = body else {
+        return error(StatusCode::BAD_REQUEST, "body must be {\"available\": true or false}");
+    };
+    if available && state.bistro.sold_out.iter().any(|s| s == dish.id) {
+        return error(StatusCode::CONFLICT, "sold out by configuration (CA_BISTRO_SOLD_OUT)");
+    }
+    if let Err(e) = crate::db::kitchen::set_sold_out(&state.pool, dish.id, !available, crate::ids::now_ms()).await {
+        tracing::error!(error = format!("{e:#}"), "bistro: cannot mark a dish");
+        return error(StatusCode::INTERNAL_SERVER_ERROR, "the kitchen's system failed");
+    }
+    tracing::info!(item = dish.id, available, "bistro: the kitchen marked a dish");
+    board(&state).await
 }

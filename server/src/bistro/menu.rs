@@ -33,11 +33,18 @@ pub struct Bistro {
     pub secret: Secret,
     pub checkout_key: Secret,
     pub public_url: String,
-    /// Dishes shown as unavailable: they cannot be added or checked out.
+    /// Dishes always sold out (`CA_BISTRO_SOLD_OUT`); the kitchen marks
+    /// others at run time (`PUT /bistro/api/kitchen/{item}`).
     pub sold_out: Vec<String>,
 }
 
-impl Bistro {
+/// What the kitchen can serve now: a snapshot, read once per request.
+#[derive(Debug, Clone, Default)]
+pub struct Stock {
+    sold_out: Vec<String>,
+}
+
+impl Stock {
     pub fn is_available(&self, id: &str) -> bool {
         !self.sold_out.iter().any(|s| s == id)
     }
@@ -48,6 +55,15 @@ impl Bistro {
 pub struct BistroState {
     pub pool: Pool,
     pub bistro: Arc<Bistro>,
+}
+
+impl BistroState {
+    /// The dishes sold out now: the configured ones and the kitchen's.
+    pub async fn stock(&self) -> anyhow::Result<Stock> {
+        let mut sold_out = self.bistro.sold_out.clone();
+        sold_out.extend(crate::db::kitchen::sold_out(&self.pool).await?);
+        Ok(Stock { sold_out })
+    }
 }
 
 /// The diner's name from a tool's arguments (`Guest` when none is given).
@@ -65,32 +81,32 @@ pub const MENU_CART_TOOLS: [&str; 3] = ["add_to_cart", "remove_from_cart", "set_
 
 /// The `menu_cart` component: the menu and the diner's cart, for the
 /// widget's MenuCart. `update` refreshes the one already shown.
-pub fn menu_cart(bistro: &Bistro, cart: Value, update: bool) -> Value {
+pub fn menu_cart(stock: &Stock, cart: Value, update: bool) -> Value {
     json!({
         "kind": "menu_cart",
-        "data": { "items": menu_items(bistro), "cart": cart },
+        "data": { "items": menu_items(stock), "cart": cart },
         "tools": MENU_CART_TOOLS,
         "update": update,
     })
 }
 
-pub fn menu_items(bistro: &Bistro) -> Vec<Value> {
+pub fn menu_items(stock: &Stock) -> Vec<Value> {
     MENU.iter()
-        .map(|i| json!({ "id": i.id, "name": i.name, "price": i.price, "kind": i.kind, "available": bistro.is_available(i.id) }))
+        .map(|i| json!({ "id": i.id, "name": i.name, "price": i.price, "kind": i.kind, "available": stock.is_available(i.id) }))
         .collect()
 }
 
 /// `show_menu`'s output: the contract's fields, `display` cards and the
 /// `menu_cart` component.
-pub fn show_menu(bistro: &Bistro, customer: &str, cart: Value) -> Value {
-    let items = menu_items(bistro);
+pub fn show_menu(bistro: &Bistro, stock: &Stock, customer: &str, cart: Value) -> Value {
+    let items = menu_items(stock);
     let display: Vec<Value> = MENU
         .iter()
         .map(|i| {
             json!({
                 "title": i.name,
                 "url": format!("{}/bistro/menu#{}", bistro.public_url, i.id),
-                "subtitle": if bistro.is_available(i.id) {
+                "subtitle": if stock.is_available(i.id) {
                     format!("${} · {}", i.price, i.kind)
                 } else {
                     format!("${} · {} · sold out", i.price, i.kind)
@@ -103,7 +119,7 @@ pub fn show_menu(bistro: &Bistro, customer: &str, cart: Value) -> Value {
         "status": format!("Acme Bistro menu is ready for {customer}. Build the order here; pay at checkout."),
         "customer": customer,
         "items": items,
-        "component": menu_cart(bistro, cart.clone(), false),
+        "component": menu_cart(stock, cart.clone(), false),
         "cart": cart,
         "display": display,
     })

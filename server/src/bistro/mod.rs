@@ -5,7 +5,9 @@
 //!
 //! `menu` (dishes, settings, what the tools show) → `cart` (prices and
 //! totals) → `checkout` (signed links) → `tools` (what each tool does) →
-//! `api` (the contract's four endpoints); `pages` (menu and pay pages).
+//! `api` (the contract's four endpoints and the kitchen's board, where a
+//! dish is marked sold out while the bistro runs); `pages` (menu and pay
+//! pages).
 
 mod api;
 pub mod cart;
@@ -17,7 +19,7 @@ mod tools;
 use axum::Router;
 use axum::routing::{get, post};
 
-pub use menu::{Bistro, BistroState, MENU, MENU_CART_TOOLS, MenuItem};
+pub use menu::{Bistro, BistroState, MENU, MENU_CART_TOOLS, MenuItem, Stock};
 
 /// The bistro's routes: its tool API and its pages.
 pub fn router(state: BistroState) -> Router {
@@ -26,6 +28,8 @@ pub fn router(state: BistroState) -> Router {
         .route("/bistro/api/context", get(api::get_context))
         .route("/bistro/api/tools/preview", post(api::preview_tool))
         .route("/bistro/api/tools/execute", post(api::execute_tool))
+        .route("/bistro/api/kitchen", get(api::kitchen))
+        .route("/bistro/api/kitchen/{item}", axum::routing::put(api::set_availability))
         .route("/bistro/menu", get(pages::menu_page))
         .route("/bistro/pay", get(pages::pay_page))
         .with_state(state)

@@ -32,11 +32,19 @@ pub(super) async fn pay_page(State(state): State<BistroState>, Query(q): Query<P
     );
     // Availability is checked again here, as the contract asks: a dish
     // that sold out after the link was minted cannot be paid for.
+    let stock = match state.stock().await {
+        Ok(stock) => stock,
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "bistro: cannot read what is sold out");
+            return (axum::http::StatusCode::SERVICE_UNAVAILABLE, "The kitchen's system failed; try again.")
+                .into_response();
+        }
+    };
     let sold_out: Vec<&'static str> = match &verified {
         Ok(order) => order
             .lines
             .iter()
-            .filter(|(id, _)| !state.bistro.is_available(id))
+            .filter(|(id, _)| !stock.is_available(id))
             .filter_map(|(id, _)| MENU.iter().find(|m| m.id == *id).map(|m| m.name))
             .collect(),
         Err(_) => Vec::new(),

@@ -33,6 +33,8 @@ pub struct ActionRow {
     /// The integration it was previewed on: base URL and version.
     pub integration_url: Option<String>,
     pub integration_version: Option<i64>,
+    /// The stale action this one is the fresh preview of.
+    pub replaces: Option<String>,
 }
 
 impl ActionRow {
@@ -56,7 +58,7 @@ impl ActionRow {
 
 const COLUMNS: &str = "id, conversation_id, workspace_id, external_user_id, permissions, call_id, tool, verb, \
                        arguments, preview, status, confirmations_required, created_at, expires_at, \
-                       integration_url, integration_version";
+                       integration_url, integration_version, replaces";
 
 /// What a new action freezes.
 pub struct NewAction<'a> {
@@ -72,6 +74,8 @@ pub struct NewAction<'a> {
     pub ttl_ms: i64,
     pub integration_url: Option<&'a str>,
     pub integration_version: Option<i64>,
+    /// The stale action it replaces, if it is a fresh preview of one.
+    pub replaces: Option<&'a str>,
 }
 
 /// Freezes a new action, `pending` until `now` + its time to live.
@@ -80,8 +84,8 @@ pub async fn insert(pool: &Pool, a: NewAction<'_>, now: i64) -> anyhow::Result<A
     sqlx::query(
         "INSERT INTO actions (id, conversation_id, workspace_id, external_user_id, permissions, call_id, tool, verb,
              arguments, preview, status, confirmations_required, created_at, expires_at, updated_at,
-            integration_url, integration_version)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $16)",
+            integration_url, integration_version, replaces)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $16, $17)",
     )
     .bind(&id)
     .bind(a.conversation_id)
@@ -99,12 +103,13 @@ pub async fn insert(pool: &Pool, a: NewAction<'_>, now: i64) -> anyhow::Result<A
     .bind(now)
     .bind(a.integration_url)
     .bind(a.integration_version)
+    .bind(a.replaces)
     .execute(pool)
     .await?;
     let action = get(pool, &id).await?.ok_or_else(|| anyhow::anyhow!("the action just written is missing"))?;
     let detail = serde_json::json!({
         "action_id": action.id, "conversation_id": action.conversation_id, "verb": action.verb.as_str(),
-        "preview": action.preview, "arguments": a.arguments,
+        "preview": action.preview, "arguments": a.arguments, "replaces": a.replaces,
     });
     record_life(pool, &action, "assistant", "action.previewed", None, detail).await;
     Ok(action)

@@ -13,6 +13,7 @@ pub mod carts;
 pub mod components;
 mod conversations;
 pub mod erasure;
+pub mod kitchen;
 pub mod limits;
 mod pool;
 pub mod retention;

@@ -10,10 +10,19 @@ use crate::db::actions::ActionRow;
 use crate::db::{self, NewMessage};
 use crate::host::ExecutionScope;
 
+/// What an applied action came to.
+pub(super) enum Executed {
+    /// The host ran it, or failed to: the outcome for the model and the user.
+    Done(ToolOutcome),
+    /// The host ran nothing: its data moved since the preview (`409` with
+    /// `"stale": true`). The action ended `stale`; a fresh preview follows.
+    Stale,
+}
+
 impl Turn<'_> {
     /// Calls the host's execute once for an action in `executing`, with the
     /// frozen arguments and scope and the action id as `requestId`.
-    pub(super) async fn execute_action(&self, action: &ActionRow) -> ToolOutcome {
+    pub(super) async fn execute_action(&self, action: &ActionRow) -> Executed {
         let engine = self.engine;
         let started = std::time::Instant::now();
         let activity = |status| self.events.tool_activity(&action.call_id, &action.tool, action.verb, status);
@@ -32,7 +41,7 @@ impl Turn<'_> {
             _ => {
                 finish(ActionStatus::Failed, Some("no_host")).await;
                 activity(ToolStatus::Failed);
-                return ToolOutcome::error("no tool host is connected", "no_host");
+                return Executed::Done(ToolOutcome::error("no tool host is connected", "no_host"));
             }
         };
         let scope = ExecutionScope {
@@ -48,14 +57,21 @@ impl Turn<'_> {
                 finish(ActionStatus::Succeeded, None).await;
                 activity(ToolStatus::Succeeded);
                 tracing::info!(action_id = %action.id, "action executed");
-                ToolOutcome::output(output)
+                Executed::Done(ToolOutcome::output(output))
+            }
+            Err(error @ crate::host::HostError::Stale(_)) => {
+                crate::metrics::tool_call(Some(action.verb), "stale");
+                finish(ActionStatus::Stale, Some(error.code())).await;
+                tracing::info!(action_id = %action.id, %error, "the host found the action stale; nothing ran");
+                activity(ToolStatus::Failed);
+                Executed::Stale
             }
             Err(error) => {
                 crate::metrics::tool_call(Some(action.verb), "error");
                 finish(ActionStatus::Failed, Some(error.code())).await;
                 tracing::warn!(action_id = %action.id, code = error.code(), %error, "action failed at the host");
                 activity(ToolStatus::Failed);
-                ToolOutcome::error(error.user_message(), error.code())
+                Executed::Done(ToolOutcome::error(error.user_message(), error.code()))
             }
         }
     }
@@ -191,5 +207,6 @@ pub fn pending_action(action: &ActionRow) -> PendingAction {
         confirmations_required: action.confirmations_required,
         expires_at: crate::ids::rfc3339(action.expires_at),
         status: action.status,
+        replaces: action.replaces.clone(),
     }
 }

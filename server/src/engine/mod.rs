@@ -13,7 +13,8 @@
 //!
 //! Around a turn: [`service`] (the [`Engine`] and what starts a turn),
 //! [`actions`] (executing an applied action, the wire form,
-//! the sweep of interrupted executions), [`events`] (the stream), [`stop`]
+//! the sweep of interrupted executions), [`reoffer`] (a stale Apply's fresh
+//! preview), [`events`] (the stream), [`stop`]
 //! (stopping a turn on any replica), [`prompt`] and [`metrics`].
 //!
 //! The engine knows no HTTP edge: the API starts turns, and whoever needs
@@ -32,6 +33,7 @@ mod plan;
 mod prepare;
 mod progress;
 mod prompt;
+mod reoffer;
 mod service;
 mod step;
 pub mod stop;

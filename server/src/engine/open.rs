@@ -2,18 +2,23 @@
 //! A user's message supersedes any action still waiting for an answer; an
 //! applied action is executed once (outside the time limit and the stop
 //! button: once the host is called, its answer is recorded); a declined
-//! one is answered to the model as declined.
+//! one is answered to the model as declined. An Apply the host found stale
+//! is answered as not run and handed on for a fresh preview (`reoffer`).
 
 use serde_json::json;
 use widget::wire::Role;
 
+use super::actions::Executed;
 use super::context::Turn;
 use super::outcome::{ToolOutcome, tool_error};
 use super::service::TurnStart;
+use crate::db::actions::ActionRow;
 use crate::db::{self, NewMessage};
 
 impl Turn<'_> {
-    pub(super) async fn open(&self) -> anyhow::Result<()> {
+    /// Saves what starts the turn; returns the applied action when the
+    /// host found it stale (a fresh preview of it is offered).
+    pub(super) async fn open(&self) -> anyhow::Result<Option<ActionRow>> {
         let (pool, conversation_id) = (&self.engine.pool, &self.input.conversation_id);
         if !matches!(self.input.start, TurnStart::FirstMessage(_)) {
             db::touch_conversation(pool, conversation_id).await?;
@@ -29,10 +34,19 @@ impl Turn<'_> {
                 }
                 db::append_message(pool, conversation_id, NewMessage::new(Role::User, text)).await?;
             }
-            TurnStart::Applied(action) => {
-                let outcome = self.execute_action(action).await;
-                self.deliver(&action.call_id, outcome).await?;
-            }
+            TurnStart::Applied(action) => match self.execute_action(action).await {
+                Executed::Done(outcome) => {
+                    self.deliver(&action.call_id, outcome).await?;
+                }
+                Executed::Stale => {
+                    let content = tool_error(
+                        "not run: the app's data changed since its preview (for example a price or availability)",
+                        "stale",
+                    );
+                    self.deliver(&action.call_id, ToolOutcome::answer(content)).await?;
+                    return Ok(Some(action.clone()));
+                }
+            },
             TurnStart::Declined(action, reason) => {
                 let content = json!({ "error": "not run: the user declined this change", "code": "declined",
                     "user_reason": reason })
@@ -40,6 +54,6 @@ impl Turn<'_> {
                 self.deliver(&action.call_id, ToolOutcome::answer(content)).await?;
             }
         }
-        Ok(())
+        Ok(None)
     }
 }

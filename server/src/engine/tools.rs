@@ -68,20 +68,50 @@ impl Turn<'_> {
         arguments: &Value,
         prepared: &Prepared,
     ) -> Result<(), String> {
+        let preview = self.preview_change(call, tool, arguments, prepared).await?;
+        self.freeze(call, tool, arguments, &preview, prepared, None).await
+    }
+
+    /// The host's preview of a change, as the user is shown it (plain
+    /// text, bounded); on failure what the model is told instead.
+    pub(super) async fn preview_change(
+        &self,
+        call: &ToolCall,
+        tool: &ToolSpec,
+        arguments: &Value,
+        prepared: &Prepared,
+    ) -> Result<String, String> {
+        let Some(target) = &prepared.target else {
+            return Err(tool_error("no tool host is connected", "no_host"));
+        };
+        let preview = self
+            .engine
+            .host
+            .preview(target, &tool.name, &call.id, arguments, &prepared.scope.for_call())
+            .await
+            .map_err(|error| {
+                crate::metrics::tool_call(Some(tool.verb), "preview_failed");
+                tracing::warn!(tool = %tool.name, code = error.code(), %error, "preview failed");
+                tool_error(error.user_message(), error.code())
+            })?;
+        Ok(preview.chars().filter(|c| !c.is_control() || *c == '\n').take(MAX_PREVIEW_CHARS).collect())
+    }
+
+    /// Freezes a previewed change as a pending action (the fresh preview
+    /// of the stale action `replaces`, if any) and shows it.
+    pub(super) async fn freeze(
+        &self,
+        call: &ToolCall,
+        tool: &ToolSpec,
+        arguments: &Value,
+        preview: &str,
+        prepared: &Prepared,
+        replaces: Option<&str>,
+    ) -> Result<(), String> {
         let Some(target) = &prepared.target else {
             return Err(tool_error("no tool host is connected", "no_host"));
         };
         let engine = self.engine;
-        let preview =
-            engine.host.preview(target, &tool.name, &call.id, arguments, &prepared.scope.for_call()).await.map_err(
-                |error| {
-                    crate::metrics::tool_call(Some(tool.verb), "preview_failed");
-                    tracing::warn!(tool = %tool.name, code = error.code(), %error, "preview failed");
-                    tool_error(error.user_message(), error.code())
-                },
-            )?;
-        let preview: String =
-            preview.chars().filter(|c| !c.is_control() || *c == '\n').take(MAX_PREVIEW_CHARS).collect();
         let caller = &self.input.caller;
         let action = crate::db::actions::insert(
             &engine.pool,
@@ -94,10 +124,11 @@ impl Turn<'_> {
                 tool: &tool.name,
                 verb: tool.verb,
                 arguments,
-                preview: &preview,
+                preview,
                 ttl_ms: engine.limits.action_ttl.as_millis() as i64,
                 integration_url: Some(target.base_url.as_str()),
                 integration_version: prepared.integration_version,
+                replaces,
             },
             engine.clock.now_ms(),
         )
@@ -106,7 +137,7 @@ impl Turn<'_> {
             tracing::error!(error = format!("{error:#}"), "cannot save the pending action");
             tool_error("the change could not be prepared", "internal")
         })?;
-        tracing::info!(action_id = %action.id, tool = %tool.name, "pending action proposed");
+        tracing::info!(action_id = %action.id, tool = %tool.name, replaces, "pending action proposed");
         crate::metrics::tool_call(Some(tool.verb), "previewed");
         self.events.send(TurnEvent::PendingAction(pending_action(&action)));
         Ok(())

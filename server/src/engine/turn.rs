@@ -11,6 +11,7 @@ use super::events::{EventSink, TurnEvent};
 use super::progress::SharedProgress;
 use super::service::{Engine, TurnInput};
 use super::step::StepEnd;
+use crate::db::actions::ActionRow;
 
 impl Engine {
     /// Runs a turn to its end, sending events to `events` and saving the
@@ -30,17 +31,20 @@ impl Turn<'_> {
             turn_id: self.input.turn_id.clone(),
             conversation_id: self.input.conversation_id.clone(),
         }));
-        if let Err(error) = self.open().await {
-            tracing::error!(error = format!("{error:#}"), "cannot start the turn");
-            self.events.send(TurnEvent::Error(TurnError {
-                message: "Your request could not be saved. Please try again.".into(),
-                code: "turn_failed".into(),
-            }));
-            self.events.send(TurnEvent::Done(TurnDone { stop_reason: StopReason::Error }));
-            return;
-        }
+        let stale = match self.open().await {
+            Ok(stale) => stale,
+            Err(error) => {
+                tracing::error!(error = format!("{error:#}"), "cannot start the turn");
+                self.events.send(TurnEvent::Error(TurnError {
+                    message: "Your request could not be saved. Please try again.".into(),
+                    code: "turn_failed".into(),
+                }));
+                self.events.send(TurnEvent::Done(TurnDone { stop_reason: StopReason::Error }));
+                return;
+            }
+        };
         let outcome = tokio::select! {
-            result = tokio::time::timeout(self.engine.limits.turn_timeout, self.steps()) => {
+            result = tokio::time::timeout(self.engine.limits.turn_timeout, self.steps(stale.as_ref())) => {
                 result.unwrap_or(Err(Stop::Limit(StopReason::TimeLimit)))
             }
             () = cancel.cancelled() => Err(Stop::Limit(StopReason::Cancelled)),
@@ -62,10 +66,14 @@ impl Turn<'_> {
         self.close(reason).await;
     }
 
-    /// The host's tools and context, then model steps until the model
-    /// answers without calling a tool or a limit is hit.
-    async fn steps(&self) -> Result<(), Stop> {
+    /// The host's tools and context (and a fresh preview of a `stale`
+    /// Apply), then model steps until the model answers without calling a
+    /// tool or a limit is hit.
+    async fn steps(&self, stale: Option<&ActionRow>) -> Result<(), Stop> {
         let mut prepared = self.prepare().await?;
+        if let Some(stale) = stale {
+            self.reoffer(stale, &mut prepared).await?;
+        }
         for iteration in 1..=self.engine.limits.max_iterations {
             if let StepEnd::Answered = self.step(&mut prepared, iteration).await? {
                 return Ok(());

@@ -7,11 +7,16 @@ use crate::helpers::{Db, TestApp, of, pending, spawn_app};
 
 /// Calls the bistro's own API as the assistant does.
 async fn call(app: &TestApp, path: &str, tool: &str, arguments: Value, user: &str) -> (u16, Value) {
+    call_as(app, path, tool, "c1", arguments, user).await
+}
+
+/// Calls the bistro's API as tool call `call_id`.
+async fn call_as(app: &TestApp, path: &str, tool: &str, call_id: &str, arguments: Value, user: &str) -> (u16, Value) {
     let response = app
         .post(
             &format!("/bistro/api/tools/{path}"),
             app.state.bistro.secret.expose(),
-            &json!({"tool": tool, "callId": "c1", "arguments": arguments,
+            &json!({"tool": tool, "callId": call_id, "arguments": arguments,
             "execution": {"workspaceId": "ws_demo", "externalUserId": user, "permissions": [], "requestId": "r"}}),
         )
         .await;
@@ -287,4 +292,125 @@ async fn a_dish_sold_out_after_checkout_cannot_be_paid_for() {
     let fine = server::bistro::checkout::sign(&app.state.bistro.checkout_key, "stone_pizzax1", 14, exp);
     let page = app.client.get(app.url(&format!("/bistro/pay?{fine}"))).send().await.unwrap().text().await.unwrap();
     assert!(page.contains(r#"data-total="14""#), "{page}");
+}
+
+/// The kitchen marks `item` available or sold out; the status and board.
+async fn kitchen(app: &TestApp, item: &str, available: bool, secret: &str) -> (u16, Value) {
+    let response = app
+        .client
+        .put(app.url(&format!("/bistro/api/kitchen/{item}")))
+        .bearer_auth(secret)
+        .json(&json!({ "available": available }))
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap_or(Value::Null))
+}
+
+fn dish<'a>(board: &'a Value, item: &str) -> &'a Value {
+    board["dishes"].as_array().unwrap().iter().find(|d| d["item"] == item).unwrap()
+}
+
+#[tokio::test]
+async fn the_kitchen_marks_dishes_sold_out_while_the_bistro_runs() {
+    let app = spawn_app(Db::Sqlite).env("CA_BISTRO_SOLD_OUT", "sparkling").start().await;
+    let secret = app.state.bistro.secret.expose().to_owned();
+    assert_eq!(kitchen(&app, "lemon_tart", false, "wrong").await.0, 401);
+    assert_eq!(kitchen(&app, "caviar", false, &secret).await.0, 404);
+    let (status, body) = kitchen(&app, "sparkling", true, &secret).await;
+    assert_eq!((status, body["error"].as_str()), (409, Some("sold out by configuration (CA_BISTRO_SOLD_OUT)")));
+
+    let (status, board) = kitchen(&app, "lemon_tart", false, &secret).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (dish(&board, "lemon_tart")["available"].as_bool(), dish(&board, "lemon_tart")["fixed"].as_bool()),
+        (Some(false), Some(false))
+    );
+    assert_eq!(dish(&board, "sparkling")["fixed"], true);
+    let (_, menu) = execute(&app, "show_menu", json!({}), "u1").await;
+    let available = |id: &str| {
+        menu["output"]["items"].as_array().unwrap().iter().find(|i| i["id"] == id).unwrap()["available"].clone()
+    };
+    assert_eq!((available("lemon_tart"), available("stone_pizza")), (json!(false), json!(true)));
+    assert_eq!(execute(&app, "add_to_cart", json!({"item": "lemon_tart"}), "u1").await.0, 400);
+
+    let (_, board) = kitchen(&app, "lemon_tart", true, &secret).await;
+    assert_eq!(dish(&board, "lemon_tart")["available"], true);
+    assert_eq!(execute(&app, "add_to_cart", json!({"item": "lemon_tart"}), "u1").await.0, 200);
+}
+
+#[tokio::test]
+async fn an_execute_whose_preview_no_longer_holds_is_stale_and_runs_nothing() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let secret = app.state.bistro.secret.expose().to_owned();
+    // Previewed while available, sold out before the Apply: 409 stale, not added.
+    let (status, _) = call_as(&app, "preview", "add_to_cart", "c_add", json!({"item": "lemon_tart"}), "u1").await;
+    assert_eq!(status, 200);
+    kitchen(&app, "lemon_tart", false, &secret).await;
+    let (status, body) = call_as(&app, "execute", "add_to_cart", "c_add", json!({"item": "lemon_tart"}), "u1").await;
+    assert_eq!((status, body["stale"].as_bool()), (409, Some(true)), "{body}");
+    assert!(body["error"].as_str().unwrap().contains("Lemon Tart is sold out"), "{body}");
+    // A call never previewed (a component's direct call) is simply refused.
+    let (status, body) = call_as(&app, "execute", "add_to_cart", "c_other", json!({"item": "lemon_tart"}), "u1").await;
+    assert_eq!((status, body.get("stale")), (400, None));
+    kitchen(&app, "lemon_tart", true, &secret).await;
+
+    // A checkout previewed, then the cart changes (the menu's + button): stale.
+    execute(&app, "add_to_cart", json!({"item": "stone_pizza"}), "u1").await;
+    let (_, shown) = call_as(&app, "preview", "create_checkout", "c_pay", json!({}), "u1").await;
+    assert!(shown["preview"].as_str().unwrap().contains("total $14"), "{shown}");
+    execute(&app, "add_to_cart", json!({"item": "sparkling"}), "u1").await;
+    let (status, body) = call_as(&app, "execute", "create_checkout", "c_pay", json!({}), "u1").await;
+    assert_eq!((status, body["stale"].as_bool()), (409, Some(true)), "{body}");
+    assert!(body["error"].as_str().unwrap().contains("total $18"), "{body}");
+
+    // The fresh preview holds: it runs, once; a replay of the same call is not stale.
+    let (_, fresh) = call_as(&app, "preview", "create_checkout", "c_pay2", json!({}), "u1").await;
+    assert!(fresh["preview"].as_str().unwrap().contains("total $18"));
+    let (status, paid) = call_as(&app, "execute", "create_checkout", "c_pay2", json!({}), "u1").await;
+    assert_eq!(status, 200, "{paid}");
+    assert!(paid["output"]["checkoutUrl"].as_str().unwrap().contains("total=18"), "{paid}");
+}
+
+#[tokio::test]
+async fn a_dish_sold_out_between_preview_and_apply_is_offered_again_without_it() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let secret = app.state.bistro.secret.expose().to_owned();
+    let token = app.demo_token("diner_1").await;
+    let apply = |id: String| {
+        let (app, token) = (&app, &token);
+        async move {
+            let answer = app.post_empty(&format!("/v1/actions/{id}/apply"), token).await.text().await.unwrap();
+            crate::helpers::parse_sse(&answer)
+        }
+    };
+    let first = app.turn(&token, None, "add a margherita").await;
+    let conversation = of(&first, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+    let add = pending(&first)["action_id"].as_str().unwrap().to_owned();
+    apply(add).await;
+    let tart = pending(&app.turn(&token, Some(&conversation), "add a lemon tart").await)["action_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    apply(tart).await;
+
+    let checkout = pending(&app.turn(&token, Some(&conversation), "check out").await);
+    assert!(checkout["preview"].as_str().unwrap().contains("total $22"), "{checkout}");
+    // The last tart goes while the diner reads the preview.
+    kitchen(&app, "lemon_tart", false, &secret).await;
+    let applied = apply(checkout["action_id"].as_str().unwrap().to_owned()).await;
+    let fresh = pending(&applied);
+    assert_eq!(fresh["replaces"], checkout["action_id"]);
+    let preview = fresh["preview"].as_str().unwrap();
+    assert!(
+        preview.contains("total $14") && preview.contains("Lemon Tart sold out: left out of this order"),
+        "{preview}"
+    );
+    assert!(of(&applied, "message")[0]["text"].as_str().unwrap().contains("changed in the app since you saw it"));
+
+    let paid = apply(fresh["action_id"].as_str().unwrap().to_owned()).await;
+    let cards = of(&paid, "display");
+    assert!(cards[0]["cards"][0]["title"].as_str().unwrap().contains("Pay $14"), "{cards:?}");
+    let text = of(&paid, "message")[0]["text"].as_str().unwrap().to_owned();
+    assert!(text.contains("Sold out and left out: Lemon Tart"), "{text}");
 }

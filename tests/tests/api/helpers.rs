@@ -328,6 +328,10 @@ pub struct HostSpec {
     pub execute_delay_ms: u64,
     /// Answers to `POST /tools/execute` for particular tools: (tool, status, body).
     pub execute_by_tool: Vec<(String, u16, String)>,
+    /// Answers given once each, in order, before the usual ones: to the
+    /// turns' `POST /tools/execute` and `POST /tools/preview` calls.
+    pub execute_queue: Arc<Mutex<std::collections::VecDeque<(u16, String)>>>,
+    pub preview_queue: Arc<Mutex<std::collections::VecDeque<(u16, String)>>>,
 }
 
 impl HostSpec {
@@ -341,7 +345,21 @@ impl HostSpec {
             preview_body: json!({"preview": "Create the task “Ship it”"}).to_string(),
             execute_delay_ms: 0,
             execute_by_tool: Vec::new(),
+            execute_queue: Arc::default(),
+            preview_queue: Arc::default(),
         }
+    }
+
+    /// The next turn's execute answers this, once (queued in order).
+    pub fn execute_once(self, status: u16, body: Value) -> Self {
+        self.execute_queue.lock().unwrap().push_back((status, body.to_string()));
+        self
+    }
+
+    /// The next turn's preview answers this, once (queued in order).
+    pub fn preview_once(self, status: u16, body: Value) -> Self {
+        self.preview_queue.lock().unwrap().push_back((status, body.to_string()));
+        self
     }
 
     /// How `POST /tools/execute` answers for `tool` (others get the default);
@@ -431,11 +449,16 @@ impl FakeHost {
             .route(
                 "/tools/preview",
                 post(|State(s): State<S>, h: HeaderMap, Json(body): Json<Value>| async move {
-                    s.calls.lock().unwrap().push((kind("preview", from_checker_body(&body)), body));
+                    let checker = from_checker_body(&body);
+                    s.calls.lock().unwrap().push((kind("preview", checker), body));
                     if !authorized(&h) {
                         return raw(401, r#"{"error":"bad secret"}"#);
                     }
-                    raw(s.spec.preview_status, &s.spec.preview_body)
+                    let queued = if checker { None } else { s.spec.preview_queue.lock().unwrap().pop_front() };
+                    match queued {
+                        Some((status, body)) => raw(status, &body),
+                        None => raw(s.spec.preview_status, &s.spec.preview_body),
+                    }
                 }),
             )
             .route(
@@ -449,6 +472,9 @@ impl FakeHost {
                     }
                     if !checker {
                         tokio::time::sleep(std::time::Duration::from_millis(s.spec.execute_delay_ms)).await;
+                        if let Some((status, body)) = s.spec.execute_queue.lock().unwrap().pop_front() {
+                            return raw(status, &body);
+                        }
                     }
                     match s.spec.execute_by_tool.iter().find(|(t, _, _)| *t == tool) {
                         Some((_, status, body)) => raw(*status, body),

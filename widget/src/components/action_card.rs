@@ -1,6 +1,7 @@
 //! The change the assistant proposes: the host's preview as plain text,
 //! Apply and Cancel (with an optional reason). A delete takes two steps,
-//! worded differently, before anything is deleted.
+//! worded differently, before anything is deleted. A fresh preview of a
+//! change that went stale at the app says that it changed.
 
 use leptos::prelude::*;
 
@@ -19,6 +20,7 @@ pub fn ActionCard() -> impl IntoView {
             let is_delete = action.confirmations_required == 2;
             let confirmed = action.status == ActionStatus::ConfirmedOnce;
             let title = match (is_delete, confirmed) {
+                (false, _) if action.replaces.is_some() => "It changed: apply it as it is now?",
                 (false, _) => "Apply this change?",
                 (true, false) => "Delete this?",
                 (true, true) => "This cannot be undone",

@@ -115,6 +115,7 @@ pub fn pending_action(v: &JsValue) -> Option<PendingAction> {
         confirmations_required: if count(v, "confirmations_required") == Some(2) { 2 } else { 1 },
         expires_at: string(v, "expires_at").unwrap_or_default(),
         status: string(v, "status").and_then(|s| ActionStatus::parse(&s)).unwrap_or(ActionStatus::Pending),
+        replaces: string(v, "replaces"),
     })
 }
 

@@ -79,6 +79,13 @@ fn a_pending_action_needs_its_id_tool_and_a_known_verb() {
     ))
     .unwrap();
     assert_eq!((lax.status, lax.confirmations_required, lax.preview.as_str()), (ActionStatus::Pending, 1, ""));
+    assert_eq!(lax.replaces, None);
+    // A fresh preview of a stale action names the one it replaces.
+    let fresh = pending_action(&json(
+        r#"{"action_id": "act_2", "tool": "t", "verb": "create", "replaces": "act_1", "status": "pending"}"#,
+    ))
+    .unwrap();
+    assert_eq!(fresh.replaces.as_deref(), Some("act_1"));
 }
 
 #[wasm_bindgen_test]

@@ -145,6 +145,11 @@ pub struct PendingAction {
     /// RFC 3339.
     pub expires_at: String,
     pub status: ActionStatus,
+    /// The action this one replaces: that one went `stale` at the host
+    /// after its preview, and this is the fresh preview of the same
+    /// arguments (our extension; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaces: Option<String>,
 }
 
 /// `POST /v1/chat/turns` body.

@@ -131,6 +131,9 @@ vocabulary! {
         Executing = "executing",
         Succeeded = "succeeded",
         Failed = "failed",
+        /// The host found its data changed since the preview and ran
+        /// nothing (our extension); a fresh preview replaces it.
+        Stale = "stale",
         Cancelled = "cancelled",
         Expired = "expired",
     }
