@@ -295,9 +295,18 @@ pub fn router(state: AppState) -> Router {
     let trusted = TrustedProxies::new(state.config.trusted_proxies.clone());
     // Without CADDIE_TOOL_SECRET the Caddie routes do not exist (404).
     let caddie = state.caddie.map_or_else(Router::new, caddie::router);
+    let api = api::router(state.api.clone());
+    let console = crate::console::router(crate::console::ConsoleState {
+        pool: state.pool.clone(),
+        vault: state.vault.clone(),
+        api: api.clone(),
+        admin_token: state.api.admin_token.clone(),
+        public_origin: state.api.public_origin.clone(),
+    });
     Router::new()
         .merge(caddie)
-        .merge(api::router(state.api))
+        .merge(api)
+        .merge(console)
         .merge(bistro::router(BistroState { pool: state.pool.clone(), bistro: state.bistro }))
         .merge(embed::router(state.embed))
         .merge(demo::router(state.demo))

@@ -23,6 +23,7 @@ pub mod client_addr;
 pub mod clock;
 pub mod component;
 pub mod config;
+pub mod console;
 pub mod crypto;
 pub mod db;
 pub mod demo;

@@ -11,6 +11,7 @@ pub mod audit;
 pub mod caddie;
 pub mod carts;
 pub mod components;
+pub mod console;
 mod conversations;
 pub mod erasure;
 pub mod kitchen;

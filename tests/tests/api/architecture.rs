@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 /// (where allowed) and from any layer below.
 const SERVER_LAYERS: &[(&str, &[&str])] = &[
     ("wiring", &["app"]),
-    ("edges", &["api", "caddie", "bistro", "demo", "embed", "ops"]),
+    ("edges", &["api", "caddie", "bistro", "console", "demo", "embed", "ops"]),
     ("engine", &["engine"]),
     (
         "services",

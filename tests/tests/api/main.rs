@@ -12,6 +12,7 @@ mod chat;
 mod checker;
 mod components;
 mod config;
+mod console;
 mod contract;
 mod embed;
 mod erasure;

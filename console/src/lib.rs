@@ -1,0 +1,270 @@
+//! The console: where a host runs its workspace in a browser — sign in with
+//! the workspace's api key (or the operator's admin token, to create
+//! workspaces), then the onboarding on one page: the workspace and its
+//! allowed origins → the tool server, with the host checker's report rule
+//! by rule → the embed snippets.
+//!
+//! Pages are Leptos components rendered by the server from plain data
+//! (`Page`); every form posts to the server and works without script. The
+//! server owns sessions, cross-site protection and the calls behind each
+//! form (the public API, in process).
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// What a page shows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Page {
+    pub title: String,
+    /// Who is signed in, if anyone (the header's sign-out).
+    pub signed_in: Option<String>,
+    /// A message at the top: what just happened, or what went wrong.
+    pub notice: Option<Notice>,
+    pub body: Body,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Notice {
+    pub text: String,
+    pub error: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub enum Body {
+    /// The sign-in form.
+    #[default]
+    SignIn,
+    /// The operator's page: create a workspace.
+    Admin(Admin),
+    /// A workspace's onboarding.
+    Onboarding(Onboarding),
+}
+
+/// The operator's page.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Admin {
+    /// A workspace just created, with the secrets shown this once.
+    pub created: Option<Created>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Created {
+    pub id: String,
+    pub name: String,
+    pub api_key: String,
+    pub embed_secret: String,
+}
+
+/// A workspace's onboarding, in order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Onboarding {
+    pub workspace_id: String,
+    pub name: String,
+    pub allowed_origins: Vec<String>,
+    /// The connected tool server, if any.
+    pub tool_server: Option<ToolServer>,
+    /// The host checker's report from the last connect or check.
+    pub report: Option<Vec<Rule>>,
+    /// The base URL just typed into the tool server's form, kept for the next try.
+    pub entered_base_url: Option<String>,
+    /// The assistant's own origin (the snippets' script source).
+    pub assistant_origin: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolServer {
+    pub base_url: String,
+    /// The tools the workspace allows (empty: every tool the server lists).
+    pub allowed_tools: Vec<String>,
+    /// The tools the server listed, when it was just connected.
+    pub listed: Option<Vec<String>>,
+}
+
+/// One rule of the host checker's report.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rule {
+    pub id: String,
+    /// `pass`, `warn` or `fail`.
+    pub status: String,
+    pub detail: String,
+}
+
+/// The console's stylesheet (served by the server at this path).
+pub const STYLESHEET: &str = "/console.css";
+
+/// A whole page.
+pub fn document(page: Page) -> impl IntoView {
+    let title = format!("{} · Context Assistant console", page.title);
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <title>{title}</title>
+                <link rel="stylesheet" href=STYLESHEET/>
+            </head>
+            <body>
+                <Console page/>
+            </body>
+        </html>
+    }
+}
+
+#[component]
+fn Console(page: Page) -> impl IntoView {
+    let Page { title, signed_in, notice, body } = page;
+    view! {
+        <header class="console-header">
+            <p class="console-brand">"Context Assistant console"</p>
+            {signed_in.map(|who| view! {
+                <form method="post" action="/console/sign-out" class="console-signout">
+                    <span>{who}</span>
+                    <button type="submit" class="button secondary">"Sign out"</button>
+                </form>
+            })}
+        </header>
+        <main class="console-main" id="main">
+            <h1>{title}</h1>
+            {notice.map(|n| {
+                let class = if n.error { "notice error" } else { "notice" };
+                let role = if n.error { "alert" } else { "status" };
+                view! { <p class=class role=role>{n.text}</p> }
+            })}
+            {match body {
+                Body::SignIn => view! { <SignIn/> }.into_any(),
+                Body::Admin(admin) => view! { <AdminPage admin/> }.into_any(),
+                Body::Onboarding(onboarding) => view! { <OnboardingPage onboarding/> }.into_any(),
+            }}
+        </main>
+    }
+}
+
+#[component]
+fn SignIn() -> impl IntoView {
+    view! {
+        <form method="post" action="/console/sign-in" class="card">
+            <label for="key">"Workspace api key, or the operator's admin token"</label>
+            <input id="key" name="key" type="password" autocomplete="current-password" required spellcheck="false"/>
+            <p class="hint">
+                "The api key was shown once when the workspace was created. It is kept on the server for "
+                "this session only; it never reaches this page's scripts."
+            </p>
+            <button type="submit" class="button">"Sign in"</button>
+        </form>
+    }
+}
+
+#[component]
+fn AdminPage(admin: Admin) -> impl IntoView {
+    view! {
+        {admin.created.map(|c| view! {
+            <section class="card created" aria-labelledby="created-title">
+                <h2 id="created-title">{format!("Workspace “{}” created", c.name)}</h2>
+                <p>"Keep these now: they are not shown again."</p>
+                <dl>
+                    <dt>"Workspace id"</dt><dd><code>{c.id}</code></dd>
+                    <dt>"Api key (sign in to the console with it)"</dt><dd><code>{c.api_key}</code></dd>
+                    <dt>"Embed secret (your backend signs visitors' tokens with it)"</dt><dd><code>{c.embed_secret}</code></dd>
+                </dl>
+            </section>
+        })}
+        <form method="post" action="/console/workspaces" class="card">
+            <h2>"Create a workspace"</h2>
+            <label for="name">"Name"</label>
+            <input id="name" name="name" type="text" required maxlength="100"/>
+            <label for="origins">"Allowed origins (one per line)"</label>
+            <textarea id="origins" name="origins" rows="3" placeholder="https://shop.example"></textarea>
+            <button type="submit" class="button">"Create"</button>
+        </form>
+    }
+}
+
+#[component]
+fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
+    let Onboarding { workspace_id, name, allowed_origins, tool_server, report, entered_base_url, assistant_origin } =
+        onboarding;
+    let origins = allowed_origins.join("\n");
+    let connected = tool_server.is_some();
+    let base_url = entered_base_url.or_else(|| tool_server.as_ref().map(|t| t.base_url.clone())).unwrap_or_default();
+    let snippet_url = format!(
+        "<script src=\"{assistant_origin}/embed.js\" data-workspace=\"{workspace_id}\" \
+         data-token-url=\"/assistant/token\" async></script>"
+    );
+    let snippet_init = format!(
+        "<script src=\"{assistant_origin}/embed.js\"></script>\n<script>\n  ContextAssistant.init({{\n    \
+         workspace: \"{workspace_id}\",\n    getToken: async () => (await fetch(\"/assistant/token\")).text(),\n  \
+         }});\n</script>"
+    );
+    view! {
+        <ol class="steps">
+            <li class="card">
+                <h2>"1. Your workspace"</h2>
+                <form method="post" action="/console/workspace">
+                    <label for="name">"Name"</label>
+                    <input id="name" name="name" type="text" required maxlength="100" value=name/>
+                    <label for="origins">"Allowed origins: the sites that embed the assistant (one per line)"</label>
+                    <textarea id="origins" name="origins" rows="3" placeholder="https://shop.example">{origins}</textarea>
+                    <button type="submit" class="button">"Save"</button>
+                </form>
+            </li>
+            <li class="card">
+                <h2>"2. Your tool server"</h2>
+                {tool_server.map(|t| {
+                    let tools = match (&t.listed, t.allowed_tools.is_empty()) {
+                        (Some(listed), _) => format!("It lists {} tools: {}.", listed.len(), listed.join(", ")),
+                        (None, true) => "The assistant may use every tool it lists.".to_owned(),
+                        (None, false) => format!("The assistant may use: {}.", t.allowed_tools.join(", ")),
+                    };
+                    view! { <p>"Connected to " <code>{t.base_url}</code> ". " {tools}</p> }
+                })}
+                <form method="post" action="/console/connect">
+                    <label for="base_url">"Base URL (the Remote Tools endpoints live under it)"</label>
+                    <input id="base_url" name="base_url" type="url" required value=base_url
+                        placeholder="https://shop.example/internal/assistant"/>
+                    <label for="secret">"Secret (the bearer the assistant sends it)"</label>
+                    <input id="secret" name="secret" type="password" required autocomplete="off"/>
+                    <div class="buttons">
+                        <button type="submit" class="button">{if connected { "Connect again" } else { "Connect" }}</button>
+                        <button type="submit" class="button secondary" formaction="/console/check">"Check again"</button>
+                    </div>
+                </form>
+                {report.map(|rules| view! { <Report rules/> })}
+            </li>
+            <li class="card">
+                <h2>"3. Put it on your site"</h2>
+                <p>"With a token endpoint on your site (same origin, answering a fresh token as text):"</p>
+                <pre><code>{snippet_url}</code></pre>
+                <p>"Or from your own script:"</p>
+                <pre><code>{snippet_init}</code></pre>
+            </li>
+        </ol>
+    }
+}
+
+#[component]
+fn Report(rules: Vec<Rule>) -> impl IntoView {
+    let failed = rules.iter().filter(|r| r.status == "fail").count();
+    let warned = rules.iter().filter(|r| r.status == "warn").count();
+    let summary = match (failed, warned) {
+        _ if rules.is_empty() => "The checker gave no results.".to_owned(),
+        (0, 0) => "Every rule passed.".to_owned(),
+        (0, w) => format!("No rule failed; {w} to look at."),
+        (f, _) => format!("{f} failed: the assistant may not work with this tool server until they pass."),
+    };
+    view! {
+        <section class="report" aria-labelledby="report-title">
+            <h3 id="report-title">"The host checker's report"</h3>
+            <p>{summary}</p>
+            <table>
+                <thead><tr><th scope="col">"Result"</th><th scope="col">"Rule"</th><th scope="col">"What was seen"</th></tr></thead>
+                <tbody>
+                    {rules.into_iter().map(|r| {
+                        let class = format!("status {}", r.status);
+                        view! { <tr><td class=class>{r.status.to_uppercase()}</td><td><code>{r.id}</code></td><td>{r.detail}</td></tr> }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+    }
+}

@@ -1,0 +1,513 @@
+//! `/console`: the host's console (pages in the `console` crate). Every
+//! form calls the public API in process with the credential the session
+//! signed in with, so the console can do exactly what the API allows and
+//! nothing more; the credential stays on the server, sealed.
+//!
+//! - Sessions: a random token in an `HttpOnly`, `SameSite=Strict` cookie
+//!   (`__Host-ca_console`, `Secure`, whenever the browser came over https),
+//!   stored as its hash, eight hours.
+//! - Every POST must come from our own pages (Fetch Metadata, else
+//!   `Origin`): another site's form — sign-in included — is refused.
+//! - No page is framable (`frame-ancestors 'none'`, `X-Frame-Options`),
+//!   cached, or runs script.
+
+use std::sync::Arc;
+
+use ::console::{Admin, Body as PageBody, Created, Notice, Onboarding, Page, Rule, ToolServer};
+use axum::body::Body;
+use axum::extract::{Form, Query, State};
+use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Router};
+use leptos::prelude::*;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use crate::client_addr::ClientAddr;
+use crate::crypto::{Vault, hash_api_key};
+use crate::db::{self, Pool};
+use crate::secret::Secret;
+
+/// How long a console session lasts.
+const SESSION_SECS: i64 = 8 * 60 * 60;
+/// The largest API answer the console reads.
+const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
+                   frame-ancestors 'none'; base-uri 'none'";
+
+/// What the console's routes share.
+#[derive(Clone)]
+pub struct ConsoleState {
+    pub pool: Pool,
+    pub vault: Vault,
+    /// The public API, called in process.
+    pub api: Router,
+    /// `CA_ADMIN_TOKEN`, if set: signing in with it creates workspaces.
+    pub admin_token: Option<Secret>,
+    /// The assistant's origin as browsers see it (`CA_PUBLIC_URL`).
+    pub public_origin: Arc<str>,
+}
+
+pub fn router(state: ConsoleState) -> Router {
+    Router::new()
+        .route("/console", get(home))
+        .route("/console/sign-in", post(sign_in))
+        .route("/console/sign-out", post(sign_out))
+        .route("/console/workspaces", post(create_workspace))
+        .route("/console/workspace", post(save_workspace))
+        .route("/console/connect", post(connect))
+        .route("/console/check", post(check))
+        .with_state(state)
+}
+
+/// The signed-in browser: the workspace it acts for (none: the operator)
+/// and the credential to call the API with.
+struct Session {
+    workspace_id: Option<String>,
+    key: Secret,
+}
+
+impl ConsoleState {
+    fn secure(&self, client: Option<&ClientAddr>) -> bool {
+        self.public_origin.starts_with("https://") || client.is_some_and(|c| c.https)
+    }
+
+    /// The cookie's name: `__Host-` over https (no subdomain or plain-http
+    /// page can plant or shadow it).
+    fn cookie_name(&self, client: Option<&ClientAddr>) -> &'static str {
+        if self.secure(client) { "__Host-ca_console" } else { "ca_console" }
+    }
+
+    fn cookie(&self, client: Option<&ClientAddr>, value: &str, max_age: i64) -> HeaderValue {
+        let secure = if self.secure(client) { "; Secure" } else { "" };
+        let name = self.cookie_name(client);
+        HeaderValue::from_str(&format!("{name}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"))
+            .expect("cookie values are ASCII")
+    }
+
+    fn token<'h>(&self, headers: &'h HeaderMap, client: Option<&ClientAddr>) -> Option<&'h str> {
+        let name = self.cookie_name(client);
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v)
+    }
+
+    async fn session(&self, headers: &HeaderMap, client: Option<&ClientAddr>) -> Option<Session> {
+        let token = self.token(headers, client)?;
+        let found = db::console::get(&self.pool, &hash_api_key(token), crate::ids::now_ms()).await;
+        let row =
+            found.map_err(|e| tracing::error!(error = format!("{e:#}"), "cannot read a console session")).ok()??;
+        let key = self.vault.open(&row.sealed_key).ok()?;
+        Some(Session { workspace_id: row.workspace_id, key })
+    }
+
+    /// Whether a POST comes from our own pages: `Sec-Fetch-Site` says so,
+    /// or — from a browser without Fetch Metadata — `Origin` is ours. A
+    /// request with neither is no browser's, and carries no cookie to abuse.
+    fn is_from_our_pages(&self, headers: &HeaderMap) -> bool {
+        let value = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        match (value("sec-fetch-site"), value("origin")) {
+            (Some(site), _) => site == "same-origin",
+            (None, Some(origin)) => origin == &*self.public_origin,
+            (None, None) => true,
+        }
+    }
+
+    /// Calls the public API in process, as `key`, from `client`.
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        key: &Secret,
+        body: Option<Value>,
+        client: Option<&ClientAddr>,
+    ) -> Result<(StatusCode, Value), Response> {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::AUTHORIZATION, format!("Bearer {}", key.expose()))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
+            .expect("the request builds");
+        if let Some(client) = client {
+            request.extensions_mut().insert(*client);
+        }
+        let response = self.api.clone().oneshot(request).await.expect("the router is infallible");
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), MAX_ANSWER_BYTES).await.map_err(|e| {
+            tracing::error!(error = %e, path, "console: cannot read the API's answer");
+            failure("The console could not read the server's answer. Try again.")
+        })?;
+        Ok((status, serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
+    }
+
+    /// The onboarding page of the session's workspace, with `notice` and
+    /// the checker's `report`.
+    async fn onboarding(
+        &self,
+        session: &Session,
+        client: Option<&ClientAddr>,
+        notice: Option<Notice>,
+        report: Option<Vec<Rule>>,
+    ) -> Result<Page, Response> {
+        let (status, workspace) = self.call(Method::GET, "/v1/workspace", &session.key, None, client).await?;
+        if status != StatusCode::OK {
+            return Err(signed_out(self, client, "Your session's key no longer works. Sign in again."));
+        }
+        let (_, integrations) = self.call(Method::GET, "/v1/integrations", &session.key, None, client).await?;
+        let tool_server = integrations["integrations"].get(0).map(|integration| ToolServer {
+            base_url: text(&integration["base_url"]),
+            allowed_tools: strings(&integration["allowed_tools"]).unwrap_or_default(),
+            listed: None,
+        });
+        Ok(Page {
+            title: "Set up your assistant".into(),
+            signed_in: Some(text(&workspace["name"])),
+            notice,
+            body: PageBody::Onboarding(Onboarding {
+                workspace_id: text(&workspace["id"]),
+                name: text(&workspace["name"]),
+                allowed_origins: strings(&workspace["allowed_origins"]).unwrap_or_default(),
+                tool_server,
+                report,
+                entered_base_url: None,
+                assistant_origin: self.public_origin.to_string(),
+            }),
+        })
+    }
+}
+
+fn text(value: &Value) -> String {
+    value.as_str().unwrap_or_default().to_owned()
+}
+
+fn strings(value: &Value) -> Option<Vec<String>> {
+    Some(value.as_array()?.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+}
+
+/// A page, with the headers every console page carries.
+fn render(status: StatusCode, page: Page) -> Response {
+    let html = Owner::new().with(|| ::console::document(page).to_html());
+    let mut response = (status, Html(html)).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // Our forms keep their `Origin` (under `no-referrer` a browser sends `Origin: null`).
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    response
+}
+
+fn notice(text: impl Into<String>) -> Option<Notice> {
+    Some(Notice { text: text.into(), error: false })
+}
+
+fn problem(text: impl Into<String>) -> Option<Notice> {
+    Some(Notice { text: text.into(), error: true })
+}
+
+fn failure(message: &str) -> Response {
+    render(
+        StatusCode::BAD_GATEWAY,
+        Page { title: "Something went wrong".into(), notice: problem(message), ..Page::default() },
+    )
+}
+
+/// The sign-in page (status `status`, with `message`), the cookie cleared.
+fn signed_out(state: &ConsoleState, client: Option<&ClientAddr>, message: &str) -> Response {
+    let mut response =
+        render(StatusCode::UNAUTHORIZED, Page { title: "Sign in".into(), notice: problem(message), ..Page::default() });
+    response.headers_mut().insert(header::SET_COOKIE, state.cookie(client, "", 0));
+    response
+}
+
+fn refused_cross_site() -> Response {
+    render(
+        StatusCode::FORBIDDEN,
+        Page {
+            title: "Refused".into(),
+            notice: problem("This request did not come from the console's own pages, so nothing was done."),
+            ..Page::default()
+        },
+    )
+}
+
+/// What a page's `?done=` says (fixed words: nothing from the URL is shown).
+#[derive(Deserialize)]
+struct Done {
+    done: Option<String>,
+}
+
+async fn home(
+    State(state): State<ConsoleState>,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    Query(done): Query<Done>,
+) -> Response {
+    let client = client.as_deref();
+    let Some(session) = state.session(&headers, client).await else {
+        return render(StatusCode::OK, Page { title: "Sign in".into(), ..Page::default() });
+    };
+    if session.workspace_id.is_none() {
+        return render(StatusCode::OK, admin_page(None));
+    }
+    let said = match done.done.as_deref() {
+        Some("saved") => notice("Saved."),
+        Some("signed-in") => notice("Signed in."),
+        _ => None,
+    };
+    match state.onboarding(&session, client, said, None).await {
+        Ok(page) => render(StatusCode::OK, page),
+        Err(response) => response,
+    }
+}
+
+fn admin_page(created: Option<Created>) -> Page {
+    let notice = created.as_ref().map(|c| Notice { text: format!("Created “{}”.", c.name), error: false });
+    Page {
+        title: "Workspaces".into(),
+        signed_in: Some("Operator".into()),
+        notice,
+        body: PageBody::Admin(Admin { created }),
+    }
+}
+
+#[derive(Deserialize)]
+struct SignIn {
+    key: String,
+}
+
+async fn sign_in(
+    State(state): State<ConsoleState>,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    Form(form): Form<SignIn>,
+) -> Response {
+    let client = client.as_deref();
+    if !state.is_from_our_pages(&headers) {
+        return refused_cross_site();
+    }
+    let key = form.key.trim();
+    let workspace_id = if state.admin_token.as_ref().is_some_and(|admin| admin.matches(key)) {
+        None
+    } else {
+        match db::workspace_by_api_key_hash(&state.pool, &hash_api_key(key), crate::ids::now_ms()).await {
+            Ok(Some((id, _))) => Some(id),
+            Ok(None) => return signed_out(&state, client, "That key is not a workspace's api key or the admin token."),
+            Err(e) => {
+                tracing::error!(error = format!("{e:#}"), "console: cannot look up an api key");
+                return failure("The console could not check the key. Try again.");
+            }
+        }
+    };
+    let token = hex::encode(crate::ids::random_bytes::<32>());
+    let now = crate::ids::now_ms();
+    let sealed = state.vault.seal(key);
+    let stored = db::console::insert(
+        &state.pool,
+        &hash_api_key(&token),
+        workspace_id.as_deref(),
+        &sealed,
+        now,
+        now + SESSION_SECS * 1000,
+    )
+    .await;
+    if let Err(e) = stored {
+        tracing::error!(error = format!("{e:#}"), "console: cannot store a session");
+        return failure("The console could not sign you in. Try again.");
+    }
+    tracing::info!(workspace_id = workspace_id.as_deref().unwrap_or("(operator)"), "console: signed in");
+    let mut response = Redirect::to("/console?done=signed-in").into_response();
+    response.headers_mut().insert(header::SET_COOKIE, state.cookie(client, &token, SESSION_SECS));
+    response
+}
+
+async fn sign_out(
+    State(state): State<ConsoleState>,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+) -> Response {
+    let client = client.as_deref();
+    if !state.is_from_our_pages(&headers) {
+        return refused_cross_site();
+    }
+    if let Some(token) = state.token(&headers, client)
+        && let Err(e) = db::console::delete(&state.pool, &hash_api_key(token)).await
+    {
+        tracing::error!(error = format!("{e:#}"), "console: cannot end a session");
+    }
+    let mut response = Redirect::to("/console").into_response();
+    response.headers_mut().insert(header::SET_COOKIE, state.cookie(client, "", 0));
+    response
+}
+
+/// The session of a console POST, or the answer that refuses it.
+async fn posting(state: &ConsoleState, headers: &HeaderMap, client: Option<&ClientAddr>) -> Result<Session, Response> {
+    if !state.is_from_our_pages(headers) {
+        return Err(refused_cross_site());
+    }
+    state.session(headers, client).await.ok_or_else(|| signed_out(state, client, "Sign in first."))
+}
+
+/// Lines of a textarea, trimmed, without the empty ones.
+fn lines(text: &str) -> Vec<String> {
+    text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_owned).collect()
+}
+
+#[derive(Deserialize)]
+struct NewWorkspace {
+    name: String,
+    #[serde(default)]
+    origins: String,
+}
+
+async fn create_workspace(
+    State(state): State<ConsoleState>,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    Form(form): Form<NewWorkspace>,
+) -> Response {
+    let client = client.as_deref();
+    let session = match posting(&state, &headers, client).await {
+        Ok(session) => session,
+        Err(refused) => return refused,
+    };
+    if session.workspace_id.is_some() {
+        return render(
+            StatusCode::FORBIDDEN,
+            Page {
+                title: "Refused".into(),
+                notice: problem("Only the operator creates workspaces."),
+                ..Page::default()
+            },
+        );
+    }
+    let body = json!({ "name": form.name, "allowed_origins": lines(&form.origins) });
+    match state.call(Method::POST, "/v1/workspaces", &session.key, Some(body), client).await {
+        Ok((StatusCode::CREATED, created)) => render(
+            StatusCode::OK,
+            admin_page(Some(Created {
+                id: text(&created["id"]),
+                name: text(&created["name"]),
+                api_key: text(&created["api_key"]),
+                embed_secret: text(&created["embed_secret"]),
+            })),
+        ),
+        Ok((status, answer)) => {
+            let mut page = admin_page(None);
+            page.notice = problem(text(&answer["error"]));
+            render(status, page)
+        }
+        Err(response) => response,
+    }
+}
+
+#[derive(Deserialize)]
+struct WorkspaceForm {
+    name: String,
+    #[serde(default)]
+    origins: String,
+}
+
+async fn save_workspace(
+    State(state): State<ConsoleState>,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    Form(form): Form<WorkspaceForm>,
+) -> Response {
+    let client = client.as_deref();
+    let session = match posting(&state, &headers, client).await {
+        Ok(session) => session,
+        Err(refused) => return refused,
+    };
+    let body = json!({ "name": form.name, "allowed_origins": lines(&form.origins) });
+    match state.call(Method::PATCH, "/v1/workspace", &session.key, Some(body), client).await {
+        Ok((StatusCode::OK, _)) => Redirect::to("/console?done=saved").into_response(),
+        Ok((status, answer)) => match state.onboarding(&session, client, problem(text(&answer["error"])), None).await {
+            Ok(page) => render(status, page),
+            Err(response) => response,
+        },
+        Err(response) => response,
+    }
+}
+
+#[derive(Deserialize)]
+struct ToolServerForm {
+    base_url: String,
+    secret: String,
+}
+
+async fn connect(
+    State(state): State<ConsoleState>,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    Form(form): Form<ToolServerForm>,
+) -> Response {
+    tool_server(state, client, headers, form, "/v1/integrations/generic-rest/connect").await
+}
+
+async fn check(
+    State(state): State<ConsoleState>,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    Form(form): Form<ToolServerForm>,
+) -> Response {
+    tool_server(state, client, headers, form, "/v1/integrations/generic-rest/check").await
+}
+
+/// Connects or checks a tool server; the page shows the checker's report.
+async fn tool_server(
+    state: ConsoleState,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    form: ToolServerForm,
+    path: &str,
+) -> Response {
+    let client = client.as_deref();
+    let session = match posting(&state, &headers, client).await {
+        Ok(session) => session,
+        Err(refused) => return refused,
+    };
+    let body = json!({ "base_url": form.base_url.trim(), "secret": form.secret });
+    let (status, answer) = match state.call(Method::POST, path, &session.key, Some(body), client).await {
+        Ok(answer) => answer,
+        Err(response) => return response,
+    };
+    let connecting = path.ends_with("/connect");
+    let (notice, report) = if status == StatusCode::OK {
+        // Connect answers `{…, "report"}`, check the report itself.
+        let report: Vec<Rule> = answer.get("report").unwrap_or(&answer)["rules"]
+            .as_array()
+            .map(|rules| {
+                rules
+                    .iter()
+                    .map(|r| Rule { id: text(&r["id"]), status: text(&r["status"]), detail: text(&r["detail"]) })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let said = if connecting { "Connected. The checker's report is below." } else { "Checked." };
+        (notice(said), Some(report))
+    } else {
+        (problem(text(&answer["error"])), None)
+    };
+    match state.onboarding(&session, client, notice, report).await {
+        Ok(mut page) => {
+            // The form keeps what was typed (never the secret).
+            if let PageBody::Onboarding(onboarding) = &mut page.body {
+                onboarding.entered_base_url = Some(form.base_url.trim().to_owned());
+                if let (true, Some(server)) = (connecting && status == StatusCode::OK, &mut onboarding.tool_server) {
+                    server.listed = strings(&answer["tools"]);
+                }
+            }
+            render(status, page)
+        }
+        Err(response) => response,
+    }
+}

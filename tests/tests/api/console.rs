@@ -1,0 +1,247 @@
+//! The console (`/console`): sign-in into an `HttpOnly`, `SameSite=Strict`
+//! session, cross-site posts refused, pages never framed, and the
+//! onboarding's forms acting through the public API.
+
+use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
+use serde_json::json;
+
+use crate::helpers::{ADMIN_TOKEN, Db, FakeHost, HOST_SECRET, TestApp, spawn_app, task_tools};
+use crate::on_both_databases;
+
+on_both_databases!(
+    the_console_signs_in_with_an_api_key_into_a_strict_http_only_session_and_out_again,
+    the_onboarding_saves_the_workspace_connects_the_tool_server_and_shows_the_report,
+    the_operator_creates_a_workspace_and_sees_its_secrets_once,
+);
+
+/// A browser on the console: its cookie, and the headers a browser sends
+/// from the console's own pages (`Sec-Fetch-Site: same-origin`) unless told.
+struct Browser<'a> {
+    app: &'a TestApp,
+    client: reqwest::Client,
+    cookie: Option<String>,
+}
+
+struct Answer {
+    status: u16,
+    location: Option<String>,
+    set_cookie: Option<String>,
+    headers: reqwest::header::HeaderMap,
+    body: String,
+}
+
+impl<'a> Browser<'a> {
+    fn new(app: &'a TestApp) -> Self {
+        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        Self { app, client, cookie: None }
+    }
+
+    async fn get(&mut self, path: &str) -> Answer {
+        let mut request = self.client.get(self.app.url(path));
+        if let Some(cookie) = &self.cookie {
+            request = request.header(COOKIE, cookie);
+        }
+        self.read(request.send().await.unwrap()).await
+    }
+
+    async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Answer {
+        self.post_from(path, form, Some("same-origin")).await
+    }
+
+    async fn post_from(&mut self, path: &str, form: &[(&str, &str)], site: Option<&str>) -> Answer {
+        let mut request = self.client.post(self.app.url(path)).form(form);
+        if let Some(site) = site {
+            request = request.header("sec-fetch-site", site);
+        }
+        if let Some(cookie) = &self.cookie {
+            request = request.header(COOKIE, cookie);
+        }
+        self.read(request.send().await.unwrap()).await
+    }
+
+    async fn read(&mut self, response: reqwest::Response) -> Answer {
+        let header =
+            |name| response.headers().get(name).map(|v: &reqwest::header::HeaderValue| v.to_str().unwrap().to_owned());
+        let (location, set_cookie) = (header(LOCATION), header(SET_COOKIE));
+        if let Some(set) = &set_cookie {
+            let pair = set.split(';').next().unwrap().to_owned();
+            self.cookie = (!pair.ends_with('=')).then_some(pair);
+        }
+        let (status, headers) = (response.status().as_u16(), response.headers().clone());
+        Answer { status, location, set_cookie, headers, body: response.text().await.unwrap() }
+    }
+}
+
+async fn workspace(app: &TestApp) -> (String, String) {
+    let body = json!({"name": "Shop", "allowed_origins": ["https://shop.example"]});
+    let (status, created) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &body).await;
+    assert_eq!(status, 201, "{created}");
+    (created["id"].as_str().unwrap().to_owned(), created["api_key"].as_str().unwrap().to_owned())
+}
+
+async fn the_console_signs_in_with_an_api_key_into_a_strict_http_only_session_and_out_again(db: Db) {
+    let app = spawn_app(db).start().await;
+    let (_, api_key) = workspace(&app).await;
+    let mut browser = Browser::new(&app);
+
+    let page = browser.get("/console").await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Sign in") && page.body.contains(r#"action="/console/sign-in""#), "{}", page.body);
+    // Never framed, cached or scripted.
+    let csp = page.headers["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("frame-ancestors 'none'") && csp.contains("default-src 'none'"), "{csp}");
+    assert_eq!(page.headers["x-frame-options"], "DENY");
+    assert_eq!(page.headers["cache-control"], "no-store");
+
+    let wrong = browser.post("/console/sign-in", &[("key", "ca_not-a-key")]).await;
+    assert_eq!(wrong.status, 401);
+    assert!(wrong.body.contains("not a workspace"), "{}", wrong.body);
+    assert!(browser.cookie.is_none());
+
+    let signed = browser.post("/console/sign-in", &[("key", &api_key)]).await;
+    assert_eq!((signed.status, signed.location.as_deref()), (303, Some("/console?done=signed-in")));
+    let cookie = signed.set_cookie.unwrap();
+    assert!(cookie.starts_with("ca_console="), "plain http on loopback: {cookie}");
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=28800"] {
+        assert!(cookie.contains(attribute), "{cookie}");
+    }
+    assert!(!cookie.contains(&api_key), "the key stays on the server");
+    let home = browser.get("/console").await;
+    assert!(home.body.contains("Set up your assistant") && home.body.contains("Shop"), "{}", home.body);
+    assert!(!home.body.contains(&api_key), "the key is never shown again");
+
+    let before = browser.cookie.clone();
+    let out = browser.post("/console/sign-out", &[]).await;
+    assert_eq!((out.status, out.location.as_deref()), (303, Some("/console")));
+    assert!(out.set_cookie.unwrap().contains("Max-Age=0"));
+    // The old cookie no longer opens the console.
+    browser.cookie = before;
+    let after = browser.get("/console").await;
+    assert!(after.body.contains(r#"action="/console/sign-in""#), "{}", after.body);
+}
+
+async fn the_onboarding_saves_the_workspace_connects_the_tool_server_and_shows_the_report(db: Db) {
+    let host = FakeHost::start(task_tools(), 200, json!({"output": {"status": "done"}})).await;
+    let app = spawn_app(db).start().await;
+    let (id, api_key) = workspace(&app).await;
+    let mut browser = Browser::new(&app);
+    browser.post("/console/sign-in", &[("key", &api_key)]).await;
+
+    let saved = browser
+        .post(
+            "/console/workspace",
+            &[("name", "Acme Shop"), ("origins", "https://shop.example\n\n  https://www.shop.example  ")],
+        )
+        .await;
+    assert_eq!((saved.status, saved.location.as_deref()), (303, Some("/console?done=saved")));
+    let (_, shown) = app.get_json("/v1/workspace", &api_key).await;
+    assert_eq!(shown["name"], "Acme Shop");
+    assert_eq!(shown["allowed_origins"], json!(["https://shop.example", "https://www.shop.example"]));
+    // The API's own refusal comes back on the page, the form kept.
+    let bad = browser.post("/console/workspace", &[("name", "Acme Shop"), ("origins", "shop.example/path")]).await;
+    assert_eq!(bad.status, 400);
+    assert!(bad.body.contains(r#"class="notice error""#) && bad.body.contains("origin"), "{}", bad.body);
+
+    // Check first (nothing stored), then connect: the report rule by rule.
+    let base = host.base_url();
+    let checked = browser.post("/console/check", &[("base_url", &base), ("secret", HOST_SECRET)]).await;
+    assert_eq!(checked.status, 200);
+    assert!(checked.body.contains("auth.wrong_secret") && checked.body.contains("PASS"), "{}", checked.body);
+    assert!(checked.body.contains(&format!(r#"value="{base}""#)), "the form keeps the url: {}", checked.body);
+    let (_, none) = app.get_json("/v1/integrations", &api_key).await;
+    assert_eq!(none["integrations"], json!([]), "a check stores nothing");
+    let connected = browser.post("/console/connect", &[("base_url", &base), ("secret", HOST_SECRET)]).await;
+    assert_eq!(connected.status, 200);
+    assert!(connected.body.contains("Connected.") && connected.body.contains("create_task"), "{}", connected.body);
+    assert!(connected.body.contains("The host checker"), "{}", connected.body);
+    assert!(!connected.body.contains(HOST_SECRET), "the secret is never shown back");
+    let (_, integrations) = app.get_json("/v1/integrations", &api_key).await;
+    assert_eq!(integrations["integrations"][0]["base_url"], format!("{base}/"));
+    // A wrong secret: the API's refusal, nothing connected anew.
+    let wrong = browser.post("/console/connect", &[("base_url", &base), ("secret", "wrong")]).await;
+    assert!(wrong.status >= 400 && wrong.body.contains(r#"class="notice error""#), "{}", wrong.body);
+
+    // The snippets name this workspace and this assistant.
+    let home = browser.get("/console").await;
+    assert!(home.body.contains(&format!("data-workspace=\"{id}\"")), "{}", home.body);
+    assert!(home.body.contains(&format!("{}/embed.js", app.url(""))), "{}", home.body);
+}
+
+async fn the_operator_creates_a_workspace_and_sees_its_secrets_once(db: Db) {
+    let app = spawn_app(db).start().await;
+    let mut browser = Browser::new(&app);
+    let signed = browser.post("/console/sign-in", &[("key", ADMIN_TOKEN)]).await;
+    assert_eq!(signed.status, 303);
+    let home = browser.get("/console").await;
+    assert!(home.body.contains("Create a workspace"), "{}", home.body);
+
+    let created =
+        browser.post("/console/workspaces", &[("name", "Bakery"), ("origins", "https://bakery.example")]).await;
+    assert_eq!(created.status, 200);
+    assert!(created.body.contains("not shown again"), "{}", created.body);
+    let api_key =
+        created.body.split("<code>").filter_map(|s| s.split("</code>").next()).find(|s| s.starts_with("cak_"));
+    let api_key = api_key.expect("the api key is shown once").to_owned();
+    let (status, shown) = app.get_json("/v1/workspace", &api_key).await;
+    assert_eq!((status, shown["name"].as_str()), (200, Some("Bakery")));
+    // A workspace's own session cannot create workspaces.
+    let mut owner = Browser::new(&app);
+    owner.post("/console/sign-in", &[("key", &api_key)]).await;
+    let refused = owner.post("/console/workspaces", &[("name", "Other")]).await;
+    assert_eq!(refused.status, 403);
+}
+
+#[tokio::test]
+async fn posts_from_another_site_are_refused_sign_in_included() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let (_, api_key) = workspace(&app).await;
+    let mut browser = Browser::new(&app);
+    for site in ["cross-site", "same-site", "none"] {
+        let answer = browser.post_from("/console/sign-in", &[("key", &api_key)], Some(site)).await;
+        assert_eq!(answer.status, 403, "{site}");
+        assert!(answer.set_cookie.is_none());
+    }
+    browser.post("/console/sign-in", &[("key", &api_key)]).await;
+    assert!(browser.cookie.is_some());
+    // A browser without Fetch Metadata: its Origin must be ours.
+    let foreign = browser
+        .client
+        .post(app.url("/console/workspace"))
+        .header("origin", "https://evil.example")
+        .header(COOKIE, browser.cookie.clone().unwrap())
+        .form(&[("name", "Hijacked"), ("origins", "")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(foreign.status(), 403);
+    let (_, shown) = app.get_json("/v1/workspace", &api_key).await;
+    assert_eq!(shown["name"], "Shop", "nothing changed");
+    let ours = browser
+        .client
+        .post(app.url("/console/workspace"))
+        .header("origin", app.url(""))
+        .header(COOKIE, browser.cookie.clone().unwrap())
+        .form(&[("name", "Shop 2"), ("origins", "https://shop.example")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ours.status(), 303);
+}
+
+#[tokio::test]
+async fn over_https_the_session_cookie_is_host_prefixed_and_secure() {
+    let app = spawn_app(Db::Sqlite).env("CA_PUBLIC_URL", "https://assistant.example").start().await;
+    let (_, api_key) = workspace(&app).await;
+    let mut browser = Browser::new(&app);
+    let signed = browser.post("/console/sign-in", &[("key", &api_key)]).await;
+    let cookie = signed.set_cookie.unwrap();
+    assert!(cookie.starts_with("__Host-ca_console=") && cookie.contains("; Secure"), "{cookie}");
+    // The snippets point at the public origin.
+    let home = browser.get("/console").await;
+    assert!(home.body.contains("https://assistant.example/embed.js"), "{}", home.body);
+    // A plain cookie of the same value is not the session over https.
+    let token = browser.cookie.clone().unwrap().split_once('=').unwrap().1.to_owned();
+    browser.cookie = Some(format!("ca_console={token}"));
+    let page = browser.get("/console").await;
+    assert!(page.body.contains(r#"action="/console/sign-in""#));
+}
