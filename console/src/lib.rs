@@ -9,6 +9,9 @@
 //! server owns sessions, cross-site protection and the calls behind each
 //! form (the public API, in process).
 
+// Leptos' views are deeply nested types; a release build needs the room.
+#![recursion_limit = "256"]
+
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -196,50 +199,56 @@ fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
          workspace: \"{workspace_id}\",\n    getToken: async () => (await fetch(\"/assistant/token\")).text(),\n  \
          }});\n</script>"
     );
-    view! {
-        <ol class="steps">
-            <li class="card">
-                <h2>"1. Your workspace"</h2>
-                <form method="post" action="/console/workspace">
-                    <label for="name">"Name"</label>
-                    <input id="name" name="name" type="text" required maxlength="100" value=name/>
-                    <label for="origins">"Allowed origins: the sites that embed the assistant (one per line)"</label>
-                    <textarea id="origins" name="origins" rows="3" placeholder="https://shop.example">{origins}</textarea>
-                    <button type="submit" class="button">"Save"</button>
-                </form>
-            </li>
-            <li class="card">
-                <h2>"2. Your tool server"</h2>
-                {tool_server.map(|t| {
-                    let tools = match (&t.listed, t.allowed_tools.is_empty()) {
-                        (Some(listed), _) => format!("It lists {} tools: {}.", listed.len(), listed.join(", ")),
-                        (None, true) => "The assistant may use every tool it lists.".to_owned(),
-                        (None, false) => format!("The assistant may use: {}.", t.allowed_tools.join(", ")),
-                    };
-                    view! { <p>"Connected to " <code>{t.base_url}</code> ". " {tools}</p> }
-                })}
-                <form method="post" action="/console/connect">
-                    <label for="base_url">"Base URL (the Remote Tools endpoints live under it)"</label>
-                    <input id="base_url" name="base_url" type="url" required value=base_url
-                        placeholder="https://shop.example/internal/assistant"/>
-                    <label for="secret">"Secret (the bearer the assistant sends it)"</label>
-                    <input id="secret" name="secret" type="password" required autocomplete="off"/>
-                    <div class="buttons">
-                        <button type="submit" class="button">{if connected { "Connect again" } else { "Connect" }}</button>
-                        <button type="submit" class="button secondary" formaction="/console/check">"Check again"</button>
-                    </div>
-                </form>
-                {report.map(|rules| view! { <Report rules/> })}
-            </li>
-            <li class="card">
-                <h2>"3. Put it on your site"</h2>
-                <p>"With a token endpoint on your site (same origin, answering a fresh token as text):"</p>
-                <pre><code>{snippet_url}</code></pre>
-                <p>"Or from your own script:"</p>
-                <pre><code>{snippet_init}</code></pre>
-            </li>
-        </ol>
+    let workspace = view! {
+        <li class="card">
+            <h2>"1. Your workspace"</h2>
+            <form method="post" action="/console/workspace">
+                <label for="name">"Name"</label>
+                <input id="name" name="name" type="text" required maxlength="100" value=name/>
+                <label for="origins">"Allowed origins: the sites that embed the assistant (one per line)"</label>
+                <textarea id="origins" name="origins" rows="3" placeholder="https://shop.example">{origins}</textarea>
+                <button type="submit" class="button">"Save"</button>
+            </form>
+        </li>
     }
+    .into_any();
+    let tools = view! {
+        <li class="card">
+            <h2>"2. Your tool server"</h2>
+            {tool_server.map(|t| {
+                let tools = match (&t.listed, t.allowed_tools.is_empty()) {
+                    (Some(listed), _) => format!("It lists {} tools: {}.", listed.len(), listed.join(", ")),
+                    (None, true) => "The assistant may use every tool it lists.".to_owned(),
+                    (None, false) => format!("The assistant may use: {}.", t.allowed_tools.join(", ")),
+                };
+                view! { <p>"Connected to " <code>{t.base_url}</code> ". " {tools}</p> }
+            })}
+            <form method="post" action="/console/connect">
+                <label for="base_url">"Base URL (the Remote Tools endpoints live under it)"</label>
+                <input id="base_url" name="base_url" type="url" required value=base_url
+                    placeholder="https://shop.example/internal/assistant"/>
+                <label for="secret">"Secret (the bearer the assistant sends it)"</label>
+                <input id="secret" name="secret" type="password" required autocomplete="off"/>
+                <div class="buttons">
+                    <button type="submit" class="button">{if connected { "Connect again" } else { "Connect" }}</button>
+                    <button type="submit" class="button secondary" formaction="/console/check">"Check again"</button>
+                </div>
+            </form>
+            {report.map(|rules| view! { <Report rules/> })}
+        </li>
+    }
+    .into_any();
+    let embed = view! {
+        <li class="card">
+            <h2>"3. Put it on your site"</h2>
+            <p>"With a token endpoint on your site (same origin, answering a fresh token as text):"</p>
+            <pre><code>{snippet_url}</code></pre>
+            <p>"Or from your own script:"</p>
+            <pre><code>{snippet_init}</code></pre>
+        </li>
+    }
+    .into_any();
+    view! { <ol class="steps">{workspace}{tools}{embed}</ol> }
 }
 
 #[component]
