@@ -2,46 +2,51 @@
 //! pulldown-cmark renders, raw HTML is shown as text, and ammonia keeps only
 //! formatting and http(s) links that open in a new tab without referrer.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use pulldown_cmark::{Event, Options, Parser};
 
 static CLEANER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
+    // `Builder::empty()` empties only the tags: the default attributes
+    // (`title` and `lang` on every tag, `hreflang`, `colspan`…) are cleared
+    // here too, so that exactly the attributes named below survive.
     let mut b = ammonia::Builder::empty();
-    b.add_tags([
-        "p",
-        "br",
-        "em",
-        "strong",
-        "del",
-        "code",
-        "pre",
-        "blockquote",
-        "ul",
-        "ol",
-        "li",
-        "a",
-        "h1",
-        "h2",
-        "h3",
-        "h4",
-        "h5",
-        "h6",
-        "hr",
-        "table",
-        "thead",
-        "tbody",
-        "tr",
-        "th",
-        "td",
-    ])
-    .add_tag_attributes("a", ["href"])
-    .add_tag_attributes("ol", ["start"])
-    .url_schemes(HashSet::from(["http", "https"]))
-    .url_relative(ammonia::UrlRelative::Deny)
-    .link_rel(Some("noopener noreferrer nofollow"))
-    .set_tag_attribute_value("a", "target", "_blank");
+    b.generic_attributes(HashSet::new())
+        .tag_attributes(HashMap::new())
+        .add_tags([
+            "p",
+            "br",
+            "em",
+            "strong",
+            "del",
+            "code",
+            "pre",
+            "blockquote",
+            "ul",
+            "ol",
+            "li",
+            "a",
+            "h1",
+            "h2",
+            "h3",
+            "h4",
+            "h5",
+            "h6",
+            "hr",
+            "table",
+            "thead",
+            "tbody",
+            "tr",
+            "th",
+            "td",
+        ])
+        .add_tag_attributes("a", ["href"])
+        .add_tag_attributes("ol", ["start"])
+        .url_schemes(HashSet::from(["http", "https"]))
+        .url_relative(ammonia::UrlRelative::Deny)
+        .link_rel(Some("noopener noreferrer nofollow"))
+        .set_tag_attribute_value("a", "target", "_blank");
     b
 });
 
@@ -62,6 +67,17 @@ pub fn render(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::render;
+
+    /// Found by the `markdown` fuzz target: a link's title survived (and
+    /// `lang`, `hreflang`, `colspan` would have), ammonia's defaults.
+    #[test]
+    fn only_the_attributes_we_name_survive() {
+        let html = render("[menu](https://acme.example/menu \"a title\")\n\n| a | b |\n|:--|--:|\n| 1 | 2 |");
+        assert!(!html.contains("title") && !html.contains("style") && !html.contains("align"), "{html}");
+        assert!(html.contains(r#"<a href="https://acme.example/menu""#), "{html}");
+        let list = render("3. three\n4. four");
+        assert!(list.contains(r#"<ol start="3">"#), "{list}");
+    }
 
     #[test]
     fn formatting_survives() {

@@ -13,7 +13,7 @@ pub mod demo;
 mod errors;
 mod history;
 mod model;
-mod stream;
+pub mod stream;
 mod types;
 pub mod wire;
 
