@@ -238,6 +238,17 @@ fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
         </li>
     }
     .into_any();
+    let minting = snippets::all(&workspace_id)
+        .into_iter()
+        .map(|(language, file, source)| {
+            view! {
+                <details>
+                    <summary>{language} " — " <code>{file}</code></summary>
+                    <pre><code>{source}</code></pre>
+                </details>
+            }
+        })
+        .collect_view();
     let embed = view! {
         <li class="card">
             <h2>"3. Put it on your site"</h2>
@@ -245,6 +256,13 @@ fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
             <pre><code>{snippet_url}</code></pre>
             <p>"Or from your own script:"</p>
             <pre><code>{snippet_init}</code></pre>
+            <h3>"Your backend mints each visitor's token"</h3>
+            <p>
+                "With the embed secret (in " <code>"CA_EMBED_SECRET"</code> ", never in a page): HS256, audience "
+                <code>"context-assistant"</code> ", your workspace in " <code>"ws"</code> ", the visitor's id in "
+                <code>"sub"</code> ", at most 24 hours."
+            </p>
+            {minting}
         </li>
     }
     .into_any();
@@ -275,5 +293,38 @@ fn Report(rules: Vec<Rule>) -> impl IntoView {
                 </tbody>
             </table>
         </section>
+    }
+}
+
+/// The token-minting snippets for a host's backend, with the workspace's
+/// id filled in. Each is a file of `console/snippets/`, run by the test
+/// suite with its real library: what the page shows is what was tested.
+pub mod snippets {
+    const PLACEHOLDER: &str = "{{WORKSPACE}}";
+
+    /// (language, file name, source) for `workspace`.
+    pub fn all(workspace: &str) -> [(&'static str, &'static str, String); 4] {
+        [
+            ("Node.js (jose)", "mint-token.mjs", node(workspace)),
+            ("Python (PyJWT)", "mint_token.py", python(workspace)),
+            ("Go (standard library)", "mint_token.go", go(workspace)),
+            ("Rust (jsonwebtoken)", "mint_token.rs", rust(workspace)),
+        ]
+    }
+
+    pub fn node(workspace: &str) -> String {
+        include_str!("../snippets/mint-token.mjs").replace(PLACEHOLDER, workspace)
+    }
+
+    pub fn python(workspace: &str) -> String {
+        include_str!("../snippets/mint_token.py").replace(PLACEHOLDER, workspace)
+    }
+
+    pub fn go(workspace: &str) -> String {
+        include_str!("../snippets/mint_token.go").replace(PLACEHOLDER, workspace)
+    }
+
+    pub fn rust(workspace: &str) -> String {
+        include_str!("../snippets/mint_token.rs").replace(PLACEHOLDER, workspace)
     }
 }

@@ -30,18 +30,12 @@ BASE="http://127.0.0.1:$PORT"
 
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 
-# Debian's packages for the namespace, the requests and the venv.
-if ! command -v ip >/dev/null || ! command -v curl >/dev/null || ! python3 -c 'import ensurepip' 2>/dev/null; then
-  log "installing iproute2, curl and python3-venv from Debian"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 curl python3-venv >&2
+# Debian's packages for the namespace and the requests; the venv.
+if ! command -v ip >/dev/null || ! command -v curl >/dev/null; then
+  log "installing iproute2 and curl from Debian"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 curl >&2
 fi
-if ! cmp -s "$HERE/requirements.txt" "$VENV/requirements.txt" 2>/dev/null; then
-  log "installing schemathesis and PyJWT from PyPI"
-  rm -rf "$VENV"
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$HERE/requirements.txt"
-  cp "$HERE/requirements.txt" "$VENV/requirements.txt"
-fi
+"$HERE/../python-venv.sh" >/dev/null
 
 NS="ca-fuzz-$$"
 WORK="$(mktemp -d)"

@@ -8,6 +8,10 @@ use serde_json::json;
 use crate::helpers::{ADMIN_TOKEN, Db, FakeHost, HOST_SECRET, TestApp, spawn_app, task_tools};
 use crate::on_both_databases;
 
+/// The Rust token snippet the console shows, compiled here as it is.
+#[path = "../../../console/snippets/mint_token.rs"]
+mod rust_snippet;
+
 on_both_databases!(
     the_console_signs_in_with_an_api_key_into_a_strict_http_only_session_and_out_again,
     the_onboarding_saves_the_workspace_connects_the_tool_server_and_shows_the_report,
@@ -165,6 +169,13 @@ async fn the_onboarding_saves_the_workspace_connects_the_tool_server_and_shows_t
     let home = browser.get("/console").await;
     assert!(home.body.contains(&format!("data-workspace=\"{id}\"")), "{}", home.body);
     assert!(home.body.contains(&format!("{}/embed.js", app.url(""))), "{}", home.body);
+    for file in ["mint-token.mjs", "mint_token.py", "mint_token.go", "mint_token.rs"] {
+        assert!(home.body.contains(file), "{file}");
+    }
+    assert!(
+        home.body.contains(&format!("WORKSPACE = &quot;{id}&quot;"))
+            || home.body.contains(&format!("WORKSPACE = \"{id}\""))
+    );
 }
 
 async fn the_operator_creates_a_workspace_and_sees_its_secrets_once(db: Db) {
@@ -244,4 +255,76 @@ async fn over_https_the_session_cookie_is_host_prefixed_and_secure() {
     browser.cookie = Some(format!("ca_console={token}"));
     let page = browser.get("/console").await;
     assert!(page.body.contains(r#"action="/console/sign-in""#));
+}
+
+/// Runs `program` with `args`, the embed secret in its environment; its
+/// first line of output.
+fn run(program: &str, args: &[&str], secret: &str, envs: &[(&str, String)]) -> String {
+    let output = std::process::Command::new(program)
+        .args(args)
+        .env("CA_EMBED_SECRET", secret)
+        .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {program} ({e}): run ./dev test, which installs it"));
+    assert!(output.status.success(), "{program}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap().lines().next().unwrap_or_default().trim().to_owned()
+}
+
+/// Each token snippet the console shows, run with its real library (Node's
+/// jose, Python's PyJWT, Go's standard library, Rust's jsonwebtoken), mints
+/// a token our server accepts for that visitor.
+#[tokio::test]
+async fn each_token_snippet_mints_a_token_the_server_accepts() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let body = json!({"name": "Shop", "allowed_origins": ["https://shop.example"]});
+    let (_, created) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &body).await;
+    let (ws, secret) = (created["id"].as_str().unwrap(), created["embed_secret"].as_str().unwrap());
+    let cache = std::env::var("CA_CACHE")
+        .unwrap_or_else(|_| format!("{}/.cache/context-assistant", std::env::var("HOME").unwrap()));
+    let python = std::env::var("CA_TEST_PYTHON").unwrap_or_else(|_| format!("{cache}/tools/api-fuzz-venv/bin/python"));
+    let work = tempfile::tempdir().unwrap();
+    let mut minted = Vec::new();
+    for (language, file, source) in console::snippets::all(ws) {
+        let user = format!("user_{}", file.split(['-', '_', '.']).next_back().unwrap());
+        let token = match file {
+            // Beside tests/oidc/node_modules, where jose is installed.
+            "mint-token.mjs" => {
+                let path = format!("{}/oidc/.snippet-{}.mjs", env!("CARGO_MANIFEST_DIR"), std::process::id());
+                std::fs::write(&path, &source).unwrap();
+                let token = run("node", &[&path, &user], secret, &[]);
+                let _ = std::fs::remove_file(&path);
+                token
+            }
+            "mint_token.py" => {
+                let path = work.path().join(file);
+                std::fs::write(&path, &source).unwrap();
+                run(&python, &[path.to_str().unwrap(), &user], secret, &[])
+            }
+            "mint_token.go" => {
+                let path = work.path().join(file);
+                std::fs::write(&path, &source).unwrap();
+                let envs = [
+                    ("GOTOOLCHAIN", "local".to_owned()),
+                    ("GOCACHE", format!("{cache}/go-build")),
+                    ("GOPATH", format!("{cache}/go")),
+                    ("GOFLAGS", String::new()),
+                ];
+                run("go", &["run", path.to_str().unwrap(), &user], secret, &envs)
+            }
+            _ => {
+                assert!(source.contains(&format!("assistant_token(\"{ws}\"")), "the usage names the workspace");
+                rust_snippet::assistant_token(ws, &user, &[], secret).unwrap()
+            }
+        };
+        let (status, conversations) = app.get_json("/v1/conversations", &token).await;
+        assert_eq!(status, 200, "{language}: {conversations}");
+        let payload = token.split('.').nth(1).unwrap();
+        use base64::Engine;
+        let claims: serde_json::Value =
+            serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+        assert_eq!((claims["sub"].as_str(), claims["ws"].as_str()), (Some(user.as_str()), Some(ws)), "{language}");
+        assert_eq!(claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(), 3600, "{language}");
+        minted.push(language);
+    }
+    assert_eq!(minted.len(), 4);
 }

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The Python the tests use (schemathesis for the API run, PyJWT for the
+# console's token snippet), in a venv in the cache: made once, remade when
+# tests/api-fuzz/requirements.txt changes. Prints the venv's python.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CA_CACHE="${CA_CACHE:-$HOME/.cache/context-assistant}"
+VENV="$CA_CACHE/tools/api-fuzz-venv"
+REQUIREMENTS="$HERE/api-fuzz/requirements.txt"
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+if ! python3 -c 'import ensurepip' 2>/dev/null; then
+  log "installing python3-venv from Debian"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >&2
+fi
+if ! cmp -s "$REQUIREMENTS" "$VENV/requirements.txt" 2>/dev/null; then
+  log "installing schemathesis and PyJWT from PyPI"
+  rm -rf "$VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check -r "$REQUIREMENTS" >&2
+  cp "$REQUIREMENTS" "$VENV/requirements.txt"
+fi
+echo "$VENV/bin/python"
