@@ -68,6 +68,8 @@ pub struct Onboarding {
     pub tool_server: Option<ToolServer>,
     /// The host checker's report from the last connect or check.
     pub report: Option<Vec<Rule>>,
+    /// The widget's look for this workspace's visitors (a page's own options win).
+    pub theme: Theme,
     /// The base URL just typed into the tool server's form, kept for the next try.
     pub entered_base_url: Option<String>,
     /// The assistant's own origin (the snippets' script source).
@@ -81,6 +83,19 @@ pub struct ToolServer {
     pub allowed_tools: Vec<String>,
     /// The tools the server listed, when it was just connected.
     pub listed: Option<Vec<String>>,
+}
+
+/// The workspace's default look: each value optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Theme {
+    /// `light` or `dark`; none follows the visitor's preference.
+    pub mode: Option<String>,
+    /// `#rrggbb`.
+    pub accent: Option<String>,
+    /// Corner radius in pixels, 0 to 32.
+    pub radius: Option<u8>,
+    /// A CSS font-family list.
+    pub font: Option<String>,
 }
 
 /// One rule of the host checker's report.
@@ -185,8 +200,16 @@ fn AdminPage(admin: Admin) -> impl IntoView {
 
 #[component]
 fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
-    let Onboarding { workspace_id, name, allowed_origins, tool_server, report, entered_base_url, assistant_origin } =
-        onboarding;
+    let Onboarding {
+        workspace_id,
+        name,
+        allowed_origins,
+        tool_server,
+        report,
+        theme,
+        entered_base_url,
+        assistant_origin,
+    } = onboarding;
     let origins = allowed_origins.join("\n");
     let connected = tool_server.is_some();
     let base_url = entered_base_url.or_else(|| tool_server.as_ref().map(|t| t.base_url.clone())).unwrap_or_default();
@@ -266,7 +289,40 @@ fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
         </li>
     }
     .into_any();
-    view! { <ol class="steps">{workspace}{tools}{embed}</ol> }
+    let look = view! { <ThemeStep theme/> }.into_any();
+    view! { <ol class="steps">{workspace}{tools}{embed}{look}</ol> }
+}
+
+#[component]
+fn ThemeStep(theme: Theme) -> impl IntoView {
+    let mode = theme.mode.unwrap_or_default();
+    let option = move |value: &'static str, label: &'static str| {
+        view! { <option value=value selected=mode == value>{label}</option> }
+    };
+    view! {
+        <li class="card">
+            <h2>"4. How it looks"</h2>
+            <p class="hint">"Your visitors see these unless your page's own options say otherwise. Empty: the default."</p>
+            <form method="post" action="/console/theme">
+                <label for="mode">"Light or dark"</label>
+                <select id="mode" name="mode">
+                    {option("", "Follow the visitor's setting")}
+                    {option("light", "Light")}
+                    {option("dark", "Dark")}
+                </select>
+                <label for="accent">"Accent colour (#rrggbb)"</label>
+                <input id="accent" name="accent" type="text" inputmode="text" maxlength="7" pattern="#[0-9A-Fa-f]{6}"
+                    placeholder="#1f6f5c" value=theme.accent.unwrap_or_default()/>
+                <label for="radius">"Corner radius (0 to 32 pixels)"</label>
+                <input id="radius" name="radius" type="number" min="0" max="32" step="1"
+                    value=theme.radius.map(|r| r.to_string()).unwrap_or_default()/>
+                <label for="font">"Font (a CSS font-family list)"</label>
+                <input id="font" name="font" type="text" maxlength="120" placeholder="Inter, system-ui, sans-serif"
+                    value=theme.font.unwrap_or_default()/>
+                <button type="submit" class="button">"Save the look"</button>
+            </form>
+        </li>
+    }
 }
 
 #[component]

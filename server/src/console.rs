@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use ::console::{Admin, Body as PageBody, Created, Notice, Onboarding, Page, Rule, ToolServer};
+use ::console::{Admin, Body as PageBody, Created, Notice, Onboarding, Page, Rule, Theme, ToolServer};
 use axum::body::Body;
 use axum::extract::{Form, Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
@@ -59,6 +59,7 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/workspace", post(save_workspace))
         .route("/console/connect", post(connect))
         .route("/console/check", post(check))
+        .route("/console/theme", post(save_theme))
         .with_state(state)
 }
 
@@ -177,6 +178,12 @@ impl ConsoleState {
                 allowed_origins: strings(&workspace["allowed_origins"]).unwrap_or_default(),
                 tool_server,
                 report,
+                theme: Theme {
+                    mode: workspace["theme"]["mode"].as_str().map(str::to_owned),
+                    accent: workspace["theme"]["accent"].as_str().map(str::to_owned),
+                    radius: workspace["theme"]["radius"].as_u64().and_then(|r| u8::try_from(r).ok()),
+                    font: workspace["theme"]["font"].as_str().map(str::to_owned),
+                },
                 entered_base_url: None,
                 assistant_origin: self.public_origin.to_string(),
             }),
@@ -508,6 +515,57 @@ async fn tool_server(
             }
             render(status, page)
         }
+        Err(response) => response,
+    }
+}
+
+#[derive(Deserialize)]
+struct ThemeForm {
+    #[serde(default)]
+    mode: String,
+    #[serde(default)]
+    accent: String,
+    #[serde(default)]
+    radius: String,
+    #[serde(default)]
+    font: String,
+}
+
+/// Saves the workspace's default look; an empty field is the default.
+async fn save_theme(
+    State(state): State<ConsoleState>,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    Form(form): Form<ThemeForm>,
+) -> Response {
+    let client = client.as_deref();
+    let session = match posting(&state, &headers, client).await {
+        Ok(session) => session,
+        Err(refused) => return refused,
+    };
+    let given = |value: &str| Some(value.trim()).filter(|v| !v.is_empty()).map(str::to_owned);
+    let radius = match given(&form.radius).map(|r| r.parse::<u8>()) {
+        None => Value::Null,
+        Some(Ok(radius)) => json!(radius),
+        // Passed on as written: the API names what is wrong with it.
+        Some(Err(_)) => json!(form.radius.trim()),
+    };
+    let mut theme = serde_json::Map::new();
+    for (key, value) in [("mode", given(&form.mode)), ("accent", given(&form.accent)), ("font", given(&form.font))] {
+        if let Some(value) = value {
+            theme.insert(key.to_owned(), json!(value));
+        }
+    }
+    if !radius.is_null() {
+        theme.insert("radius".to_owned(), radius);
+    }
+    let body = json!({ "theme": theme });
+    match state.call(Method::PATCH, "/v1/workspace", &session.key, Some(body), client).await {
+        Ok((StatusCode::OK, _)) => Redirect::to("/console?done=saved").into_response(),
+        Ok((status, answer)) => match state.onboarding(&session, client, problem(text(&answer["error"])), None).await {
+            Ok(page) => render(status, page),
+            Err(response) => response,
+        },
         Err(response) => response,
     }
 }

@@ -165,6 +165,28 @@ async fn the_onboarding_saves_the_workspace_connects_the_tool_server_and_shows_t
     let wrong = browser.post("/console/connect", &[("base_url", &base), ("secret", "wrong")]).await;
     assert!(wrong.status >= 400 && wrong.body.contains(r#"class="notice error""#), "{}", wrong.body);
 
+    // The look: saved as the workspace's default theme; a bad value is named, nothing saved.
+    let look = [("mode", "dark"), ("accent", "#aa3300"), ("radius", "4"), ("font", "Inter, sans-serif")];
+    let saved = browser.post("/console/theme", &look).await;
+    assert_eq!((saved.status, saved.location.as_deref()), (303, Some("/console?done=saved")));
+    let (_, shown) = app.get_json("/v1/workspace", &api_key).await;
+    assert_eq!(shown["theme"], json!({"mode": "dark", "accent": "#aa3300", "radius": 4, "font": "Inter, sans-serif"}));
+    let bad = browser.post("/console/theme", &[("mode", ""), ("accent", "red"), ("radius", "99"), ("font", "")]).await;
+    assert_eq!(bad.status, 400);
+    assert!(bad.body.contains("accent #rrggbb"), "{}", bad.body);
+    let (_, kept) = app.get_json("/v1/workspace", &api_key).await;
+    assert_eq!(kept["theme"], shown["theme"]);
+    let page = browser.get("/console").await;
+    assert!(
+        page.body.contains(r##"value="#aa3300""##) && page.body.contains(r#"<option value="dark" selected"#),
+        "{}",
+        page.body
+    );
+    let reset = browser.post("/console/theme", &[("mode", ""), ("accent", ""), ("radius", ""), ("font", "")]).await;
+    assert_eq!(reset.status, 303);
+    let (_, cleared) = app.get_json("/v1/workspace", &api_key).await;
+    assert_eq!(cleared["theme"], json!({"mode": null, "accent": null, "radius": null, "font": null}));
+
     // The snippets name this workspace and this assistant.
     let home = browser.get("/console").await;
     assert!(home.body.contains(&format!("data-workspace=\"{id}\"")), "{}", home.body);
