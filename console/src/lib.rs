@@ -21,6 +21,8 @@ pub struct Page {
     pub title: String,
     /// Who is signed in, if anyone (the header's sign-out).
     pub signed_in: Option<String>,
+    /// The workspace's pages to move between (none for the operator).
+    pub nav: bool,
     /// A message at the top: what just happened, or what went wrong.
     pub notice: Option<Notice>,
     pub body: Body,
@@ -41,6 +43,42 @@ pub enum Body {
     Admin(Admin),
     /// A workspace's onboarding.
     Onboarding(Onboarding),
+    /// A workspace's audit trail.
+    Audit(Audit),
+}
+
+/// The audit trail: the filters as given, a page of entries, the next page.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Audit {
+    pub filters: AuditFilters,
+    pub entries: Vec<AuditEntry>,
+    /// The next page's query string (filters and cursor), if there is one.
+    pub next: Option<String>,
+    /// The export's query string (the filters).
+    pub export: String,
+}
+
+/// The trail's filters, as the form holds them (dates as `YYYY-MM-DD`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AuditFilters {
+    pub user: String,
+    pub action: String,
+    pub tool: String,
+    pub outcome: String,
+    pub since: String,
+    pub until: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    pub at: String,
+    pub actor: String,
+    pub action: String,
+    pub user: String,
+    pub tool: String,
+    pub outcome: String,
+    /// What changed, as compact JSON.
+    pub detail: String,
 }
 
 /// The operator's page.
@@ -131,10 +169,16 @@ pub fn document(page: Page) -> impl IntoView {
 
 #[component]
 fn Console(page: Page) -> impl IntoView {
-    let Page { title, signed_in, notice, body } = page;
+    let Page { title, signed_in, nav, notice, body } = page;
     view! {
         <header class="console-header">
             <p class="console-brand">"Context Assistant console"</p>
+            {nav.then(|| view! {
+                <nav aria-label="Console" class="console-nav">
+                    <a href="/console">"Set up"</a>
+                    <a href="/console/audit">"Audit trail"</a>
+                </nav>
+            })}
             {signed_in.map(|who| view! {
                 <form method="post" action="/console/sign-out" class="console-signout">
                     <span>{who}</span>
@@ -153,6 +197,7 @@ fn Console(page: Page) -> impl IntoView {
                 Body::SignIn => view! { <SignIn/> }.into_any(),
                 Body::Admin(admin) => view! { <AdminPage admin/> }.into_any(),
                 Body::Onboarding(onboarding) => view! { <OnboardingPage onboarding/> }.into_any(),
+                Body::Audit(audit) => view! { <AuditPage audit/> }.into_any(),
             }}
         </main>
     }
@@ -322,6 +367,71 @@ fn ThemeStep(theme: Theme) -> impl IntoView {
                 <button type="submit" class="button">"Save the look"</button>
             </form>
         </li>
+    }
+}
+
+#[component]
+fn AuditPage(audit: Audit) -> impl IntoView {
+    let Audit { filters, entries, next, export } = audit;
+    let field = |id: &'static str, label: &'static str, kind: &'static str, value: String| {
+        view! {
+            <div class="field">
+                <label for=id>{label}</label>
+                <input id=id name=id type=kind value=value/>
+            </div>
+        }
+    };
+    let form = view! {
+        <form method="get" action="/console/audit" class="card filters">
+            <h2>"Filters"</h2>
+            <div class="fields">
+                {field("user", "User", "text", filters.user)}
+                {field("action", "Kind (e.g. action.applied)", "text", filters.action)}
+                {field("tool", "Tool", "text", filters.tool)}
+                {field("outcome", "Outcome", "text", filters.outcome)}
+                {field("since", "From (day)", "date", filters.since)}
+                {field("until", "To (day, included)", "date", filters.until)}
+            </div>
+            <div class="buttons">
+                <button type="submit" class="button">"Show"</button>
+                <a class="button secondary" href=format!("/console/audit/export?{export}") download="audit.jsonl">
+                    "Export as JSON Lines"
+                </a>
+            </div>
+        </form>
+    }
+    .into_any();
+    let rows = if entries.is_empty() {
+        view! { <p>"No entry matches."</p> }.into_any()
+    } else {
+        view! {
+            <div class="report">
+                <table>
+                    <thead><tr>
+                        <th scope="col">"When"</th><th scope="col">"Who"</th><th scope="col">"What"</th>
+                        <th scope="col">"User"</th><th scope="col">"Tool"</th><th scope="col">"Outcome"</th>
+                        <th scope="col">"Detail"</th>
+                    </tr></thead>
+                    <tbody>
+                        {entries.into_iter().map(|e| view! {
+                            <tr>
+                                <td>{e.at}</td><td>{e.actor}</td><td><code>{e.action}</code></td><td>{e.user}</td>
+                                <td>{e.tool}</td><td>{e.outcome}</td><td><code>{e.detail}</code></td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        }
+        .into_any()
+    };
+    view! {
+        {form}
+        <section class="card" aria-labelledby="entries-title">
+            <h2 id="entries-title">"Entries, newest first"</h2>
+            {rows}
+            {next.map(|q| view! { <p><a class="button secondary" href=format!("/console/audit?{q}")>"Older entries"</a></p> })}
+        </section>
     }
 }
 

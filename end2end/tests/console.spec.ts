@@ -83,6 +83,17 @@ test("onboarding in the console: a workspace, its tool server, and a reply on th
   await expect(page.getByRole("status")).toHaveText("Saved.");
   await expect(page.getByLabel(/Accent colour/)).toHaveValue("#aa3300");
 
+  // What it did: the audit trail, filtered.
+  await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Audit trail" }).click();
+  await expect(page.getByRole("heading", { name: "Audit trail" })).toBeVisible();
+  await expect(page.getByRole("table")).toContainText("integration.connected");
+  await page.getByLabel(/^Kind/).fill("workspace.updated");
+  await page.getByRole("button", { name: "Show" }).click();
+  await expect(page.getByRole("table")).not.toContainText("integration.connected");
+  await expect(page.getByRole("table")).toContainText("workspace.updated");
+  await axeClean(page);
+  await noSideways(page);
+
   // On the host's own site, with a token its backend minted: a reply, in the saved look.
   const host = new TaskHostPage(page, baseURL!);
   await host.goto({ id, api_key: apiKey, embed_secret: embedSecret }, "console_visitor");

@@ -13,7 +13,10 @@
 
 use std::sync::Arc;
 
-use ::console::{Admin, Body as PageBody, Created, Notice, Onboarding, Page, Rule, Theme, ToolServer};
+use ::console::{
+    Admin, Audit, AuditEntry, AuditFilters, Body as PageBody, Created, Notice, Onboarding, Page, Rule, Theme,
+    ToolServer,
+};
 use axum::body::Body;
 use axum::extract::{Form, Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
@@ -60,6 +63,8 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/connect", post(connect))
         .route("/console/check", post(check))
         .route("/console/theme", post(save_theme))
+        .route("/console/audit", get(audit))
+        .route("/console/audit/export", get(export_audit))
         .with_state(state)
 }
 
@@ -121,7 +126,32 @@ impl ConsoleState {
         }
     }
 
-    /// Calls the public API in process, as `key`, from `client`.
+    /// Sends a request to the public API in process, as `key`, from `client`.
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        key: &Secret,
+        body: Option<Value>,
+        accept: &str,
+        client: Option<&ClientAddr>,
+    ) -> Response {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::AUTHORIZATION, format!("Bearer {}", key.expose()))
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::ACCEPT, accept)
+            .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
+            .expect("the request builds");
+        if let Some(client) = client {
+            request.extensions_mut().insert(*client);
+        }
+        self.api.clone().oneshot(request).await.expect("the router is infallible")
+    }
+
+    /// Calls the public API in process, as `key`, from `client`: the
+    /// status and the JSON answer.
     async fn call(
         &self,
         method: Method,
@@ -130,17 +160,7 @@ impl ConsoleState {
         body: Option<Value>,
         client: Option<&ClientAddr>,
     ) -> Result<(StatusCode, Value), Response> {
-        let mut request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header(header::AUTHORIZATION, format!("Bearer {}", key.expose()))
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
-            .expect("the request builds");
-        if let Some(client) = client {
-            request.extensions_mut().insert(*client);
-        }
-        let response = self.api.clone().oneshot(request).await.expect("the router is infallible");
+        let response = self.send(method, path, key, body, "application/json", client).await;
         let status = response.status();
         let bytes = axum::body::to_bytes(response.into_body(), MAX_ANSWER_BYTES).await.map_err(|e| {
             tracing::error!(error = %e, path, "console: cannot read the API's answer");
@@ -171,6 +191,7 @@ impl ConsoleState {
         Ok(Page {
             title: "Set up your assistant".into(),
             signed_in: Some(text(&workspace["name"])),
+            nav: true,
             notice,
             body: PageBody::Onboarding(Onboarding {
                 workspace_id: text(&workspace["id"]),
@@ -281,6 +302,7 @@ fn admin_page(created: Option<Created>) -> Page {
     Page {
         title: "Workspaces".into(),
         signed_in: Some("Operator".into()),
+        nav: false,
         notice,
         body: PageBody::Admin(Admin { created }),
     }
@@ -568,4 +590,194 @@ async fn save_theme(
         },
         Err(response) => response,
     }
+}
+
+/// What the audit page's form sends (every field optional).
+#[derive(Deserialize, Default)]
+struct AuditForm {
+    #[serde(default)]
+    user: String,
+    #[serde(default)]
+    action: String,
+    #[serde(default)]
+    tool: String,
+    #[serde(default)]
+    outcome: String,
+    #[serde(default)]
+    since: String,
+    #[serde(default)]
+    until: String,
+    #[serde(default)]
+    cursor: String,
+}
+
+impl AuditForm {
+    fn filters(&self) -> AuditFilters {
+        AuditFilters {
+            user: self.user.trim().to_owned(),
+            action: self.action.trim().to_owned(),
+            tool: self.tool.trim().to_owned(),
+            outcome: self.outcome.trim().to_owned(),
+            since: self.since.trim().to_owned(),
+            until: self.until.trim().to_owned(),
+        }
+    }
+
+    /// The API's query for these filters: days become RFC 3339 times (the
+    /// "to" day included); or what is wrong with them.
+    fn api_query(&self, page: Option<i64>) -> Result<String, String> {
+        let f = self.filters();
+        let mut query = url::form_urlencoded::Serializer::new(String::new());
+        for (key, value) in [("user", &f.user), ("action", &f.action), ("tool", &f.tool), ("outcome", &f.outcome)] {
+            if !value.is_empty() {
+                query.append_pair(key, value);
+            }
+        }
+        if !f.since.is_empty() {
+            query.append_pair("since", &format!("{}T00:00:00Z", day(&f.since, "From")?));
+        }
+        if !f.until.is_empty() {
+            let after = day(&f.until, "To")?.next_day().ok_or("To: the day is out of range")?;
+            query.append_pair("until", &format!("{after}T00:00:00Z"));
+        }
+        if let Some(limit) = page {
+            query.append_pair("limit", &limit.to_string());
+            if !self.cursor.is_empty() {
+                query.append_pair("cursor", &self.cursor);
+            }
+        }
+        Ok(query.finish())
+    }
+}
+
+/// The form's query string for `filters` (and a cursor).
+fn form_query(filters: &AuditFilters, cursor: Option<&str>) -> String {
+    let mut query = url::form_urlencoded::Serializer::new(String::new());
+    for (key, value) in [
+        ("user", &filters.user),
+        ("action", &filters.action),
+        ("tool", &filters.tool),
+        ("outcome", &filters.outcome),
+        ("since", &filters.since),
+        ("until", &filters.until),
+    ] {
+        if !value.is_empty() {
+            query.append_pair(key, value);
+        }
+    }
+    if let Some(cursor) = cursor {
+        query.append_pair("cursor", cursor);
+    }
+    query.finish()
+}
+
+/// A `YYYY-MM-DD` day from a date field.
+fn day(value: &str, field: &str) -> Result<time::Date, String> {
+    let format = time::macros::format_description!("[year]-[month]-[day]");
+    time::Date::parse(value, &format).map_err(|_| format!("{field}: not a day (YYYY-MM-DD)"))
+}
+
+/// Entries shown per page.
+const AUDIT_PAGE: i64 = 50;
+/// Characters of an entry's detail shown in the table.
+const DETAIL_CHARS: usize = 300;
+
+/// The audit trail, filtered, a page at a time.
+async fn audit(
+    State(state): State<ConsoleState>,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    Query(form): Query<AuditForm>,
+) -> Response {
+    let client = client.as_deref();
+    let Some(session) = state.session(&headers, client).await else {
+        return render(StatusCode::OK, Page { title: "Sign in".into(), ..Page::default() });
+    };
+    if session.workspace_id.is_none() {
+        return Redirect::to("/console").into_response();
+    }
+    let filters = form.filters();
+    let mut page = Page {
+        title: "Audit trail".into(),
+        signed_in: Some("Your workspace".into()),
+        nav: true,
+        notice: None,
+        body: PageBody::Audit(Audit {
+            export: form_query(&filters, None),
+            filters: filters.clone(),
+            ..Audit::default()
+        }),
+    };
+    let query = match form.api_query(Some(AUDIT_PAGE)) {
+        Ok(query) => query,
+        Err(why) => {
+            page.notice = problem(why);
+            return render(StatusCode::BAD_REQUEST, page);
+        }
+    };
+    let (status, answer) =
+        match state.call(Method::GET, &format!("/v1/audit?{query}"), &session.key, None, client).await {
+            Ok(answer) => answer,
+            Err(response) => return response,
+        };
+    if status != StatusCode::OK {
+        page.notice = problem(text(&answer["error"]));
+        return render(status, page);
+    }
+    let entries = answer["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .map(|i| AuditEntry {
+                    at: text(&i["at"]),
+                    actor: text(&i["actor"]),
+                    action: text(&i["action"]),
+                    user: text(&i["user"]),
+                    tool: text(&i["tool"]),
+                    outcome: text(&i["outcome"]),
+                    detail: i["detail"].to_string().chars().take(DETAIL_CHARS).collect(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if let PageBody::Audit(audit) = &mut page.body {
+        audit.entries = entries;
+        audit.next = answer["next_cursor"].as_str().map(|cursor| form_query(&filters, Some(cursor)));
+    }
+    render(StatusCode::OK, page)
+}
+
+/// The whole trail for the filters, as JSON Lines, downloaded.
+async fn export_audit(
+    State(state): State<ConsoleState>,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    Query(form): Query<AuditForm>,
+) -> Response {
+    let client = client.as_deref();
+    let Some(session) = state.session(&headers, client).await.filter(|s| s.workspace_id.is_some()) else {
+        return signed_out(&state, client, "Sign in first.");
+    };
+    let query = match form.api_query(None) {
+        Ok(query) => query,
+        Err(why) => {
+            return render(
+                StatusCode::BAD_REQUEST,
+                Page { title: "Audit trail".into(), notice: problem(why), ..Page::default() },
+            );
+        }
+    };
+    let answer =
+        state.send(Method::GET, &format!("/v1/audit?{query}"), &session.key, None, "application/jsonl", client).await;
+    if answer.status() != StatusCode::OK {
+        return failure("The export could not be made. Try again.");
+    }
+    let mut response = Response::new(answer.into_body());
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/jsonl"));
+    headers.insert(header::CONTENT_DISPOSITION, HeaderValue::from_static("attachment; filename=\"audit.jsonl\""));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
 }

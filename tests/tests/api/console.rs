@@ -16,6 +16,7 @@ on_both_databases!(
     the_console_signs_in_with_an_api_key_into_a_strict_http_only_session_and_out_again,
     the_onboarding_saves_the_workspace_connects_the_tool_server_and_shows_the_report,
     the_operator_creates_a_workspace_and_sees_its_secrets_once,
+    the_audit_trail_is_filtered_paged_and_exported,
 );
 
 /// A browser on the console: its cookie, and the headers a browser sends
@@ -349,4 +350,44 @@ async fn each_token_snippet_mints_a_token_the_server_accepts() {
         minted.push(language);
     }
     assert_eq!(minted.len(), 4);
+}
+
+async fn the_audit_trail_is_filtered_paged_and_exported(db: Db) {
+    let host = FakeHost::start(task_tools(), 200, json!({"output": {"status": "done"}})).await;
+    let app = spawn_app(db).start().await;
+    let (_, api_key) = workspace(&app).await;
+    let mut browser = Browser::new(&app);
+    browser.post("/console/sign-in", &[("key", &api_key)]).await;
+    browser.post("/console/workspace", &[("name", "Shop <b>2</b>"), ("origins", "https://shop.example")]).await;
+    browser.post("/console/connect", &[("base_url", &host.base_url()), ("secret", HOST_SECRET)]).await;
+
+    let all = browser.get("/console/audit").await;
+    assert_eq!(all.status, 200);
+    assert!(all.body.contains("workspace.updated") && all.body.contains("integration.connected"), "{}", all.body);
+    assert!(!all.body.contains("<b>2</b>"), "what changed is shown as text: {}", all.body);
+    assert!(!all.body.contains(HOST_SECRET), "never a secret");
+    let only = browser.get("/console/audit?action=integration.connected").await;
+    assert!(only.body.contains("integration.connected") && !only.body.contains("workspace.updated"), "{}", only.body);
+    assert!(only.body.contains(r#"value="integration.connected""#), "the filter is kept");
+    // Days around now (whatever the hour, the entries fall within them).
+    let day = |offset: i64| server::ids::rfc3339(server::ids::now_ms() + offset * 86_400_000)[..10].to_owned();
+    let (yesterday, today, later) = (day(-1), day(0), day(2));
+    let recent = browser.get(&format!("/console/audit?since={yesterday}&until={today}")).await;
+    assert!(recent.body.contains("workspace.updated"), "the 'to' day is included: {}", recent.body);
+    let none = browser.get(&format!("/console/audit?since={later}")).await;
+    assert!(none.body.contains("No entry matches."), "{}", none.body);
+    let bad = browser.get("/console/audit?since=yesterday").await;
+    assert_eq!(bad.status, 400);
+    assert!(bad.body.contains("From: not a day"), "{}", bad.body);
+
+    // The export: every matching entry as JSON Lines, downloaded.
+    let export = browser.get("/console/audit/export?action=workspace.updated").await;
+    assert_eq!(export.status, 200);
+    assert!(export.headers["content-disposition"].to_str().unwrap().contains("attachment"));
+    let lines: Vec<serde_json::Value> = export.body.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(!lines.is_empty() && lines.iter().all(|l| l["action"] == "workspace.updated"), "{}", export.body);
+    // Signed out: neither the page nor the export.
+    let mut stranger = Browser::new(&app);
+    assert!(stranger.get("/console/audit").await.body.contains(r#"action="/console/sign-in""#));
+    assert_eq!(stranger.get("/console/audit/export").await.status, 401);
 }
