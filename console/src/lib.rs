@@ -45,6 +45,25 @@ pub enum Body {
     Onboarding(Onboarding),
     /// A workspace's audit trail.
     Audit(Audit),
+    /// Secrets, retention and erasure.
+    Operations(Operations),
+}
+
+/// Secrets, retention and erasure.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Operations {
+    /// The embed secret's key id (tokens may name it as `kid`).
+    pub embed_secret_kid: String,
+    /// Until when the previous embed secret still verifies (RFC 3339), if it does.
+    pub previous_embed_secret_until: Option<String>,
+    /// Until when the previous api key still works, if it does.
+    pub previous_api_key_until: Option<String>,
+    /// A secret just made, shown this once: (what, value).
+    pub new_secret: Option<(String, String)>,
+    /// Days conversations are kept; none: until erased.
+    pub retention_days: Option<u64>,
+    /// The counts of an erasure that just ran: (user, [(what, how many)]).
+    pub erased: Option<(String, Vec<(String, u64)>)>,
 }
 
 /// The audit trail: the filters as given, a page of entries, the next page.
@@ -177,6 +196,7 @@ fn Console(page: Page) -> impl IntoView {
                 <nav aria-label="Console" class="console-nav">
                     <a href="/console">"Set up"</a>
                     <a href="/console/audit">"Audit trail"</a>
+                    <a href="/console/operations">"Secrets and data"</a>
                 </nav>
             })}
             {signed_in.map(|who| view! {
@@ -198,6 +218,7 @@ fn Console(page: Page) -> impl IntoView {
                 Body::Admin(admin) => view! { <AdminPage admin/> }.into_any(),
                 Body::Onboarding(onboarding) => view! { <OnboardingPage onboarding/> }.into_any(),
                 Body::Audit(audit) => view! { <AuditPage audit/> }.into_any(),
+                Body::Operations(operations) => view! { <OperationsPage operations/> }.into_any(),
             }}
         </main>
     }
@@ -433,6 +454,85 @@ fn AuditPage(audit: Audit) -> impl IntoView {
             {next.map(|q| view! { <p><a class="button secondary" href=format!("/console/audit?{q}")>"Older entries"</a></p> })}
         </section>
     }
+}
+
+/// The grace periods a rotation offers: (seconds, label).
+const GRACES: [(&str, &str); 4] =
+    [("3600", "one hour"), ("86400", "one day"), ("604800", "seven days"), ("0", "none: the old one stops at once")];
+
+#[component]
+fn OperationsPage(operations: Operations) -> impl IntoView {
+    let Operations {
+        embed_secret_kid,
+        previous_embed_secret_until,
+        previous_api_key_until,
+        new_secret,
+        retention_days,
+        erased,
+    } = operations;
+    let graces = move |id: &'static str| {
+        view! {
+            <label for=id>"The old one keeps working for"</label>
+            <select id=id name="grace_seconds">
+                {GRACES.into_iter().map(|(value, label)| view! { <option value=value>{label}</option> }).collect_view()}
+            </select>
+        }
+    };
+    let secrets = view! {
+        <section class="card" aria-labelledby="secrets-title">
+            <h2 id="secrets-title">"Secrets"</h2>
+            {new_secret.map(|(what, value)| view! {
+                <div class="created" role="status">
+                    <p><strong>{format!("Your new {what}")}</strong> " — keep it now, it is not shown again:"</p>
+                    <p><code>{value}</code></p>
+                </div>
+            })}
+            <p>"Embed secret: key id " <code>{embed_secret_kid}</code> "."
+                {previous_embed_secret_until.map(|u| format!(" The previous one still verifies tokens until {u}."))}</p>
+            <form method="post" action="/console/rotate/embed-secret">
+                {graces("embed-grace")}
+                <button type="submit" class="button">"Make a new embed secret"</button>
+            </form>
+            <p>"Api key" {previous_api_key_until.map(|u| format!(": the previous one still works until {u}."))}</p>
+            <form method="post" action="/console/rotate/api-key">
+                {graces("key-grace")}
+                <button type="submit" class="button">"Make a new api key"</button>
+            </form>
+        </section>
+    }
+    .into_any();
+    let retention = view! {
+        <section class="card" aria-labelledby="retention-title">
+            <h2 id="retention-title">"Retention"</h2>
+            <form method="post" action="/console/retention">
+                <label for="days">"Keep conversations for (days, 1 to 3650; empty: until erased)"</label>
+                <input id="days" name="days" type="number" min="1" max="3650" step="1"
+                    value=retention_days.map(|d| d.to_string()).unwrap_or_default()/>
+                <button type="submit" class="button">"Save"</button>
+            </form>
+        </section>
+    }
+    .into_any();
+    let erasure = view! {
+        <section class="card" aria-labelledby="erasure-title">
+            <h2 id="erasure-title">"Erase a user"</h2>
+            {erased.map(|(user, counts)| view! {
+                <div role="status">
+                    <p>{format!("Erased everything stored for {user}:")}</p>
+                    <ul>{counts.into_iter().map(|(what, n)| view! { <li>{format!("{what}: {n}")}</li> }).collect_view()}</ul>
+                </div>
+            })}
+            <form method="post" action="/console/erase">
+                <label for="user">"The user's id (the sub of their tokens)"</label>
+                <input id="user" name="user" type="text" required maxlength="256" autocomplete="off"/>
+                <label class="check"><input name="confirm" type="checkbox" value="yes" required/>
+                    " I understand this deletes their conversations and cannot be undone"</label>
+                <button type="submit" class="button danger">"Erase"</button>
+            </form>
+        </section>
+    }
+    .into_any();
+    view! { {secrets}{retention}{erasure} }
 }
 
 #[component]

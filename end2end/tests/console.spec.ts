@@ -94,6 +94,15 @@ test("onboarding in the console: a workspace, its tool server, and a reply on th
   await axeClean(page);
   await noSideways(page);
 
+  // Secrets and data: retention saved; the page is as usable as the others.
+  await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Secrets and data" }).click();
+  await page.getByLabel(/Keep conversations for/).fill("90");
+  await page.getByRole("button", { name: "Save" }).click();
+  await expect(page.getByRole("status")).toHaveText("Saved.");
+  await expect(page.getByLabel(/Keep conversations for/)).toHaveValue("90");
+  await axeClean(page);
+  await noSideways(page);
+
   // On the host's own site, with a token its backend minted: a reply, in the saved look.
   const host = new TaskHostPage(page, baseURL!);
   await host.goto({ id, api_key: apiKey, embed_secret: embedSecret }, "console_visitor");

@@ -14,8 +14,8 @@
 use std::sync::Arc;
 
 use ::console::{
-    Admin, Audit, AuditEntry, AuditFilters, Body as PageBody, Created, Notice, Onboarding, Page, Rule, Theme,
-    ToolServer,
+    Admin, Audit, AuditEntry, AuditFilters, Body as PageBody, Created, Notice, Onboarding, Operations, Page, Rule,
+    Theme, ToolServer,
 };
 use axum::body::Body;
 use axum::extract::{Form, Query, State};
@@ -65,6 +65,11 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/theme", post(save_theme))
         .route("/console/audit", get(audit))
         .route("/console/audit/export", get(export_audit))
+        .route("/console/operations", get(operations))
+        .route("/console/rotate/embed-secret", post(rotate_embed_secret))
+        .route("/console/rotate/api-key", post(rotate_api_key))
+        .route("/console/retention", post(save_retention))
+        .route("/console/erase", post(erase_user))
         .with_state(state)
 }
 
@@ -73,6 +78,8 @@ pub fn router(state: ConsoleState) -> Router {
 struct Session {
     workspace_id: Option<String>,
     key: Secret,
+    /// The hash of its cookie's token (its row).
+    token_hash: String,
 }
 
 impl ConsoleState {
@@ -106,12 +113,12 @@ impl ConsoleState {
     }
 
     async fn session(&self, headers: &HeaderMap, client: Option<&ClientAddr>) -> Option<Session> {
-        let token = self.token(headers, client)?;
-        let found = db::console::get(&self.pool, &hash_api_key(token), crate::ids::now_ms()).await;
+        let token_hash = hash_api_key(self.token(headers, client)?);
+        let found = db::console::get(&self.pool, &token_hash, crate::ids::now_ms()).await;
         let row =
             found.map_err(|e| tracing::error!(error = format!("{e:#}"), "cannot read a console session")).ok()??;
         let key = self.vault.open(&row.sealed_key).ok()?;
-        Some(Session { workspace_id: row.workspace_id, key })
+        Some(Session { workspace_id: row.workspace_id, key, token_hash })
     }
 
     /// Whether a POST comes from our own pages: `Sec-Fetch-Site` says so,
@@ -780,4 +787,216 @@ async fn export_audit(
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     response
+}
+
+/// The secrets-and-data page of the session's workspace.
+async fn operations_page(
+    state: &ConsoleState,
+    session: &Session,
+    client: Option<&ClientAddr>,
+    notice: Option<Notice>,
+) -> Result<Page, Response> {
+    let (status, workspace) = state.call(Method::GET, "/v1/workspace", &session.key, None, client).await?;
+    if status != StatusCode::OK {
+        return Err(signed_out(state, client, "Your session's key no longer works. Sign in again."));
+    }
+    let until = |key: &str| workspace[key].as_str().map(str::to_owned);
+    Ok(Page {
+        title: "Secrets and data".into(),
+        signed_in: Some(text(&workspace["name"])),
+        nav: true,
+        notice,
+        body: PageBody::Operations(Operations {
+            embed_secret_kid: text(&workspace["embed_secret_kid"]),
+            previous_embed_secret_until: until("previous_embed_secret_valid_until"),
+            previous_api_key_until: until("previous_api_key_valid_until"),
+            new_secret: None,
+            retention_days: workspace["retention_days"].as_u64(),
+            erased: None,
+        }),
+    })
+}
+
+/// A workspace session's page, or the answer instead (signed out, the operator).
+async fn workspace_session(
+    state: &ConsoleState,
+    headers: &HeaderMap,
+    client: Option<&ClientAddr>,
+    posting_form: bool,
+) -> Result<Session, Response> {
+    let session = if posting_form {
+        posting(state, headers, client).await?
+    } else {
+        state.session(headers, client).await.ok_or_else(|| signed_out(state, client, "Sign in first."))?
+    };
+    if session.workspace_id.is_none() {
+        return Err(Redirect::to("/console").into_response());
+    }
+    Ok(session)
+}
+
+/// Shows `page`, or the answer that replaced it.
+fn shown(status: StatusCode, page: Result<Page, Response>) -> Response {
+    match page {
+        Ok(page) => render(status, page),
+        Err(response) => response,
+    }
+}
+
+async fn operations(
+    State(state): State<ConsoleState>,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    Query(done): Query<Done>,
+) -> Response {
+    let client = client.as_deref();
+    let session = match workspace_session(&state, &headers, client, false).await {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    let said = (done.done.as_deref() == Some("saved")).then(|| Notice { text: "Saved.".into(), error: false });
+    shown(StatusCode::OK, operations_page(&state, &session, client, said).await)
+}
+
+#[derive(Deserialize)]
+struct RotateForm {
+    grace_seconds: String,
+}
+
+async fn rotate_embed_secret(
+    State(state): State<ConsoleState>,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    Form(form): Form<RotateForm>,
+) -> Response {
+    rotate(state, client, headers, form, "/v1/workspace/embed-secret/rotate", "embed_secret", "embed secret").await
+}
+
+async fn rotate_api_key(
+    State(state): State<ConsoleState>,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    Form(form): Form<RotateForm>,
+) -> Response {
+    rotate(state, client, headers, form, "/v1/workspace/api-key/rotate", "api_key", "api key").await
+}
+
+/// Rotates a secret; the new one is shown this once. A new api key also
+/// becomes this session's, so the console keeps working after the grace.
+async fn rotate(
+    state: ConsoleState,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    form: RotateForm,
+    path: &str,
+    field: &str,
+    what: &str,
+) -> Response {
+    let client = client.as_deref();
+    let session = match workspace_session(&state, &headers, client, true).await {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    let grace = match form.grace_seconds.trim().parse::<u64>() {
+        Ok(grace) => json!(grace),
+        Err(_) => json!(form.grace_seconds.trim()),
+    };
+    let (status, answer) =
+        match state.call(Method::POST, path, &session.key, Some(json!({ "grace_seconds": grace })), client).await {
+            Ok(answer) => answer,
+            Err(response) => return response,
+        };
+    if status != StatusCode::OK {
+        return shown(status, operations_page(&state, &session, client, problem(text(&answer["error"]))).await);
+    }
+    let secret = text(&answer[field]);
+    let mut session = session;
+    if field == "api_key" {
+        let stored = db::console::set_key(&state.pool, &session.token_hash, &state.vault.seal(&secret)).await;
+        if let Err(e) = stored {
+            tracing::error!(error = format!("{e:#}"), "console: cannot keep the new api key in the session");
+        }
+        session.key = Secret::new(secret.clone());
+    }
+    let mut page = operations_page(&state, &session, client, notice(format!("A new {what} is made."))).await;
+    if let Ok(Page { body: PageBody::Operations(operations), .. }) = &mut page {
+        operations.new_secret = Some((what.to_owned(), secret));
+    }
+    shown(StatusCode::OK, page)
+}
+
+#[derive(Deserialize)]
+struct RetentionForm {
+    #[serde(default)]
+    days: String,
+}
+
+async fn save_retention(
+    State(state): State<ConsoleState>,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    Form(form): Form<RetentionForm>,
+) -> Response {
+    let client = client.as_deref();
+    let session = match workspace_session(&state, &headers, client, true).await {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    let days = match form.days.trim() {
+        "" => Value::Null,
+        days => days.parse::<u64>().map_or_else(|_| json!(days), |d| json!(d)),
+    };
+    let body = json!({ "retention_days": days });
+    match state.call(Method::PATCH, "/v1/workspace", &session.key, Some(body), client).await {
+        Ok((StatusCode::OK, _)) => Redirect::to("/console/operations?done=saved").into_response(),
+        Ok((status, answer)) => {
+            shown(status, operations_page(&state, &session, client, problem(text(&answer["error"]))).await)
+        }
+        Err(response) => response,
+    }
+}
+
+#[derive(Deserialize)]
+struct EraseForm {
+    user: String,
+    #[serde(default)]
+    confirm: String,
+}
+
+async fn erase_user(
+    State(state): State<ConsoleState>,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    Form(form): Form<EraseForm>,
+) -> Response {
+    let client = client.as_deref();
+    let session = match workspace_session(&state, &headers, client, true).await {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    let user = form.user.trim();
+    if form.confirm != "yes" || user.is_empty() {
+        let why = problem("Name the user and tick the box: an erasure cannot be undone.");
+        return shown(StatusCode::BAD_REQUEST, operations_page(&state, &session, client, why).await);
+    }
+    // One path segment: every reserved byte escaped (a `+` from the form
+    // encoding is a space, and a literal `+` is `%2B`).
+    let segment = url::form_urlencoded::byte_serialize(user.as_bytes()).collect::<String>().replace('+', "%20");
+    let path = format!("/v1/users/{segment}");
+    let (status, answer) = match state.call(Method::DELETE, &path, &session.key, None, client).await {
+        Ok(answer) => answer,
+        Err(response) => return response,
+    };
+    if status != StatusCode::OK {
+        return shown(status, operations_page(&state, &session, client, problem(text(&answer["error"]))).await);
+    }
+    let counts: Vec<(String, u64)> = answer["deleted"]
+        .as_object()
+        .map(|d| d.iter().map(|(k, v)| (k.replace('_', " "), v.as_u64().unwrap_or(0))).collect())
+        .unwrap_or_default();
+    let mut page = operations_page(&state, &session, client, notice("Erased.")).await;
+    if let Ok(Page { body: PageBody::Operations(operations), .. }) = &mut page {
+        operations.erased = Some((user.to_owned(), counts));
+    }
+    shown(StatusCode::OK, page)
 }

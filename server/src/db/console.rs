@@ -49,3 +49,13 @@ pub async fn delete(pool: &Pool, token_hash: &str) -> anyhow::Result<()> {
     sqlx::query("DELETE FROM console_sessions WHERE token_hash = $1").bind(token_hash).execute(pool).await?;
     Ok(())
 }
+
+/// Replaces the credential a session acts with (after the api key's rotation).
+pub async fn set_key(pool: &Pool, token_hash: &str, sealed_key: &str) -> anyhow::Result<()> {
+    sqlx::query("UPDATE console_sessions SET sealed_key = $1 WHERE token_hash = $2")
+        .bind(sealed_key)
+        .bind(token_hash)
+        .execute(pool)
+        .await?;
+    Ok(())
+}

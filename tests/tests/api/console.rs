@@ -5,7 +5,7 @@
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 use serde_json::json;
 
-use crate::helpers::{ADMIN_TOKEN, Db, FakeHost, HOST_SECRET, TestApp, spawn_app, task_tools};
+use crate::helpers::{ADMIN_TOKEN, Db, FakeHost, HOST_SECRET, TestApp, spawn_app, task_tools, token};
 use crate::on_both_databases;
 
 /// The Rust token snippet the console shows, compiled here as it is.
@@ -17,6 +17,8 @@ on_both_databases!(
     the_onboarding_saves_the_workspace_connects_the_tool_server_and_shows_the_report,
     the_operator_creates_a_workspace_and_sees_its_secrets_once,
     the_audit_trail_is_filtered_paged_and_exported,
+    secrets_rotate_with_their_grace_shown_and_the_session_follows_its_new_key,
+    retention_is_set_and_a_user_is_erased_only_when_confirmed,
 );
 
 /// A browser on the console: its cookie, and the headers a browser sends
@@ -390,4 +392,86 @@ async fn the_audit_trail_is_filtered_paged_and_exported(db: Db) {
     let mut stranger = Browser::new(&app);
     assert!(stranger.get("/console/audit").await.body.contains(r#"action="/console/sign-in""#));
     assert_eq!(stranger.get("/console/audit/export").await.status, 401);
+}
+
+/// The text of the first `<code>` after `marker` in `body`.
+fn code_after(body: &str, marker: &str) -> String {
+    let rest = &body[body.find(marker).unwrap_or_else(|| panic!("{marker} in {body}"))..];
+    rest.split("<code>").nth(1).unwrap().split("</code>").next().unwrap().to_owned()
+}
+
+async fn secrets_rotate_with_their_grace_shown_and_the_session_follows_its_new_key(db: Db) {
+    let app = spawn_app(db).start().await;
+    let body = json!({"name": "Shop", "allowed_origins": ["https://shop.example"]});
+    let (_, created) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &body).await;
+    let (ws, old_secret, old_key) = (
+        created["id"].as_str().unwrap(),
+        created["embed_secret"].as_str().unwrap(),
+        created["api_key"].as_str().unwrap(),
+    );
+    let mut browser = Browser::new(&app);
+    browser.post("/console/sign-in", &[("key", old_key)]).await;
+    let page = browser.get("/console/operations").await;
+    assert!(page.body.contains("Make a new embed secret") && page.body.contains("key id"), "{}", page.body);
+
+    let rotated = browser.post("/console/rotate/embed-secret", &[("grace_seconds", "86400")]).await;
+    assert_eq!(rotated.status, 200);
+    let new_secret = code_after(&rotated.body, "Your new embed secret");
+    assert_ne!(new_secret, old_secret);
+    assert!(rotated.body.contains("The previous one still verifies tokens until"), "{}", rotated.body);
+    // Both verify during the grace.
+    for secret in [old_secret, new_secret.as_str()] {
+        assert_eq!(app.get_json("/v1/conversations", &token(ws, secret, "u1")).await.0, 200);
+    }
+    // A bad grace is the API's refusal, nothing rotated.
+    let bad = browser.post("/console/rotate/api-key", &[("grace_seconds", "9999999")]).await;
+    assert_eq!(bad.status, 400);
+    assert!(bad.body.contains("grace_seconds"), "{}", bad.body);
+
+    // A new api key, and none of the grace: the old key stops at once, the console goes on.
+    let rotated = browser.post("/console/rotate/api-key", &[("grace_seconds", "0")]).await;
+    assert_eq!(rotated.status, 200);
+    let new_key = code_after(&rotated.body, "Your new api key");
+    assert!(new_key.starts_with("cak_"));
+    assert_eq!(app.get_json("/v1/workspace", old_key).await.0, 401);
+    assert_eq!(app.get_json("/v1/workspace", &new_key).await.0, 200);
+    let still = browser.get("/console/operations").await;
+    assert_eq!(still.status, 200, "the session follows its new key: {}", still.body);
+    assert!(!still.body.contains(&new_key), "shown once only");
+}
+
+async fn retention_is_set_and_a_user_is_erased_only_when_confirmed(db: Db) {
+    let app = spawn_app(db).start().await;
+    let body = json!({"name": "Shop", "allowed_origins": ["https://shop.example"]});
+    let (_, created) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &body).await;
+    let (ws, secret, api_key) = (
+        created["id"].as_str().unwrap(),
+        created["embed_secret"].as_str().unwrap(),
+        created["api_key"].as_str().unwrap(),
+    );
+    let mut browser = Browser::new(&app);
+    browser.post("/console/sign-in", &[("key", api_key)]).await;
+
+    let saved = browser.post("/console/retention", &[("days", "30")]).await;
+    assert_eq!((saved.status, saved.location.as_deref()), (303, Some("/console/operations?done=saved")));
+    assert_eq!(app.get_json("/v1/workspace", api_key).await.1["retention_days"], 30);
+    let bad = browser.post("/console/retention", &[("days", "0")]).await;
+    assert_eq!(bad.status, 400);
+    let cleared = browser.post("/console/retention", &[("days", "")]).await;
+    assert_eq!(cleared.status, 303);
+    assert_eq!(app.get_json("/v1/workspace", api_key).await.1["retention_days"], serde_json::Value::Null);
+
+    // A user with a conversation.
+    let user_token = token(ws, secret, "user/with odd id");
+    let events = app.turn(&user_token, None, "hello").await;
+    assert!(!crate::helpers::of(&events, "done").is_empty());
+    let unconfirmed = browser.post("/console/erase", &[("user", "user/with odd id")]).await;
+    assert_eq!(unconfirmed.status, 400);
+    let (_, kept) = app.get_json("/v1/conversations", &user_token).await;
+    assert_eq!(kept["conversations"].as_array().unwrap().len(), 1, "nothing erased unconfirmed");
+    let erased = browser.post("/console/erase", &[("user", "user/with odd id"), ("confirm", "yes")]).await;
+    assert_eq!(erased.status, 200, "{}", erased.body);
+    assert!(erased.body.contains("conversations: 1"), "{}", erased.body);
+    let (_, gone) = app.get_json("/v1/conversations", &user_token).await;
+    assert_eq!(gone["conversations"], json!([]));
 }
