@@ -333,7 +333,7 @@ fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
             view! {
                 <details>
                     <summary>{language} " — " <code>{file}</code></summary>
-                    <pre><code>{source}</code></pre>
+                    <pre tabindex="0"><code>{source}</code></pre>
                 </details>
             }
         })
@@ -342,9 +342,9 @@ fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
         <li class="card">
             <h2>"3. Put it on your site"</h2>
             <p>"With a token endpoint on your site (same origin, answering a fresh token as text):"</p>
-            <pre><code>{snippet_url}</code></pre>
+            <pre tabindex="0"><code>{snippet_url}</code></pre>
             <p>"Or from your own script:"</p>
-            <pre><code>{snippet_init}</code></pre>
+            <pre tabindex="0"><code>{snippet_init}</code></pre>
             <h3>"Your backend mints each visitor's token"</h3>
             <p>
                 "With the embed secret (in " <code>"CA_EMBED_SECRET"</code> ", never in a page): HS256, audience "
@@ -426,7 +426,7 @@ fn AuditPage(audit: Audit) -> impl IntoView {
         view! { <p>"No entry matches."</p> }.into_any()
     } else {
         view! {
-            <div class="report">
+            <div class="report" tabindex="0" role="region" aria-label="Entries">
                 <table>
                     <thead><tr>
                         <th scope="col">"When"</th><th scope="col">"Who"</th><th scope="col">"What"</th>
@@ -546,7 +546,7 @@ fn Report(rules: Vec<Rule>) -> impl IntoView {
         (f, _) => format!("{f} failed: the assistant may not work with this tool server until they pass."),
     };
     view! {
-        <section class="report" aria-labelledby="report-title">
+        <section class="report" tabindex="0" aria-labelledby="report-title">
             <h3 id="report-title">"The host checker's report"</h3>
             <p>{summary}</p>
             <table>

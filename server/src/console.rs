@@ -431,7 +431,7 @@ async fn create_workspace(
             StatusCode::OK,
             admin_page(Some(Created {
                 id: text(&created["id"]),
-                name: text(&created["name"]),
+                name: created["name"].as_str().unwrap_or(form.name.trim()).to_owned(),
                 api_key: text(&created["api_key"]),
                 embed_secret: text(&created["embed_secret"]),
             })),

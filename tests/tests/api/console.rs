@@ -214,7 +214,11 @@ async fn the_operator_creates_a_workspace_and_sees_its_secrets_once(db: Db) {
     let created =
         browser.post("/console/workspaces", &[("name", "Bakery"), ("origins", "https://bakery.example")]).await;
     assert_eq!(created.status, 200);
-    assert!(created.body.contains("not shown again"), "{}", created.body);
+    assert!(
+        created.body.contains("not shown again") && created.body.contains("Workspace “Bakery” created"),
+        "{}",
+        created.body
+    );
     let api_key =
         created.body.split("<code>").filter_map(|s| s.split("</code>").next()).find(|s| s.starts_with("cak_"));
     let api_key = api_key.expect("the api key is shown once").to_owned();
