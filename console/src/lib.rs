@@ -47,6 +47,49 @@ pub enum Body {
     Audit(Audit),
     /// Secrets, retention and erasure.
     Operations(Operations),
+    /// The workspace's conversations.
+    Conversations(Conversations),
+    /// One conversation, read-only.
+    Transcript(Transcript),
+}
+
+/// The workspace's conversations: the filters as given, a page of them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Conversations {
+    /// The user filter, and the days (`YYYY-MM-DD`) of last activity.
+    pub user: String,
+    pub since: String,
+    pub until: String,
+    pub items: Vec<ConversationItem>,
+    /// The next page's query string, if there is one.
+    pub next: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConversationItem {
+    pub id: String,
+    pub user: String,
+    pub title: String,
+    pub updated_at: String,
+}
+
+/// One conversation as its user saw it, as plain text.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Transcript {
+    pub user: String,
+    pub title: String,
+    pub updated_at: String,
+    pub messages: Vec<TranscriptMessage>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TranscriptMessage {
+    /// `user` or `assistant`.
+    pub role: String,
+    pub text: String,
+    /// The titles of the cards it showed.
+    pub cards: Vec<String>,
+    pub at: String,
 }
 
 /// Secrets, retention and erasure.
@@ -195,6 +238,7 @@ fn Console(page: Page) -> impl IntoView {
             {nav.then(|| view! {
                 <nav aria-label="Console" class="console-nav">
                     <a href="/console">"Set up"</a>
+                    <a href="/console/conversations">"Conversations"</a>
                     <a href="/console/audit">"Audit trail"</a>
                     <a href="/console/operations">"Secrets and data"</a>
                 </nav>
@@ -219,6 +263,8 @@ fn Console(page: Page) -> impl IntoView {
                 Body::Onboarding(onboarding) => view! { <OnboardingPage onboarding/> }.into_any(),
                 Body::Audit(audit) => view! { <AuditPage audit/> }.into_any(),
                 Body::Operations(operations) => view! { <OperationsPage operations/> }.into_any(),
+                Body::Conversations(list) => view! { <ConversationsPage list/> }.into_any(),
+                Body::Transcript(transcript) => view! { <TranscriptPage transcript/> }.into_any(),
             }}
         </main>
     }
@@ -452,6 +498,76 @@ fn AuditPage(audit: Audit) -> impl IntoView {
             <h2 id="entries-title">"Entries, newest first"</h2>
             {rows}
             {next.map(|q| view! { <p><a class="button secondary" href=format!("/console/audit?{q}")>"Older entries"</a></p> })}
+        </section>
+    }
+}
+
+#[component]
+fn ConversationsPage(list: Conversations) -> impl IntoView {
+    let Conversations { user, since, until, items, next } = list;
+    let form = view! {
+        <form method="get" action="/console/conversations" class="card filters">
+            <h2>"Filters"</h2>
+            <div class="fields">
+                <div class="field"><label for="user">"User"</label><input id="user" name="user" type="text" value=user/></div>
+                <div class="field"><label for="since">"Active from (day)"</label><input id="since" name="since" type="date" value=since/></div>
+                <div class="field"><label for="until">"Active to (day, included)"</label><input id="until" name="until" type="date" value=until/></div>
+            </div>
+            <div class="buttons"><button type="submit" class="button">"Show"</button></div>
+        </form>
+    }
+    .into_any();
+    let rows = if items.is_empty() {
+        view! { <p>"No conversation matches."</p> }.into_any()
+    } else {
+        view! {
+            <div class="report" tabindex="0" role="region" aria-label="Conversations">
+                <table>
+                    <thead><tr><th scope="col">"Last active"</th><th scope="col">"User"</th><th scope="col">"Conversation"</th></tr></thead>
+                    <tbody>
+                        {items.into_iter().map(|c| view! {
+                            <tr>
+                                <td>{c.updated_at}</td><td>{c.user}</td>
+                                <td><a href=format!("/console/conversations/{}", c.id)>{c.title}</a></td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        }
+        .into_any()
+    };
+    view! {
+        {form}
+        <section class="card" aria-labelledby="list-title">
+            <h2 id="list-title">"Most recently active first"</h2>
+            {rows}
+            {next.map(|q| view! { <p><a class="button secondary" href=format!("/console/conversations?{q}")>"Older conversations"</a></p> })}
+        </section>
+    }
+}
+
+#[component]
+fn TranscriptPage(transcript: Transcript) -> impl IntoView {
+    let Transcript { user, title, updated_at, messages } = transcript;
+    view! {
+        <p><a href="/console/conversations">"All conversations"</a></p>
+        <section class="card" aria-labelledby="transcript-title">
+            <h2 id="transcript-title">{title}</h2>
+            <p class="hint">{format!("{user} · last active {updated_at} · read-only")}</p>
+            <ol class="transcript">
+                {messages.into_iter().map(|m| {
+                    let who = if m.role == "user" { "User" } else { "Assistant" };
+                    let class = format!("message {}", m.role);
+                    view! {
+                        <li class=class>
+                            <p class="who">{who} " · " {m.at}</p>
+                            <p class="text">{m.text}</p>
+                            {(!m.cards.is_empty()).then(|| view! { <p class="hint">{format!("Cards: {}", m.cards.join(" · "))}</p> })}
+                        </li>
+                    }
+                }).collect_view()}
+            </ol>
         </section>
     }
 }

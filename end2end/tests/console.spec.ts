@@ -109,6 +109,16 @@ test("onboarding in the console: a workspace, its tool server, and a reply on th
   await host.ask("hello");
   await expect(host.lastReply).toContainText("“create task”");
   await expect(host.widget.locator("html")).toHaveAttribute("data-theme", "dark");
+
+  // Back in the console, the visitor's conversation, read-only.
+  await page.goto("/console/conversations");
+  await page.getByLabel("User").fill("console_visitor");
+  await page.getByRole("button", { name: "Show" }).click();
+  await page.getByRole("table").getByRole("link").first().click();
+  await expect(page.locator(".transcript .message.user")).toContainText("hello");
+  await expect(page.locator(".transcript .message.assistant")).toContainText("offline demo model");
+  await axeClean(page);
+  await noSideways(page);
 });
 
 test("console pages are never framed and another site's form is refused", async ({ page, request, baseURL }) => {

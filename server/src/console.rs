@@ -14,8 +14,8 @@
 use std::sync::Arc;
 
 use ::console::{
-    Admin, Audit, AuditEntry, AuditFilters, Body as PageBody, Created, Notice, Onboarding, Operations, Page, Rule,
-    Theme, ToolServer,
+    Admin, Audit, AuditEntry, AuditFilters, Body as PageBody, ConversationItem, Conversations, Created, Notice,
+    Onboarding, Operations, Page, Rule, Theme, ToolServer, Transcript, TranscriptMessage,
 };
 use axum::body::Body;
 use axum::extract::{Form, Query, State};
@@ -66,6 +66,8 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/audit", get(audit))
         .route("/console/audit/export", get(export_audit))
         .route("/console/operations", get(operations))
+        .route("/console/conversations", get(conversations))
+        .route("/console/conversations/{id}", get(conversation))
         .route("/console/rotate/embed-secret", post(rotate_embed_secret))
         .route("/console/rotate/api-key", post(rotate_api_key))
         .route("/console/retention", post(save_retention))
@@ -999,4 +1001,175 @@ async fn erase_user(
         operations.erased = Some((user.to_owned(), counts));
     }
     shown(StatusCode::OK, page)
+}
+
+#[derive(Deserialize, Default)]
+struct ConversationForm {
+    #[serde(default)]
+    user: String,
+    #[serde(default)]
+    since: String,
+    #[serde(default)]
+    until: String,
+    #[serde(default)]
+    cursor: String,
+}
+
+/// The page of the list for these filters (and a cursor).
+fn conversations_query(user: &str, since: &str, until: &str, cursor: Option<&str>) -> String {
+    let mut query = url::form_urlencoded::Serializer::new(String::new());
+    for (key, value) in [("user", user), ("since", since), ("until", until)] {
+        if !value.is_empty() {
+            query.append_pair(key, value);
+        }
+    }
+    if let Some(cursor) = cursor {
+        query.append_pair("cursor", cursor);
+    }
+    query.finish()
+}
+
+/// Conversations shown per page.
+const CONVERSATIONS_PAGE: i64 = 50;
+
+/// The API's path for the list's filters: days become RFC 3339 times (the
+/// "to" day included); or what is wrong with them.
+fn conversations_api_path(user: &str, since: &str, until: &str, cursor: &str) -> Result<String, String> {
+    let mut query = url::form_urlencoded::Serializer::new(String::new());
+    query.append_pair("limit", &CONVERSATIONS_PAGE.to_string());
+    if !user.is_empty() {
+        query.append_pair("user", user);
+    }
+    if !since.is_empty() {
+        query.append_pair("since", &format!("{}T00:00:00Z", day(since, "From")?));
+    }
+    if !until.is_empty() {
+        let after = day(until, "To")?.next_day().ok_or("To: the day is out of range")?;
+        query.append_pair("until", &format!("{after}T00:00:00Z"));
+    }
+    if !cursor.is_empty() {
+        query.append_pair("cursor", cursor);
+    }
+    Ok(format!("/v1/workspace/conversations?{}", query.finish()))
+}
+
+/// The workspace's conversations, by user and day of last activity.
+async fn conversations(
+    State(state): State<ConsoleState>,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    Query(form): Query<ConversationForm>,
+) -> Response {
+    let client = client.as_deref();
+    let session = match workspace_session(&state, &headers, client, false).await {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    let (user, since, until) = (form.user.trim(), form.since.trim(), form.until.trim());
+    let mut page = Page {
+        title: "Conversations".into(),
+        signed_in: Some("Your workspace".into()),
+        nav: true,
+        notice: None,
+        body: PageBody::Conversations(Conversations {
+            user: user.to_owned(),
+            since: since.to_owned(),
+            until: until.to_owned(),
+            ..Conversations::default()
+        }),
+    };
+    let path = match conversations_api_path(user, since, until, &form.cursor) {
+        Ok(path) => path,
+        Err(why) => {
+            page.notice = problem(why);
+            return render(StatusCode::BAD_REQUEST, page);
+        }
+    };
+    let (status, answer) = match state.call(Method::GET, &path, &session.key, None, client).await {
+        Ok(answer) => answer,
+        Err(response) => return response,
+    };
+    if status != StatusCode::OK {
+        page.notice = problem(text(&answer["error"]));
+        return render(status, page);
+    }
+    if let PageBody::Conversations(list) = &mut page.body {
+        list.items = answer["items"]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|c| ConversationItem {
+                        id: text(&c["id"]),
+                        user: text(&c["user"]),
+                        title: text(&c["title"]),
+                        updated_at: text(&c["updated_at"]),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        list.next = answer["next_cursor"].as_str().map(|c| conversations_query(user, since, until, Some(c)));
+    }
+    render(StatusCode::OK, page)
+}
+
+/// One conversation, read-only, as its user saw it.
+async fn conversation(
+    State(state): State<ConsoleState>,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    let client = client.as_deref();
+    let session = match workspace_session(&state, &headers, client, false).await {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    let segment = url::form_urlencoded::byte_serialize(id.as_bytes()).collect::<String>().replace('+', "%20");
+    let path = format!("/v1/workspace/conversations/{segment}");
+    let (status, answer) = match state.call(Method::GET, &path, &session.key, None, client).await {
+        Ok(answer) => answer,
+        Err(response) => return response,
+    };
+    if status != StatusCode::OK {
+        let page = Page {
+            title: "Conversation".into(),
+            nav: true,
+            notice: problem(text(&answer["error"])),
+            ..Page::default()
+        };
+        return render(status, page);
+    }
+    let messages = answer["messages"]
+        .as_array()
+        .map(|messages| {
+            messages
+                .iter()
+                .map(|m| TranscriptMessage {
+                    role: text(&m["role"]),
+                    text: text(&m["text"]),
+                    cards: m["cards"]
+                        .as_array()
+                        .map(|cards| cards.iter().map(|c| text(&c["title"])).collect())
+                        .unwrap_or_default(),
+                    at: m["created_at"].as_i64().map(crate::ids::rfc3339).unwrap_or_default(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    render(
+        StatusCode::OK,
+        Page {
+            title: "Conversation".into(),
+            signed_in: Some("Your workspace".into()),
+            nav: true,
+            notice: None,
+            body: PageBody::Transcript(Transcript {
+                user: text(&answer["user"]),
+                title: text(&answer["title"]),
+                updated_at: text(&answer["updated_at"]),
+                messages,
+            }),
+        },
+    )
 }

@@ -183,17 +183,17 @@ fn wants_jsonl(headers: &HeaderMap) -> bool {
     })
 }
 
-fn time_ms(name: &str, raw: &str) -> Result<i64, ApiError> {
+pub(super) fn time_ms(name: &str, raw: &str) -> Result<i64, ApiError> {
     time::OffsetDateTime::parse(raw, &time::format_description::well_known::Rfc3339)
         .map(|t| (t.unix_timestamp_nanos() / 1_000_000) as i64)
         .map_err(|_| ApiError::BadRequest(format!("{name} must be an RFC 3339 time like 2026-12-01T12:00:00Z")))
 }
 
-fn encode_cursor(at: i64, id: &str) -> String {
+pub(super) fn encode_cursor(at: i64, id: &str) -> String {
     URL_SAFE_NO_PAD.encode(format!("{at}:{id}"))
 }
 
-fn decode_cursor(raw: &str) -> Result<(i64, String), ApiError> {
+pub(super) fn decode_cursor(raw: &str) -> Result<(i64, String), ApiError> {
     let bad = || ApiError::BadRequest("cursor is not one this API gave".into());
     if raw.len() > 200 {
         return Err(bad());

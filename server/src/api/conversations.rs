@@ -69,8 +69,25 @@ async fn get_conversation(
     let conversation = db::owned_conversation(&state.pool, &id, &caller.workspace_id, &caller.external_user_id)
         .await?
         .ok_or(ApiError::NotFound)?;
-    let rows = db::messages(&state.pool, &conversation.id).await?;
-    let mut shown = components::in_conversation(&state.pool, &conversation.id).await?;
+    let messages = transcript(&state, &conversation.id).await?;
+    let now = state.clock.now_ms();
+    let pending_action = match actions::open_in_conversation(&state.pool, &conversation.id).await? {
+        Some(action) if action.is_expired(now) => {
+            actions::expire(&state.pool, &action.id, now).await?;
+            None
+        }
+        Some(action) => Some(pending_action(&action)),
+        None => None,
+    };
+    Ok(Json(ConversationView { id: conversation.id, messages, pending_action }))
+}
+
+/// A conversation as its user saw it: each user message, then the turn's
+/// answer as one assistant message (its text from every model step, its
+/// cards and components from every tool result; the HTML sanitized).
+pub(super) async fn transcript(state: &ApiState, conversation_id: &str) -> Result<Vec<ConversationMessage>, ApiError> {
+    let rows = db::messages(&state.pool, conversation_id).await?;
+    let mut shown = components::in_conversation(&state.pool, conversation_id).await?;
     let mut messages: Vec<ConversationMessage> = Vec::new();
     for row in rows {
         if row.role == Role::User {
@@ -124,14 +141,5 @@ async fn get_conversation(
     for m in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
         m.html = Some(crate::markdown::render(&m.text));
     }
-    let now = state.clock.now_ms();
-    let pending_action = match actions::open_in_conversation(&state.pool, &conversation.id).await? {
-        Some(action) if action.is_expired(now) => {
-            actions::expire(&state.pool, &action.id, now).await?;
-            None
-        }
-        Some(action) => Some(pending_action(&action)),
-        None => None,
-    };
-    Ok(Json(ConversationView { id: conversation.id, messages, pending_action }))
+    Ok(messages)
 }

@@ -15,6 +15,7 @@ pub mod resume;
 pub mod rotation;
 pub mod setup;
 mod state;
+pub mod transcripts;
 pub mod users;
 pub mod workspace;
 
@@ -42,6 +43,7 @@ fn routes() -> OpenApiRouter<ApiState> {
         .merge(resume::router())
         .merge(rotation::router())
         .merge(setup::router())
+        .merge(transcripts::router())
         .merge(users::router())
         .merge(workspace::router())
 }

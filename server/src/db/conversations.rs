@@ -143,3 +143,57 @@ pub async fn append_message(pool: &Pool, conversation_id: &str, m: NewMessage<'_
     .await?;
     Ok(id)
 }
+
+/// Which of a workspace's conversations to list (the host's view).
+#[derive(Debug, Default, Clone)]
+pub struct ConversationFilter {
+    pub user: Option<String>,
+    /// Active at or after (ms).
+    pub since: Option<i64>,
+    /// Active before (ms).
+    pub until: Option<i64>,
+    /// After this (updated_at, id): the cursor of the page before.
+    pub after: Option<(i64, String)>,
+}
+
+/// A workspace's conversations, most recently active first.
+pub async fn workspace_conversations(
+    pool: &Pool,
+    workspace_id: &str,
+    filter: &ConversationFilter,
+    limit: i64,
+) -> anyhow::Result<Vec<ConversationRow>> {
+    let (after_at, after_id) = filter.after.clone().unzip();
+    Ok(sqlx::query_as(
+        "SELECT id, workspace_id, external_user_id, title, updated_at FROM conversations
+         WHERE workspace_id = $1 AND ($2 IS NULL OR external_user_id = $2)
+           AND ($3 IS NULL OR updated_at >= $3) AND ($4 IS NULL OR updated_at < $4)
+           AND ($5 IS NULL OR updated_at < $5 OR (updated_at = $5 AND id < $6))
+         ORDER BY updated_at DESC, id DESC LIMIT $7",
+    )
+    .bind(workspace_id)
+    .bind(filter.user.as_deref())
+    .bind(filter.since)
+    .bind(filter.until)
+    .bind(after_at)
+    .bind(after_id)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// One of the workspace's conversations, whoever's it is.
+pub async fn workspace_conversation(
+    pool: &Pool,
+    workspace_id: &str,
+    id: &str,
+) -> anyhow::Result<Option<ConversationRow>> {
+    Ok(sqlx::query_as(
+        "SELECT id, workspace_id, external_user_id, title, updated_at FROM conversations
+         WHERE id = $1 AND workspace_id = $2",
+    )
+    .bind(id)
+    .bind(workspace_id)
+    .fetch_optional(pool)
+    .await?)
+}

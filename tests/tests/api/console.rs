@@ -19,6 +19,7 @@ on_both_databases!(
     the_audit_trail_is_filtered_paged_and_exported,
     secrets_rotate_with_their_grace_shown_and_the_session_follows_its_new_key,
     retention_is_set_and_a_user_is_erased_only_when_confirmed,
+    the_workspaces_conversations_are_listed_by_user_and_day_and_read_as_the_user_saw_them,
 );
 
 /// A browser on the console: its cookie, and the headers a browser sends
@@ -478,4 +479,63 @@ async fn retention_is_set_and_a_user_is_erased_only_when_confirmed(db: Db) {
     assert!(erased.body.contains("conversations: 1"), "{}", erased.body);
     let (_, gone) = app.get_json("/v1/conversations", &user_token).await;
     assert_eq!(gone["conversations"], json!([]));
+}
+
+async fn the_workspaces_conversations_are_listed_by_user_and_day_and_read_as_the_user_saw_them(db: Db) {
+    let app = spawn_app(db).start().await;
+    let body = json!({"name": "Shop", "allowed_origins": ["https://shop.example"]});
+    let (_, created) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &body).await;
+    let (ws, secret, api_key) = (
+        created["id"].as_str().unwrap(),
+        created["embed_secret"].as_str().unwrap(),
+        created["api_key"].as_str().unwrap(),
+    );
+    let (ada, bob) = (token(ws, secret, "ada"), token(ws, secret, "bob"));
+    let mut ids = Vec::new();
+    for (who, text) in [(&ada, "hello <script>alert(1)</script>"), (&bob, "hi there"), (&ada, "hello again")] {
+        let events = app.turn(who, None, text).await;
+        ids.push(crate::helpers::of(&events, "turn")[0]["conversation_id"].as_str().unwrap().to_owned());
+    }
+    // Another workspace's conversation is never listed nor read.
+    let (_, other) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &body).await;
+    let stranger = token(other["id"].as_str().unwrap(), other["embed_secret"].as_str().unwrap(), "ada");
+    let theirs = app.turn(&stranger, None, "not yours").await;
+    let theirs = crate::helpers::of(&theirs, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+
+    let (status, all) = app.get_json("/v1/workspace/conversations", api_key).await;
+    assert_eq!(status, 200, "{all}");
+    let listed: Vec<&str> = all["items"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(listed, [ids[2].as_str(), ids[1].as_str(), ids[0].as_str()], "most recently active first");
+    let (_, adas) = app.get_json("/v1/workspace/conversations?user=ada", api_key).await;
+    assert_eq!(adas["items"].as_array().unwrap().len(), 2);
+    assert!(adas["items"].as_array().unwrap().iter().all(|c| c["user"] == "ada"));
+    // A page at a time.
+    let (_, first) = app.get_json("/v1/workspace/conversations?limit=2", api_key).await;
+    let cursor = first["next_cursor"].as_str().unwrap();
+    let (_, second) = app.get_json(&format!("/v1/workspace/conversations?limit=2&cursor={cursor}"), api_key).await;
+    assert_eq!(second["items"][0]["id"], ids[0].as_str());
+    assert_eq!(second["next_cursor"], serde_json::Value::Null);
+    let (status, _) = app.get_json("/v1/workspace/conversations?since=2099-01-01T00:00:00Z", api_key).await;
+    assert_eq!(status, 200);
+    assert_eq!(app.get_json("/v1/workspace/conversations?since=tomorrow", api_key).await.0, 400);
+    // One, as its user saw it; another workspace's is not found.
+    let (status, one) = app.get_json(&format!("/v1/workspace/conversations/{}", ids[0]), api_key).await;
+    assert_eq!((status, one["user"].as_str()), (200, Some("ada")));
+    assert_eq!(one["messages"][0]["text"], "hello <script>alert(1)</script>");
+    assert_eq!(one["messages"][1]["role"], "assistant");
+    assert_eq!(app.get_json(&format!("/v1/workspace/conversations/{theirs}"), api_key).await.0, 404);
+
+    // In the console: the list by user, and a transcript as text.
+    let mut browser = Browser::new(&app);
+    browser.post("/console/sign-in", &[("key", api_key)]).await;
+    let list = browser.get("/console/conversations?user=bob").await;
+    assert_eq!(list.status, 200);
+    assert!(list.body.contains(&format!("/console/conversations/{}", ids[1])), "{}", list.body);
+    assert!(!list.body.contains(&ids[0]), "only bob's: {}", list.body);
+    let shown = browser.get(&format!("/console/conversations/{}", ids[0])).await;
+    assert_eq!(shown.status, 200);
+    assert!(shown.body.contains("hello &lt;script&gt;alert(1)&lt;/script&gt;"), "as text: {}", shown.body);
+    assert!(!shown.body.contains("<script>alert(1)"), "{}", shown.body);
+    assert_eq!(browser.get(&format!("/console/conversations/{theirs}")).await.status, 404);
+    assert_eq!(browser.get("/console/conversations?since=nope").await.status, 400);
 }

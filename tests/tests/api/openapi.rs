@@ -24,6 +24,8 @@ const OPERATIONS: &[(&str, &str, &str)] = &[
     ("patch", "/v1/workspace", "api_key"),
     ("post", "/v1/workspace/embed-secret/rotate", "api_key"),
     ("post", "/v1/workspace/api-key/rotate", "api_key"),
+    ("get", "/v1/workspace/conversations", "api_key"),
+    ("get", "/v1/workspace/conversations/{id}", "api_key"),
     ("get", "/v1/workspace/model", "api_key"),
     ("put", "/v1/workspace/model", "api_key"),
     ("delete", "/v1/workspace/model", "api_key"),
