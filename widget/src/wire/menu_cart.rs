@@ -45,7 +45,8 @@ pub struct MenuCartLine {
 impl MenuCartData {
     /// How many of `item` the cart holds.
     pub fn quantity(&self, item: &str) -> u32 {
-        self.cart.lines.iter().filter(|l| l.item == item).map(|l| l.quantity).sum()
+        // A host's numbers: a sum past the type's end stops there rather than wrap.
+        self.cart.lines.iter().filter(|l| l.item == item).fold(0, |n, l| n.saturating_add(l.quantity))
     }
 
     /// The line's notes for `item`, if it is in the cart.
@@ -62,7 +63,7 @@ impl MenuCartData {
             .filter_map(|l| {
                 self.items.iter().find(|i| i.id == l.item).map(|i| u64::from(i.price) * u64::from(l.quantity))
             })
-            .sum()
+            .fold(0, u64::saturating_add)
     }
 
     /// The kinds in menu order, each with its dishes.
@@ -81,6 +82,18 @@ impl MenuCartData {
 #[cfg(test)]
 mod tests {
     use super::MenuCartData;
+
+    #[test]
+    fn huge_quantities_from_a_host_stop_at_the_top_instead_of_wrapping() {
+        let data: MenuCartData = serde_json::from_value(serde_json::json!({
+            "items": [{"id": "a", "name": "A", "price": u32::MAX, "kind": "Mains"}],
+            "cart": {"lines": [{"item": "a", "quantity": u32::MAX}, {"item": "a", "quantity": u32::MAX},
+                               {"item": "a", "quantity": 7}]},
+        }))
+        .unwrap();
+        assert_eq!(data.quantity("a"), u32::MAX);
+        assert_eq!(data.display_total(), u64::MAX);
+    }
 
     #[test]
     fn the_menu_cart_groups_by_kind_and_totals_for_display() {
