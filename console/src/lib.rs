@@ -433,6 +433,12 @@ fn ThemeStep(theme: Theme) -> impl IntoView {
                     value=theme.font.unwrap_or_default()/>
                 <button type="submit" class="button">"Save the look"</button>
             </form>
+            <h3>"Live preview"</h3>
+            <p class="hint">
+                "The assistant as your visitors see it, in the saved look. Its chats are real: they are listed "
+                "under the user console-preview."
+            </p>
+            <iframe class="preview" src="/console/preview" title="Live preview of the assistant" loading="lazy"></iframe>
         </li>
     }
 }

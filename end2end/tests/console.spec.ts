@@ -82,6 +82,10 @@ test("onboarding in the console: a workspace, its tool server, and a reply on th
   await page.getByRole("button", { name: "Save the look" }).click();
   await expect(page.getByRole("status")).toHaveText("Saved.");
   await expect(page.getByLabel(/Accent colour/)).toHaveValue("#aa3300");
+  // The live preview: the assistant itself, in the saved look, ready to chat.
+  const preview = page.frameLocator("iframe.preview");
+  await expect(preview.locator("html")).toHaveAttribute("data-theme", "dark");
+  await expect(preview.getByRole("textbox", { name: "Message" })).toBeEditable();
 
   // What it did: the audit trail, filtered.
   await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Audit trail" }).click();

@@ -302,6 +302,7 @@ pub fn router(state: AppState) -> Router {
         api: api.clone(),
         admin_token: state.api.admin_token.clone(),
         public_origin: state.api.public_origin.clone(),
+        pages: state.embed.pages.clone(),
     });
     Router::new()
         .merge(caddie)

@@ -38,7 +38,11 @@ const SESSION_SECS: i64 = 8 * 60 * 60;
 /// The largest API answer the console reads.
 const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
-                   frame-ancestors 'none'; base-uri 'none'";
+                   frame-src 'self'; frame-ancestors 'none'; base-uri 'none'";
+/// The preview's token lives this long (a page reload makes a new one).
+const PREVIEW_TOKEN_SECS: i64 = 3600;
+/// Who the preview chats as: its turns are real, and listed under this user.
+pub const PREVIEW_USER: &str = "console-preview";
 
 /// What the console's routes share.
 #[derive(Clone)]
@@ -51,6 +55,8 @@ pub struct ConsoleState {
     pub admin_token: Option<Secret>,
     /// The assistant's origin as browsers see it (`CA_PUBLIC_URL`).
     pub public_origin: Arc<str>,
+    /// Renders the widget page (the live preview).
+    pub pages: crate::widget_page::WidgetPages,
 }
 
 pub fn router(state: ConsoleState) -> Router {
@@ -66,6 +72,7 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/audit", get(audit))
         .route("/console/audit/export", get(export_audit))
         .route("/console/operations", get(operations))
+        .route("/console/preview", get(preview))
         .route("/console/conversations", get(conversations))
         .route("/console/conversations/{id}", get(conversation))
         .route("/console/rotate/embed-secret", post(rotate_embed_secret))
@@ -1172,4 +1179,51 @@ async fn conversation(
             }),
         },
     )
+}
+
+/// The live preview: the widget page as the workspace's visitors get it
+/// (its default look), chatting as `console-preview`, framed only by the
+/// console's own pages.
+async fn preview(
+    State(state): State<ConsoleState>,
+    client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    request: Request<Body>,
+) -> Response {
+    let client = client.as_deref();
+    let session = match workspace_session(&state, &headers, client, false).await {
+        Ok(session) => session,
+        Err(response) => return response,
+    };
+    let workspace_id = session.workspace_id.unwrap_or_default();
+    let workspace = match db::workspace(&state.pool, &workspace_id).await {
+        Ok(Some(workspace)) => workspace,
+        Ok(None) => return signed_out(&state, client, "This workspace no longer exists."),
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "console: cannot load the workspace for the preview");
+            return failure("The preview could not be made. Try again.");
+        }
+    };
+    let token = match state.vault.open(&workspace.embed_secret_enc) {
+        Ok(secret) => crate::auth::mint(&workspace.id, secret.expose(), PREVIEW_USER, &[], PREVIEW_TOKEN_SECS),
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "console: cannot open the embed secret for the preview");
+            return failure("The preview could not be made. Try again.");
+        }
+    };
+    let boot = widget::wire::WidgetBoot {
+        workspace_id: workspace.id.clone(),
+        allowed_origins: Vec::new(),
+        demo_model: state.pages.demo_model,
+        title: workspace.name.clone(),
+        theme: workspace.theme(),
+        token: Some(token),
+        caddie: None,
+    };
+    // No other ancestor: the widget page is framed by our own origin only.
+    let mut response = state.pages.render(boot, &[], request).await;
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    response
 }

@@ -539,3 +539,40 @@ async fn the_workspaces_conversations_are_listed_by_user_and_day_and_read_as_the
     assert_eq!(browser.get(&format!("/console/conversations/{theirs}")).await.status, 404);
     assert_eq!(browser.get("/console/conversations?since=nope").await.status, 400);
 }
+
+/// The live preview: the widget page with a token of its own, in the
+/// workspace's look, framed only by the console.
+#[tokio::test]
+async fn the_live_preview_is_the_widget_page_in_the_saved_look_framed_only_by_the_console() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let (id, api_key) = workspace(&app).await;
+    let look = json!({"theme": {"mode": "dark", "accent": "#aa3300"}});
+    assert_eq!(app.patch_json("/v1/workspace", &api_key, &look).await.0, 200);
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.get("/console/preview").await.status, 401, "signed out: no preview");
+    browser.post("/console/sign-in", &[("key", &api_key)]).await;
+    let home = browser.get("/console").await;
+    assert!(home.body.contains(r#"src="/console/preview""#), "{}", home.body);
+    assert!(home.headers["content-security-policy"].to_str().unwrap().contains("frame-src 'self'"));
+
+    let preview = browser.get("/console/preview").await;
+    assert_eq!(preview.status, 200);
+    let csp = preview.headers["content-security-policy"].to_str().unwrap();
+    assert!(csp.ends_with("frame-ancestors 'self'"), "the console's origin only: {csp}");
+    assert!(preview.body.contains(r#"data-theme="dark""#), "the saved look");
+    let boot = preview.body.split(r#"name="ca-boot" content=""#).nth(1).unwrap().split('"').next().unwrap();
+    let boot: serde_json::Value = serde_json::from_str(&boot.replace("&quot;", "\"").replace("&amp;", "&")).unwrap();
+    assert_eq!(boot["workspace_id"], id.as_str());
+    let token = boot["token"].as_str().unwrap();
+    assert_eq!(app.get_json("/v1/conversations", token).await.0, 200, "the preview's token works");
+    use base64::Engine;
+    let claims: serde_json::Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token.split('.').nth(1).unwrap()).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(claims["sub"], "console-preview");
+    // The operator has no workspace to preview.
+    let mut operator = Browser::new(&app);
+    operator.post("/console/sign-in", &[("key", ADMIN_TOKEN)]).await;
+    assert_eq!(operator.get("/console/preview").await.status, 303);
+}
