@@ -109,20 +109,12 @@ impl ConsoleState {
             .expect("cookie values are ASCII")
     }
 
-    fn token<'h>(&self, headers: &'h HeaderMap, client: Option<&ClientAddr>) -> Option<&'h str> {
-        let name = self.cookie_name(client);
-        headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v)
+    fn token(&self, headers: &HeaderMap, client: Option<&ClientAddr>) -> Option<String> {
+        crate::http::cookie_value(headers, self.cookie_name(client))
     }
 
     async fn session(&self, headers: &HeaderMap, client: Option<&ClientAddr>) -> Option<Session> {
-        let token_hash = hash_api_key(self.token(headers, client)?);
+        let token_hash = hash_api_key(&self.token(headers, client)?);
         let found = db::console::get(&self.pool, &token_hash, crate::ids::now_ms()).await;
         let row =
             found.map_err(|e| tracing::error!(error = format!("{e:#}"), "cannot read a console session")).ok()??;
@@ -384,7 +376,7 @@ async fn sign_out(
         return refused_cross_site();
     }
     if let Some(token) = state.token(&headers, client)
-        && let Err(e) = db::console::delete(&state.pool, &hash_api_key(token)).await
+        && let Err(e) = db::console::delete(&state.pool, &hash_api_key(&token)).await
     {
         tracing::error!(error = format!("{e:#}"), "console: cannot end a session");
     }

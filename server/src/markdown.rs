@@ -7,6 +7,36 @@ use std::sync::LazyLock;
 
 use pulldown_cmark::{Event, Options, Parser};
 
+/// The formatting tags the HTML may hold; `a` keeps `href` (and the
+/// `rel` and `target` set below), `ol` its `start`; nothing else survives.
+pub const TAGS: [&str; 25] = [
+    "p",
+    "br",
+    "em",
+    "strong",
+    "del",
+    "code",
+    "pre",
+    "blockquote",
+    "ul",
+    "ol",
+    "li",
+    "a",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+];
+
 static CLEANER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
     // `Builder::empty()` empties only the tags: the default attributes
     // (`title` and `lang` on every tag, `hreflang`, `colspan`…) are cleared
@@ -14,33 +44,7 @@ static CLEANER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
     let mut b = ammonia::Builder::empty();
     b.generic_attributes(HashSet::new())
         .tag_attributes(HashMap::new())
-        .add_tags([
-            "p",
-            "br",
-            "em",
-            "strong",
-            "del",
-            "code",
-            "pre",
-            "blockquote",
-            "ul",
-            "ol",
-            "li",
-            "a",
-            "h1",
-            "h2",
-            "h3",
-            "h4",
-            "h5",
-            "h6",
-            "hr",
-            "table",
-            "thead",
-            "tbody",
-            "tr",
-            "th",
-            "td",
-        ])
+        .add_tags(TAGS)
         .add_tag_attributes("a", ["href"])
         .add_tag_attributes("ol", ["start"])
         .url_schemes(HashSet::from(["http", "https"]))

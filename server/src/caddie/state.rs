@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Redirect, Response};
 
 use super::keys::Keys;
@@ -113,17 +113,7 @@ pub struct CaddieState {
     pub pages: WidgetPages,
 }
 
-/// A cookie's value from the request.
-pub(super) fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v.to_owned())
-}
+pub(super) use crate::http::cookie_value;
 
 /// The signed-in user, from our own session cookie (under the name this
 /// request's scheme gives it: over https only the `__Host-` one counts).
