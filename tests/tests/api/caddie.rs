@@ -841,8 +841,10 @@ async fn status_reports_follow_each_change_with_rising_seq_even_after_the_hub_wa
     rig.app.turn(&token, None, "and again").await;
     assert_eq!(reports(&rig.hub_state).len(), 1);
     rig.hub_state.lock().unwrap().down = false;
+    // The queue's row goes once the hub has answered: wait for both.
     for _ in 0..100 {
-        if reports(&rig.hub_state).len() == 2 {
+        let queued = server::db::caddie::count_queued_reports(&state.pool).await.unwrap();
+        if reports(&rig.hub_state).len() == 2 && queued == 0 {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
