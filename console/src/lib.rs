@@ -12,8 +12,11 @@
 // Leptos' views are deeply nested types; a release build needs the room.
 #![recursion_limit = "256"]
 
+mod usage;
+
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
+pub use usage::{Usage, UsageDay, limit_label};
 
 /// What a page shows.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -51,6 +54,8 @@ pub enum Body {
     Conversations(Conversations),
     /// One conversation, read-only.
     Transcript(Transcript),
+    /// What the workspace used per day.
+    Usage(Usage),
 }
 
 /// The workspace's conversations: the filters as given, a page of them.
@@ -239,6 +244,7 @@ fn Console(page: Page) -> impl IntoView {
                 <nav aria-label="Console" class="console-nav">
                     <a href="/console">"Set up"</a>
                     <a href="/console/conversations">"Conversations"</a>
+                    <a href="/console/usage">"Usage"</a>
                     <a href="/console/audit">"Audit trail"</a>
                     <a href="/console/operations">"Secrets and data"</a>
                 </nav>
@@ -265,6 +271,7 @@ fn Console(page: Page) -> impl IntoView {
                 Body::Operations(operations) => view! { <OperationsPage operations/> }.into_any(),
                 Body::Conversations(list) => view! { <ConversationsPage list/> }.into_any(),
                 Body::Transcript(transcript) => view! { <TranscriptPage transcript/> }.into_any(),
+                Body::Usage(usage) => view! { <usage::UsagePage usage/> }.into_any(),
             }}
         </main>
     }
@@ -443,37 +450,58 @@ fn ThemeStep(theme: Theme) -> impl IntoView {
     }
 }
 
-#[component]
-fn AuditPage(audit: Audit) -> impl IntoView {
-    let Audit { filters, entries, next, export } = audit;
-    let field = |id: &'static str, label: &'static str, kind: &'static str, value: String| {
-        view! {
-            <div class="field">
-                <label for=id>{label}</label>
-                <input id=id name=id type=kind value=value/>
-            </div>
-        }
-    };
-    let form = view! {
-        <form method="get" action="/console/audit" class="card filters">
+/// A field of a list's filters.
+pub(crate) struct FilterField {
+    pub id: &'static str,
+    pub label: &'static str,
+    /// The input's type (`text`, `date`).
+    pub kind: &'static str,
+    pub value: String,
+}
+
+/// A list's filters: a form that GETs `action` with the fields, "Show",
+/// and `extra` beside it.
+pub(crate) fn filter_form(action: &'static str, fields: Vec<FilterField>, extra: impl IntoView + 'static) -> AnyView {
+    view! {
+        <form method="get" action=action class="card filters">
             <h2>"Filters"</h2>
             <div class="fields">
-                {field("user", "User", "text", filters.user)}
-                {field("action", "Kind (e.g. action.applied)", "text", filters.action)}
-                {field("tool", "Tool", "text", filters.tool)}
-                {field("outcome", "Outcome", "text", filters.outcome)}
-                {field("since", "From (day)", "date", filters.since)}
-                {field("until", "To (day, included)", "date", filters.until)}
+                {fields.into_iter().map(|f| view! {
+                    <div class="field">
+                        <label for=f.id>{f.label}</label>
+                        <input id=f.id name=f.id type=f.kind value=f.value/>
+                    </div>
+                }).collect_view()}
             </div>
             <div class="buttons">
                 <button type="submit" class="button">"Show"</button>
-                <a class="button secondary" href=format!("/console/audit/export?{export}") download="audit.jsonl">
-                    "Export as JSON Lines"
-                </a>
+                {extra}
             </div>
         </form>
     }
-    .into_any();
+    .into_any()
+}
+
+#[component]
+fn AuditPage(audit: Audit) -> impl IntoView {
+    let Audit { filters, entries, next, export } = audit;
+    let export = view! {
+        <a class="button secondary" href=format!("/console/audit/export?{export}") download="audit.jsonl">
+            "Export as JSON Lines"
+        </a>
+    };
+    let form = filter_form(
+        "/console/audit",
+        vec![
+            FilterField { id: "user", label: "User", kind: "text", value: filters.user },
+            FilterField { id: "action", label: "Kind (e.g. action.applied)", kind: "text", value: filters.action },
+            FilterField { id: "tool", label: "Tool", kind: "text", value: filters.tool },
+            FilterField { id: "outcome", label: "Outcome", kind: "text", value: filters.outcome },
+            FilterField { id: "since", label: "From (day)", kind: "date", value: filters.since },
+            FilterField { id: "until", label: "To (day, included)", kind: "date", value: filters.until },
+        ],
+        export,
+    );
     let rows = if entries.is_empty() {
         view! { <p>"No entry matches."</p> }.into_any()
     } else {
@@ -511,18 +539,15 @@ fn AuditPage(audit: Audit) -> impl IntoView {
 #[component]
 fn ConversationsPage(list: Conversations) -> impl IntoView {
     let Conversations { user, since, until, items, next } = list;
-    let form = view! {
-        <form method="get" action="/console/conversations" class="card filters">
-            <h2>"Filters"</h2>
-            <div class="fields">
-                <div class="field"><label for="user">"User"</label><input id="user" name="user" type="text" value=user/></div>
-                <div class="field"><label for="since">"Active from (day)"</label><input id="since" name="since" type="date" value=since/></div>
-                <div class="field"><label for="until">"Active to (day, included)"</label><input id="until" name="until" type="date" value=until/></div>
-            </div>
-            <div class="buttons"><button type="submit" class="button">"Show"</button></div>
-        </form>
-    }
-    .into_any();
+    let form = filter_form(
+        "/console/conversations",
+        vec![
+            FilterField { id: "user", label: "User", kind: "text", value: user },
+            FilterField { id: "since", label: "Active from (day)", kind: "date", value: since },
+            FilterField { id: "until", label: "Active to (day, included)", kind: "date", value: until },
+        ],
+        (),
+    );
     let rows = if items.is_empty() {
         view! { <p>"No conversation matches."</p> }.into_any()
     } else {

@@ -123,6 +123,16 @@ test("onboarding in the console: a workspace, its tool server, and a reply on th
   await expect(page.locator(".transcript .message.assistant")).toContainText("offline demo model");
   await axeClean(page);
   await noSideways(page);
+
+  // Usage per day: the visitor's turn in the charts and in the table.
+  await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Usage" }).click();
+  await expect(page.getByRole("heading", { name: "Usage", level: 1 })).toBeVisible();
+  await expect(page.getByRole("img", { name: /^Turns per day 1 turns from/ })).toBeVisible();
+  const today = new Date().toISOString().slice(0, 10);
+  const row = page.getByRole("row", { name: new RegExp(`^${today}`) });
+  await expect(row.getByRole("cell").first()).toHaveText("1");
+  await axeClean(page);
+  await noSideways(page);
 });
 
 test("console pages are never framed and another site's form is refused", async ({ page, request, baseURL }) => {

@@ -142,6 +142,7 @@ impl Application {
         });
         let limits = crate::limits::Limits::new(pool.clone(), clock.clone(), config.rates.clone());
         crate::limits::spawn_cleanup(limits.clone());
+        crate::usage::spawn_flushing(limits.usage.clone(), config.usage_flush_every);
         let engine = Engine {
             pool: pool.clone(),
             workspaces: workspaces.clone(),
@@ -248,6 +249,7 @@ impl Application {
         });
         let stopping = tokio_util::sync::CancellationToken::new();
         let (turns, grace) = (self.state.api.turns.clone(), self.state.config.shutdown_grace);
+        let usage = self.state.api.limits.usage.clone();
         let drain = tokio::spawn({
             let stopping = stopping.clone();
             let turns = turns.clone();
@@ -279,6 +281,9 @@ impl Application {
         if !turns.wait_idle(SAVE_STOPPED_TURNS).await {
             tracing::error!("shutting down: stopped turns did not finish saving in time");
         }
+        if let Err(error) = usage.flush().await {
+            tracing::error!(error = format!("{error:#}"), "shutting down: the latest usage counts were not saved");
+        }
         Ok(())
     }
 }
@@ -303,6 +308,7 @@ pub fn router(state: AppState) -> Router {
         admin_token: state.api.admin_token.clone(),
         public_origin: state.api.public_origin.clone(),
         pages: state.embed.pages.clone(),
+        limits: state.api.limits.clone(),
     });
     Router::new()
         .merge(caddie)

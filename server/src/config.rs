@@ -55,6 +55,9 @@ pub struct Config {
     /// `CA_RETENTION_SWEEP_MS`: how often conversations past their
     /// workspace's retention are deleted (default an hour).
     pub retention_every: Duration,
+    /// `CA_USAGE_FLUSH_MS`: how often a replica adds its usage counts to
+    /// the database (default 10 000).
+    pub usage_flush_every: Duration,
     /// `CA_AUDIT_RETENTION_DAYS`: audit entries older than this are deleted (unset: kept).
     pub audit_retention_days: Option<u64>,
     /// `CA_TRUSTED_PROXIES`: the reverse proxies whose `X-Forwarded-For`
@@ -162,6 +165,9 @@ pub struct RateLimits {
     /// `CA_MAX_OPEN_STREAMS`: turn streams open in this process at once,
     /// turns' own and resumed ones; beyond it a resume gets `503` (default 400).
     pub max_open_streams: usize,
+    /// `CA_CONSOLE_SIGN_INS_PER_MINUTE`: console sign-in attempts per
+    /// client address (default 10).
+    pub console_sign_ins: u64,
 }
 
 impl Default for RateLimits {
@@ -175,6 +181,7 @@ impl Default for RateLimits {
             user_daily_tokens: 0,
             max_concurrent_turns: 200,
             max_open_streams: 400,
+            console_sign_ins: 10,
         }
     }
 }
@@ -344,6 +351,7 @@ impl Config {
             max_open_streams: number("CA_MAX_OPEN_STREAMS", rate_defaults.max_open_streams as u64, 1)?
                 .try_into()
                 .map_err(|_| bad("CA_MAX_OPEN_STREAMS", "too large".into()))?,
+            console_sign_ins: number("CA_CONSOLE_SIGN_INS_PER_MINUTE", rate_defaults.console_sign_ins, 1)?,
         };
 
         let flag = |variable: &'static str, default: bool| -> Result<bool, ConfigError> {
@@ -466,6 +474,7 @@ impl Config {
         Ok(Self {
             caddie_retry_every: Duration::from_millis(number("CA_CADDIE_RETRY_MS", 5000, 10)?),
             retention_every: Duration::from_millis(number("CA_RETENTION_SWEEP_MS", 3_600_000, 10)?),
+            usage_flush_every: Duration::from_millis(number("CA_USAGE_FLUSH_MS", 10_000, 10)?),
             audit_retention_days: match get("CA_AUDIT_RETENTION_DAYS").filter(|v| !v.is_empty()) {
                 Some(_) => Some(number("CA_AUDIT_RETENTION_DAYS", 0, 1)?),
                 None => None,

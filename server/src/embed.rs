@@ -84,6 +84,7 @@ async fn widget_page(State(state): State<EmbedState>, Query(query): Query<Widget
         title: workspace.name.clone(),
         theme: page_theme(&query, workspace.theme()),
         token: None,
+        renew_path: None,
         caddie: None,
     };
     state.pages.render(boot, &allowed_origins, request).await

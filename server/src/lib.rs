@@ -43,5 +43,6 @@ pub mod retention;
 pub mod schema;
 pub mod secret;
 pub mod telemetry;
+pub mod usage;
 pub mod widget_page;
 pub mod workspaces;

@@ -13,6 +13,8 @@ use crate::auth::Caller;
 use crate::clock::Clock;
 use crate::config::RateLimits;
 use crate::db::{self, Pool};
+use crate::usage::{Metric, Usage};
+use widget::wire::StopReason;
 
 /// Why a request was not admitted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,12 +23,14 @@ pub enum Refusal {
     TooMany { limit: &'static str, retry_after: Duration },
 }
 
-/// The limits, with their counts in the database.
+/// The limits, with their counts in the database, and what each
+/// workspace used (refusals included).
 #[derive(Clone)]
 pub struct Limits {
     pool: Pool,
     clock: Clock,
     pub config: RateLimits,
+    pub usage: Usage,
 }
 
 const MINUTE_MS: i64 = 60_000;
@@ -34,7 +38,8 @@ const DAY_MS: i64 = 86_400_000;
 
 impl Limits {
     pub fn new(pool: Pool, clock: Clock, config: RateLimits) -> Self {
-        Self { pool, clock, config }
+        let usage = Usage::new(pool.clone(), clock.clone());
+        Self { pool, clock, config, usage }
     }
 
     /// Counts a new turn of `caller` from `ip` against the per-user, per
@@ -57,7 +62,7 @@ impl Limits {
         for (limit, key, allowed) in &windows {
             let count = counts.iter().find(|(k, _)| k == key).map_or(0, |(_, n)| *n);
             if u64::try_from(count).unwrap_or(u64::MAX) > *allowed {
-                return Ok(Err(self.refuse(limit, now, start + MINUTE_MS)));
+                return Ok(Err(self.refuse(limit, Some(&caller.workspace_id), now, start + MINUTE_MS)));
             }
         }
         Ok(Ok(()))
@@ -69,8 +74,11 @@ impl Limits {
         (now, now - now.rem_euclid(window_ms))
     }
 
-    fn refuse(&self, limit: &'static str, now: i64, window_end: i64) -> Refusal {
-        crate::metrics::limit_refused(limit);
+    fn refuse(&self, limit: &'static str, workspace_id: Option<&str>, now: i64, window_end: i64) -> Refusal {
+        match workspace_id {
+            Some(workspace_id) => self.refused(workspace_id, limit),
+            None => crate::metrics::limit_refused(limit),
+        }
         let retry_after = Duration::from_millis(u64::try_from(window_end - now).unwrap_or(0).max(1000));
         Refusal::TooMany { limit, retry_after }
     }
@@ -79,12 +87,19 @@ impl Limits {
     pub async fn admit_component_call(&self, caller: &Caller) -> anyhow::Result<Result<(), Refusal>> {
         let key = format!("call:user:{}:{}", caller.workspace_id, caller.external_user_id);
         let allowed = self.config.for_workspace(&caller.limits).component_calls;
-        self.count("component_calls", &key, allowed, 10_000).await
+        self.count("component_calls", Some(&caller.workspace_id), &key, allowed, 10_000).await
+    }
+
+    /// Counts a console sign-in attempt from `ip` (`CA_CONSOLE_SIGN_INS_PER_MINUTE`).
+    pub async fn admit_sign_in(&self, ip: IpAddr) -> anyhow::Result<Result<(), Refusal>> {
+        let allowed = self.config.console_sign_ins;
+        self.count("console_sign_ins", None, &format!("console:ip:{ip}"), allowed, MINUTE_MS).await
     }
 
     async fn count(
         &self,
         limit: &'static str,
+        workspace_id: Option<&str>,
         key: &str,
         allowed: u64,
         window_ms: i64,
@@ -94,7 +109,24 @@ impl Limits {
         if u64::try_from(count).unwrap_or(u64::MAX) <= allowed {
             return Ok(Ok(()));
         }
-        Ok(Err(self.refuse(limit, now, start + window_ms)))
+        Ok(Err(self.refuse(limit, workspace_id, now, start + window_ms)))
+    }
+
+    /// `limit` turned away a request (or cut a turn short) of the
+    /// workspace: counted in the metrics and in its usage.
+    pub fn refused(&self, workspace_id: &str, limit: &'static str) {
+        crate::metrics::limit_refused(limit);
+        self.usage.count(workspace_id, Metric::Refused(limit), 1);
+    }
+
+    /// A turn of the workspace ended with `reason` (a limit that cut it
+    /// short is a refusal too).
+    pub fn turn_finished(&self, workspace_id: &str, reason: StopReason) {
+        crate::metrics::turn_finished(reason);
+        self.usage.count(workspace_id, Metric::Turns, 1);
+        if let Some(limit) = crate::metrics::limit_of(reason) {
+            self.refused(workspace_id, limit);
+        }
     }
 
     /// True while the workspace (and the user) may still spend model
@@ -149,7 +181,8 @@ impl Limits {
     /// Forgets counts older than a day (any replica may do it).
     pub async fn forget_old(&self) -> anyhow::Result<()> {
         let now = self.clock.now_ms();
-        db::limits::forget_old(&self.pool, now - DAY_MS, now.div_euclid(DAY_MS) - 2).await
+        db::limits::forget_old(&self.pool, now - DAY_MS, now.div_euclid(DAY_MS) - 2).await?;
+        self.usage.forget_old().await
     }
 }
 

@@ -81,16 +81,20 @@ fn describe() {
     );
 }
 
-/// A turn ended with `reason`; a limit that cut it short is also a refusal.
+/// A turn ended with `reason` (the limit that cut it short, if one did,
+/// is counted as a refusal by the caller: [`limit_of`]).
 pub fn turn_finished(reason: StopReason) {
     counter!("ca_turns_total", "stop_reason" => reason.as_str()).increment(1);
-    let limit = match reason {
-        StopReason::IterationLimit => "turn_iterations",
-        StopReason::TimeLimit => "turn_time",
-        StopReason::TokenLimit => "turn_tokens",
-        _ => return,
-    };
-    limit_refused(limit);
+}
+
+/// The limit that cut a turn short with `reason`, if one did.
+pub fn limit_of(reason: StopReason) -> Option<&'static str> {
+    match reason {
+        StopReason::IterationLimit => Some("turn_iterations"),
+        StopReason::TimeLimit => Some("turn_time"),
+        StopReason::TokenLimit => Some("turn_tokens"),
+        _ => None,
+    }
 }
 
 /// A model step took `duration` (`ok` when it answered in full), its

@@ -88,7 +88,7 @@ async fn create_turn(
 /// `Retry-After`).
 pub async fn admit(state: &ApiState, caller: &Caller, client: Option<&ClientAddr>) -> Result<(), ApiError> {
     if state.turns.running() >= state.max_concurrent_turns {
-        crate::metrics::limit_refused("concurrent_turns");
+        state.limits.refused(&caller.workspace_id, "concurrent_turns");
         return Err(ApiError::Overloaded(Duration::from_secs(5)));
     }
     let ip = client.map_or(std::net::IpAddr::from([0, 0, 0, 0]), |c| c.ip);

@@ -19,6 +19,7 @@ use crate::host::{HostError, Verb};
 use crate::http::{ApiError, ApiJson};
 use crate::ids::new_id;
 use crate::limits::Refusal;
+use crate::usage::Metric;
 
 pub fn router() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new().routes(routes!(call_tool))
@@ -88,8 +89,9 @@ async fn call_tool(
         return Err(ApiError::BadRequest(format!("the arguments do not fit the tool's inputSchema: {problems}")));
     }
     tracing::info!(component_id = %row.id, tool = %tool.name, request_id, "component tool call");
-    let output =
-        state.host.execute(&host.target, &tool.name, &request_id, &arguments, &scope).await.map_err(host_error)?;
+    let output = state.host.execute(&host.target, &tool.name, &request_id, &arguments, &scope).await;
+    state.limits.usage.count(&caller.workspace_id, Metric::ToolCalls, 1);
+    let output = output.map_err(host_error)?;
     let component = match crate::component::from_output(&output).filter(|c| c.kind == row.kind) {
         Some(c) => {
             components::refresh_kind(&state.pool, &row.conversation_id, &row.kind, &c.data.to_string()).await?;

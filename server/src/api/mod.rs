@@ -16,6 +16,7 @@ pub mod rotation;
 pub mod setup;
 mod state;
 pub mod transcripts;
+pub mod usage;
 pub mod users;
 pub mod workspace;
 
@@ -44,6 +45,7 @@ fn routes() -> OpenApiRouter<ApiState> {
         .merge(rotation::router())
         .merge(setup::router())
         .merge(transcripts::router())
+        .merge(usage::router())
         .merge(users::router())
         .merge(workspace::router())
 }

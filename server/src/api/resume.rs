@@ -63,7 +63,7 @@ async fn resume_turn(
         return Err(ApiError::NotFound);
     }
     let Some(slot) = state.streams.try_open() else {
-        crate::metrics::limit_refused("open_streams");
+        state.limits.refused(&caller.workspace_id, "open_streams");
         return Err(ApiError::Overloaded(Duration::from_secs(5)));
     };
     let after = match headers.get("last-event-id").map(|v| v.to_str().map(str::trim)) {

@@ -71,6 +71,7 @@ pub(super) async fn show_space(
         title: workspace.name.clone(),
         theme: Theme::default(),
         token: Some(mint_space_token(&state, &workspace, &user)?),
+        renew_path: Some(format!("/caddie/api/spaces/{}/token", workspace.id)),
         caddie: Some(bar),
     };
     // Framed by the hub only in embed mode; otherwise by nobody else.

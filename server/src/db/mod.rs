@@ -20,6 +20,7 @@ mod pool;
 pub mod retention;
 pub mod turn_events;
 mod turns;
+pub mod usage;
 mod workspaces;
 
 pub use conversations::*;

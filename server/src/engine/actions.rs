@@ -9,6 +9,7 @@ use super::outcome::{ToolOutcome, tool_error};
 use crate::db::actions::ActionRow;
 use crate::db::{self, NewMessage};
 use crate::host::ExecutionScope;
+use crate::usage::Metric;
 
 /// What an applied action came to.
 pub(super) enum Executed {
@@ -51,7 +52,9 @@ impl Turn<'_> {
             request_id: action.id.clone(),
         };
         activity(ToolStatus::Started);
-        match engine.host.execute(&target, &action.tool, &action.call_id, &action.arguments(), &scope).await {
+        let executed = engine.host.execute(&target, &action.tool, &action.call_id, &action.arguments(), &scope).await;
+        engine.budgets.usage.count(&action.workspace_id, Metric::ToolCalls, 1);
+        match executed {
             Ok(output) => {
                 crate::metrics::tool_call(Some(action.verb), "ok");
                 finish(ActionStatus::Succeeded, None).await;

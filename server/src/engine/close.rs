@@ -41,7 +41,7 @@ impl Turn<'_> {
             tracing::error!(error = format!("{error:#}"), "cannot record the end of the turn");
         }
         tracing::info!(stop_reason = reason.as_str(), iterations, tokens, "turn finished");
-        crate::metrics::turn_finished(reason);
+        engine.budgets.turn_finished(&self.input.caller.workspace_id, reason);
         if let Some(hook) = &engine.on_turn_finished {
             hook.turn_finished(&self.input.caller.workspace_id).await;
         }

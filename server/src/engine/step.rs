@@ -14,6 +14,7 @@ use super::plan::{Plan, plan_step};
 use super::prepare::Prepared;
 use crate::db::{self, NewMessage};
 use crate::llm::{ChatMessage, Finish};
+use crate::usage::Metric;
 
 /// How a step that did not stop the turn ended.
 pub(super) enum StepEnd {
@@ -44,7 +45,7 @@ impl Turn<'_> {
             })?,
         };
         if !within {
-            crate::metrics::limit_refused("daily_tokens");
+            self.engine.budgets.refused(&caller.workspace_id, "daily_tokens");
             return Err(Stop::Limit(StopReason::BudgetExhausted));
         }
         self.progress.start_step(iteration);
@@ -56,6 +57,9 @@ impl Turn<'_> {
         let step = clock.waiting(model).await.map_err(Stop::Model)?;
         tracing::debug!(iteration, duration_ms = clock.waited_ms(), "model step");
         crate::metrics::tokens(&caller.workspace_id, step.input_tokens, step.output_tokens);
+        let usage = &self.engine.budgets.usage;
+        usage.count(&caller.workspace_id, Metric::InputTokens, step.input_tokens);
+        usage.count(&caller.workspace_id, Metric::OutputTokens, step.output_tokens);
         match self.engine.budgets.spend(caller, step.tokens).await {
             Ok(within) => self.progress.lock().within_budget = Some(within),
             Err(error) => tracing::error!(error = format!("{error:#}"), "cannot count the step's tokens"),

@@ -14,6 +14,7 @@ use super::prepare::Prepared;
 use crate::db::actions::NewAction;
 use crate::host::ToolSpec;
 use crate::llm::ToolCall;
+use crate::usage::Metric;
 
 /// Longest host preview kept, in characters.
 const MAX_PREVIEW_CHARS: usize = 1000;
@@ -43,6 +44,7 @@ impl Turn<'_> {
         let started = std::time::Instant::now();
         let result =
             self.engine.host.execute(target, &tool.name, &call.id, arguments, &prepared.scope.for_call()).await;
+        self.engine.budgets.usage.count(&self.input.caller.workspace_id, Metric::ToolCalls, 1);
         tracing::debug!(tool = %tool.name, duration_ms = started.elapsed().as_secs_f64() * 1000.0, "tool call");
         match result {
             Ok(output) => {
@@ -84,16 +86,14 @@ impl Turn<'_> {
         let Some(target) = &prepared.target else {
             return Err(tool_error("no tool host is connected", "no_host"));
         };
-        let preview = self
-            .engine
-            .host
-            .preview(target, &tool.name, &call.id, arguments, &prepared.scope.for_call())
-            .await
-            .map_err(|error| {
-                crate::metrics::tool_call(Some(tool.verb), "preview_failed");
-                tracing::warn!(tool = %tool.name, code = error.code(), %error, "preview failed");
-                tool_error(error.user_message(), error.code())
-            })?;
+        let preview =
+            self.engine.host.preview(target, &tool.name, &call.id, arguments, &prepared.scope.for_call()).await;
+        self.engine.budgets.usage.count(&self.input.caller.workspace_id, Metric::ToolCalls, 1);
+        let preview = preview.map_err(|error| {
+            crate::metrics::tool_call(Some(tool.verb), "preview_failed");
+            tracing::warn!(tool = %tool.name, code = error.code(), %error, "preview failed");
+            tool_error(error.user_message(), error.code())
+        })?;
         Ok(preview.chars().filter(|c| !c.is_control() || *c == '\n').take(MAX_PREVIEW_CHARS).collect())
     }
 

@@ -31,6 +31,7 @@ const SERVER_LAYERS: &[(&str, &[&str])] = &[
             "precompress",
             "retention",
             "checker",
+            "usage",
         ],
     ),
     ("base", &["db", "config", "crypto", "secret", "clock", "ids", "telemetry", "metrics"]),

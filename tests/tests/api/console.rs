@@ -571,8 +571,85 @@ async fn the_live_preview_is_the_widget_page_in_the_saved_look_framed_only_by_th
     )
     .unwrap();
     assert_eq!(claims["sub"], "console-preview");
+    // Its token runs out after an hour: the widget asks the console for a
+    // fresh one, with the session's cookie, from our own pages only.
+    assert_eq!(boot["renew_path"], "/console/preview/token");
+    let renewed = browser.post("/console/preview/token", &[]).await;
+    assert_eq!(renewed.status, 200, "{}", renewed.body);
+    assert_eq!(renewed.headers["cache-control"], "no-store");
+    let fresh: serde_json::Value = serde_json::from_str(&renewed.body).unwrap();
+    assert_eq!(app.get_json("/v1/conversations", fresh["token"].as_str().unwrap()).await.0, 200);
+    assert_eq!(browser.post_from("/console/preview/token", &[], Some("cross-site")).await.status, 403);
+    let mut stranger = Browser::new(&app);
+    assert_eq!(stranger.post("/console/preview/token", &[]).await.status, 401);
     // The operator has no workspace to preview.
     let mut operator = Browser::new(&app);
     operator.post("/console/sign-in", &[("key", ADMIN_TOKEN)]).await;
     assert_eq!(operator.get("/console/preview").await.status, 303);
+    assert_eq!(operator.post("/console/preview/token", &[]).await.status, 303);
+}
+
+/// Sign-in attempts are counted per client address: keys cannot be
+/// guessed through the form, and the right key waits too.
+#[tokio::test]
+async fn sign_in_attempts_are_limited_per_address() {
+    let app = spawn_app(Db::Sqlite).env("CA_CONSOLE_SIGN_INS_PER_MINUTE", "3").start().await;
+    let (_, api_key) = workspace(&app).await;
+    let mut browser = Browser::new(&app);
+    crate::helpers::start_of_window(&app.clock, 60_000);
+    for _ in 0..3 {
+        assert_eq!(browser.post("/console/sign-in", &[("key", "ca_guess")]).await.status, 401);
+    }
+    let refused = browser.post("/console/sign-in", &[("key", &api_key)]).await;
+    assert_eq!(refused.status, 429, "{}", refused.body);
+    assert!(refused.body.contains("Too many sign-in attempts"), "{}", refused.body);
+    let wait: u64 = refused.headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    assert!(browser.cookie.is_none());
+    // The next minute, the right key signs in.
+    app.clock.advance(std::time::Duration::from_secs(60));
+    assert_eq!(browser.post("/console/sign-in", &[("key", &api_key)]).await.status, 303);
+}
+
+/// Usage per day: the page draws turns, tokens, tool calls and refusals
+/// by limit as charts, with the numbers in a table.
+#[tokio::test]
+async fn the_usage_page_charts_each_day_with_its_numbers() {
+    let rig = crate::helpers::Rig::start(
+        Db::Sqlite,
+        crate::helpers::HostSpec::new(task_tools()),
+        vec![crate::helpers::Step::Call("lookup", json!({})), crate::helpers::Step::Text("found")],
+        &[],
+    )
+    .await;
+    let limit = json!({"limits": {"turns_per_user_per_minute": 1}});
+    assert_eq!(rig.app.patch_json("/v1/workspace", &rig.api_key, &limit).await.0, 200);
+    crate::helpers::start_of_window(&rig.app.clock, 60_000);
+    rig.say("find it").await;
+    let refused = rig.app.post("/v1/chat/turns", &rig.token, &json!({"message": "again"})).await;
+    assert_eq!(refused.status(), 429);
+
+    let mut browser = Browser::new(&rig.app);
+    assert_eq!(browser.get("/console/usage").await.status, 401, "signed out");
+    browser.post("/console/sign-in", &[("key", &rig.api_key)]).await;
+    let page = browser.get("/console/usage").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    for chart in ["Turns per day", "Model tokens per day", "Tool calls per day", "Refused per day, by limit"] {
+        assert!(page.body.contains(chart), "{chart}: {}", page.body);
+    }
+    assert_eq!(page.body.matches("<svg").count(), 4);
+    assert!(page.body.contains("Turns per user a minute"), "the refusal's limit in words: {}", page.body);
+    // Screen readers get each chart's sum; the table has the day's numbers.
+    assert!(page.body.contains("1 turns from"), "{}", page.body);
+    let (_, usage) = rig.app.get_json("/v1/workspace/usage", &rig.api_key).await;
+    let today = usage["until"].as_str().unwrap();
+    let row = format!("<th scope=\"row\">{today}</th><td>1</td><td>50</td><td>50</td><td>1</td>");
+    assert!(page.body.contains(&row), "{row} in {}", page.body);
+    // The range as given; a wrong day is named.
+    let one = browser.get(&format!("/console/usage?since={today}&until={today}")).await;
+    assert_eq!(one.status, 200);
+    assert_eq!(one.body.matches("<th scope=\"row\">").count(), 1);
+    let wrong = browser.get("/console/usage?since=2026-11-02&until=2026-11-01").await;
+    assert_eq!(wrong.status, 400);
+    assert!(wrong.body.contains("since must not be after until"), "{}", wrong.body);
 }

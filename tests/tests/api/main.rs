@@ -27,4 +27,5 @@ mod quotas;
 mod resume;
 mod rotation;
 mod setup;
+mod usage;
 mod workspace;

@@ -26,6 +26,7 @@ const OPERATIONS: &[(&str, &str, &str)] = &[
     ("post", "/v1/workspace/api-key/rotate", "api_key"),
     ("get", "/v1/workspace/conversations", "api_key"),
     ("get", "/v1/workspace/conversations/{id}", "api_key"),
+    ("get", "/v1/workspace/usage", "api_key"),
     ("get", "/v1/workspace/model", "api_key"),
     ("put", "/v1/workspace/model", "api_key"),
     ("delete", "/v1/workspace/model", "api_key"),

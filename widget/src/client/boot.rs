@@ -30,6 +30,11 @@ pub fn workspace_id() -> String {
     BOOT.with(|b| b.borrow().workspace_id.clone())
 }
 
+/// Where the full-page app asks for a fresh token, if anywhere.
+pub fn renew_path() -> Option<String> {
+    BOOT.with(|b| b.borrow().renew_path.clone())
+}
+
 /// True for the full-page app (launched from Caddie): its token came with
 /// the page, and fresh ones come from the server.
 pub fn is_full_page() -> bool {

@@ -47,19 +47,22 @@ pub fn retry_after_renewal(chat: Chat, text: String) {
 }
 
 /// Asks for a fresh token: from the host page (it answers with a
-/// `ca:token` message), or — full page — from the server, with the
-/// session cookie.
+/// `ca:token` message), or — full page — from the server where the boot
+/// says (Caddie's space, the console's preview), with the session cookie.
 pub fn renew(chat: Chat) {
     let full_page = boot::is_full_page();
     if !full_page {
         host_page::post_to_host("ca:token-expired");
         return;
     }
-    let path = format!("/caddie/api/spaces/{}/token", boot::workspace_id());
+    let path = boot::renew_path();
     spawn_local(async move {
-        let fresh = match api::send("POST", &path, None, None).await {
-            Ok(r) if r.status() == 200 => js::string(&api::json_of(&r).await, "token"),
-            _ => None,
+        let fresh = match &path {
+            Some(path) => match api::send("POST", path, None, None).await {
+                Ok(r) if r.status() == 200 => js::string(&api::json_of(&r).await, "token"),
+                _ => None,
+            },
+            None => None,
         };
         if fresh.is_none() {
             super::bus::needs_auth();

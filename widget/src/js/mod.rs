@@ -76,6 +76,7 @@ pub fn boot(v: &JsValue) -> Option<WidgetBoot> {
             font: string(&theme, "font"),
         },
         token: string(v, "token"),
+        renew_path: string(v, "renew_path"),
         caddie: caddie.is_object().then(|| bar(&caddie)).flatten(),
     })
 }

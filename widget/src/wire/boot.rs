@@ -21,6 +21,10 @@ pub struct WidgetBoot {
     /// there is no host page to hand one over.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// Where the full-page app asks for a fresh token when its own runs
+    /// out (`POST`, same origin, the session's cookie; answers `{"token"}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renew_path: Option<String>,
     /// The Caddie host bar, when launched from Caddie.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caddie: Option<CaddieBar>,

@@ -1,0 +1,54 @@
+//! `/console`: the host's console (pages in the `console` crate). Every
+//! form calls the public API in process with the credential the session
+//! signed in with, so the console can do exactly what the API allows and
+//! nothing more; the credential stays on the server, sealed.
+//!
+//! - Sessions: a random token in an `HttpOnly`, `SameSite=Strict` cookie
+//!   (`__Host-ca_console`, `Secure`, whenever the browser came over https),
+//!   stored as its hash, eight hours.
+//! - Every POST must come from our own pages (Fetch Metadata, else
+//!   `Origin`): another site's form — sign-in included — is refused.
+//! - No page is framable (`frame-ancestors 'none'`, `X-Frame-Options`),
+//!   cached, or runs script.
+//!
+//! The handlers take a [`Signed`] (or [`InWorkspace`]) request, which has
+//! already checked all of that, and answer pages or the answer that
+//! replaced them (`Result<Response, Response>`).
+
+mod entry;
+mod operations;
+mod records;
+mod setup;
+mod shared;
+mod usage;
+
+use axum::Router;
+use axum::routing::{get, post};
+
+pub use setup::PREVIEW_USER;
+pub use shared::ConsoleState;
+
+pub fn router(state: ConsoleState) -> Router {
+    Router::new()
+        .route("/console", get(entry::home))
+        .route("/console/sign-in", post(entry::sign_in))
+        .route("/console/sign-out", post(entry::sign_out))
+        .route("/console/workspaces", post(entry::create_workspace))
+        .route("/console/workspace", post(setup::save_workspace))
+        .route("/console/connect", post(setup::connect))
+        .route("/console/check", post(setup::check))
+        .route("/console/theme", post(setup::save_theme))
+        .route("/console/preview", get(setup::preview))
+        .route("/console/preview/token", post(setup::preview_token))
+        .route("/console/audit", get(records::audit))
+        .route("/console/audit/export", get(records::export_audit))
+        .route("/console/conversations", get(records::conversations))
+        .route("/console/conversations/{id}", get(records::conversation))
+        .route("/console/usage", get(usage::usage))
+        .route("/console/operations", get(operations::operations))
+        .route("/console/rotate/embed-secret", post(operations::rotate_embed_secret))
+        .route("/console/rotate/api-key", post(operations::rotate_api_key))
+        .route("/console/retention", post(operations::save_retention))
+        .route("/console/erase", post(operations::erase_user))
+        .with_state(state)
+}

@@ -1,0 +1,203 @@
+//! The onboarding page: the workspace and its origins, the tool server
+//! (connect, check again, the checker's report), the snippets, and the
+//! look with its live preview.
+
+use ::console::{Body as PageBody, Notice, Onboarding, Page, Rule, Theme, ToolServer};
+use axum::Json;
+use axum::body::Body;
+use axum::extract::Form;
+use axum::http::{HeaderValue, Method, Request, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::entry::lines;
+use super::shared::{InWorkspace, Signed, failure, notice, page, render, strings, text};
+use crate::db;
+
+/// The preview's token lives this long; the preview asks for a fresh one
+/// (`POST /console/preview/token`) when it runs out.
+const PREVIEW_TOKEN_SECS: i64 = 3600;
+/// Who the preview chats as: its turns are real, and listed under this user.
+pub const PREVIEW_USER: &str = "console-preview";
+
+impl Signed {
+    /// The onboarding page of the session's workspace, with `notice` and
+    /// the checker's `report`.
+    pub(super) async fn onboarding(&self, notice: Option<Notice>, report: Option<Vec<Rule>>) -> Result<Page, Response> {
+        let workspace = self.workspace().await?;
+        let integrations = self.call(Method::GET, "/v1/integrations", None).await?.json;
+        let tool_server = integrations["integrations"].get(0).map(|integration| ToolServer {
+            base_url: text(&integration["base_url"]),
+            allowed_tools: strings(&integration["allowed_tools"]).unwrap_or_default(),
+            listed: None,
+        });
+        let body = PageBody::Onboarding(Onboarding {
+            workspace_id: text(&workspace["id"]),
+            name: text(&workspace["name"]),
+            allowed_origins: strings(&workspace["allowed_origins"]).unwrap_or_default(),
+            tool_server,
+            report,
+            theme: Theme {
+                mode: workspace["theme"]["mode"].as_str().map(str::to_owned),
+                accent: workspace["theme"]["accent"].as_str().map(str::to_owned),
+                radius: workspace["theme"]["radius"].as_u64().and_then(|r| u8::try_from(r).ok()),
+                font: workspace["theme"]["font"].as_str().map(str::to_owned),
+            },
+            entered_base_url: None,
+            assistant_origin: self.state.public_origin.to_string(),
+        });
+        Ok(page("Set up your assistant", text(&workspace["name"]), notice, body))
+    }
+
+    /// Changes the workspace (`PATCH /v1/workspace`): back to `done` when
+    /// the API took it, else the onboarding page with what it said.
+    async fn patch_workspace(&self, body: Value, done: &str) -> Result<Response, Response> {
+        let answer = self.call(Method::PATCH, "/v1/workspace", Some(body)).await?;
+        if answer.ok() {
+            return Ok(Redirect::to(done).into_response());
+        }
+        Ok(render(answer.status, self.onboarding(answer.problem(), None).await?))
+    }
+}
+
+#[derive(Deserialize)]
+pub(super) struct WorkspaceForm {
+    name: String,
+    #[serde(default)]
+    origins: String,
+}
+
+pub(super) async fn save_workspace(
+    console: InWorkspace,
+    Form(form): Form<WorkspaceForm>,
+) -> Result<Response, Response> {
+    let body = json!({ "name": form.name, "allowed_origins": lines(&form.origins) });
+    console.patch_workspace(body, "/console?done=saved").await
+}
+
+#[derive(Deserialize)]
+pub(super) struct ToolServerForm {
+    base_url: String,
+    secret: String,
+}
+
+pub(super) async fn connect(console: InWorkspace, Form(form): Form<ToolServerForm>) -> Result<Response, Response> {
+    tool_server(console, form, "/v1/integrations/generic-rest/connect").await
+}
+
+pub(super) async fn check(console: InWorkspace, Form(form): Form<ToolServerForm>) -> Result<Response, Response> {
+    tool_server(console, form, "/v1/integrations/generic-rest/check").await
+}
+
+/// Connects or checks a tool server; the page shows the checker's report.
+async fn tool_server(console: InWorkspace, form: ToolServerForm, path: &str) -> Result<Response, Response> {
+    let base_url = form.base_url.trim();
+    let answer = console.call(Method::POST, path, Some(json!({ "base_url": base_url, "secret": form.secret }))).await?;
+    let connecting = path.ends_with("/connect");
+    let (said, report) = if answer.ok() {
+        // Connect answers `{…, "report"}`, check the report itself.
+        let rules = answer.json.get("report").unwrap_or(&answer.json)["rules"].as_array().cloned().unwrap_or_default();
+        let report = rules
+            .iter()
+            .map(|r| Rule { id: text(&r["id"]), status: text(&r["status"]), detail: text(&r["detail"]) })
+            .collect();
+        let said = if connecting { "Connected. The checker's report is below." } else { "Checked." };
+        (notice(said), Some(report))
+    } else {
+        (answer.problem(), None)
+    };
+    let mut page = console.onboarding(said, report).await?;
+    // The form keeps what was typed (never the secret).
+    if let PageBody::Onboarding(onboarding) = &mut page.body {
+        onboarding.entered_base_url = Some(base_url.to_owned());
+        if let (true, Some(server)) = (connecting && answer.ok(), &mut onboarding.tool_server) {
+            server.listed = strings(&answer.json["tools"]);
+        }
+    }
+    Ok(render(answer.status, page))
+}
+
+#[derive(Deserialize)]
+pub(super) struct ThemeForm {
+    #[serde(default)]
+    mode: String,
+    #[serde(default)]
+    accent: String,
+    #[serde(default)]
+    radius: String,
+    #[serde(default)]
+    font: String,
+}
+
+/// Saves the workspace's default look; an empty field is the default.
+pub(super) async fn save_theme(console: InWorkspace, Form(form): Form<ThemeForm>) -> Result<Response, Response> {
+    let given = |value: &str| Some(value.trim()).filter(|v| !v.is_empty()).map(str::to_owned);
+    let mut theme = serde_json::Map::new();
+    for (key, value) in [("mode", given(&form.mode)), ("accent", given(&form.accent)), ("font", given(&form.font))] {
+        if let Some(value) = value {
+            theme.insert(key.to_owned(), json!(value));
+        }
+    }
+    if let Some(radius) = given(&form.radius) {
+        // Passed on as written when it is no number: the API names what is wrong with it.
+        theme.insert("radius".to_owned(), radius.parse::<u8>().map_or_else(|_| json!(radius), |r| json!(r)));
+    }
+    console.patch_workspace(json!({ "theme": theme }), "/console?done=saved").await
+}
+
+/// A token for the preview to chat with, as `console-preview`.
+async fn preview_token_of(console: &InWorkspace) -> Result<(db::WorkspaceRow, String), Response> {
+    let workspace_id = console.session.workspace_id.clone().unwrap_or_default();
+    let workspace = match db::workspace(&console.state.pool, &workspace_id).await {
+        Ok(Some(workspace)) => workspace,
+        Ok(None) => return Err(console.signed_out("This workspace no longer exists.")),
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "console: cannot load the workspace for the preview");
+            return Err(failure("The preview could not be made. Try again."));
+        }
+    };
+    match console.state.vault.open(&workspace.embed_secret_enc) {
+        Ok(secret) => {
+            let token = crate::auth::mint(&workspace.id, secret.expose(), PREVIEW_USER, &[], PREVIEW_TOKEN_SECS);
+            Ok((workspace, token))
+        }
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "console: cannot open the embed secret for the preview");
+            Err(failure("The preview could not be made. Try again."))
+        }
+    }
+}
+
+/// The live preview: the widget page as the workspace's visitors get it
+/// (its default look), chatting as `console-preview`, framed only by the
+/// console's own pages.
+pub(super) async fn preview(console: InWorkspace, request: Request<Body>) -> Result<Response, Response> {
+    let (workspace, token) = preview_token_of(&console).await?;
+    let boot = widget::wire::WidgetBoot {
+        workspace_id: workspace.id.clone(),
+        allowed_origins: Vec::new(),
+        demo_model: console.state.pages.demo_model,
+        title: workspace.name.clone(),
+        theme: workspace.theme(),
+        token: Some(token),
+        renew_path: Some("/console/preview/token".into()),
+        caddie: None,
+    };
+    // No other ancestor: the widget page is framed by our own origin only.
+    let mut response = console.state.pages.render(boot, &[], request).await;
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    Ok(response)
+}
+
+/// A fresh token for the preview once its own runs out (`{"token"}`):
+/// the preview's widget asks with the console's session cookie, from our
+/// own origin.
+pub(super) async fn preview_token(console: InWorkspace) -> Result<Response, Response> {
+    let (_, token) = preview_token_of(&console).await?;
+    let mut response = (StatusCode::OK, Json(json!({ "token": token }))).into_response();
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}
