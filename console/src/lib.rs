@@ -7,13 +7,19 @@
 //! Pages are Leptos components rendered by the server from plain data
 //! (`Page`); every form posts to the server and works without script. The
 //! server owns sessions, cross-site protection and the calls behind each
-//! form (the public API, in process).
+//! form (the public API, in process). In the browser the console's own
+//! WASM (`hydrate`, built apart from the widget's) hydrates the same
+//! components from the page's data and adds what needs script: copy
+//! buttons, and the live preview following the look's controls before
+//! they are saved.
 
 // Leptos' views are deeply nested types; a release build needs the room.
 #![recursion_limit = "256"]
 
+mod interactive;
 mod usage;
 
+use interactive::{CopyButton, LivePreview};
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 pub use usage::{Usage, UsageDay, limit_label};
@@ -214,10 +220,41 @@ pub struct Rule {
 
 /// The console's stylesheet (served by the server at this path).
 pub const STYLESHEET: &str = "/console.css";
+/// The script that loads the console's WASM and hydrates the page.
+pub const BOOT_SCRIPT: &str = "/console-boot.js";
+/// The id of the page's data, for hydration.
+const PAGE_DATA: &str = "console-page";
+
+/// `page` as JSON that is safe inside a `<script>` element (no `<`, `>`
+/// or `&` left to end it or be read as markup).
+pub fn page_data(page: &Page) -> String {
+    serde_json::to_string(page)
+        .unwrap_or_else(|_| "null".into())
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+}
+
+/// The browser entry point (`console-boot.js`): hydrates the page the
+/// server rendered, from the data it left beside it.
+#[cfg(feature = "hydrate")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn hydrate() {
+    console_error_panic_hook::set_once();
+    let data = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(PAGE_DATA))
+        .and_then(|e| e.text_content())
+        .unwrap_or_default();
+    // A page without its data stays as the server sent it: every form works.
+    let Ok(page) = serde_json::from_str::<Page>(&data) else { return };
+    leptos::mount::hydrate_body(move || view! { <Console page/> });
+}
 
 /// A whole page.
 pub fn document(page: Page) -> impl IntoView {
     let title = format!("{} · Context Assistant console", page.title);
+    let data = page_data(&page);
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -226,6 +263,8 @@ pub fn document(page: Page) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <title>{title}</title>
                 <link rel="stylesheet" href=STYLESHEET/>
+                <script type="application/json" id=PAGE_DATA inner_html=data></script>
+                <script type="module" src=BOOT_SCRIPT></script>
             </head>
             <body>
                 <Console page/>
@@ -300,9 +339,12 @@ fn AdminPage(admin: Admin) -> impl IntoView {
                 <h2 id="created-title">{format!("Workspace “{}” created", c.name)}</h2>
                 <p>"Keep these now: they are not shown again."</p>
                 <dl>
-                    <dt>"Workspace id"</dt><dd><code>{c.id}</code></dd>
-                    <dt>"Api key (sign in to the console with it)"</dt><dd><code>{c.api_key}</code></dd>
-                    <dt>"Embed secret (your backend signs visitors' tokens with it)"</dt><dd><code>{c.embed_secret}</code></dd>
+                    <dt>"Workspace id"</dt>
+                    <dd><code>{c.id.clone()}</code> <CopyButton text=c.id what="the id"/></dd>
+                    <dt>"Api key (sign in to the console with it)"</dt>
+                    <dd><code>{c.api_key.clone()}</code> <CopyButton text=c.api_key what="the api key"/></dd>
+                    <dt>"Embed secret (your backend signs visitors' tokens with it)"</dt>
+                    <dd><code>{c.embed_secret.clone()}</code> <CopyButton text=c.embed_secret what="the embed secret"/></dd>
                 </dl>
             </section>
         })}
@@ -386,7 +428,8 @@ fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
             view! {
                 <details>
                     <summary>{language} " — " <code>{file}</code></summary>
-                    <pre tabindex="0"><code>{source}</code></pre>
+                    <pre tabindex="0"><code>{source.clone()}</code></pre>
+                    <CopyButton text=source what="the snippet"/>
                 </details>
             }
         })
@@ -395,9 +438,11 @@ fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
         <li class="card">
             <h2>"3. Put it on your site"</h2>
             <p>"With a token endpoint on your site (same origin, answering a fresh token as text):"</p>
-            <pre tabindex="0"><code>{snippet_url}</code></pre>
+            <pre tabindex="0"><code>{snippet_url.clone()}</code></pre>
+            <CopyButton text=snippet_url what="the snippet"/>
             <p>"Or from your own script:"</p>
-            <pre tabindex="0"><code>{snippet_init}</code></pre>
+            <pre tabindex="0"><code>{snippet_init.clone()}</code></pre>
+            <CopyButton text=snippet_init what="the snippet"/>
             <h3>"Your backend mints each visitor's token"</h3>
             <p>
                 "With the embed secret (in " <code>"CA_EMBED_SECRET"</code> ", never in a page): HS256, audience "
@@ -414,6 +459,8 @@ fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
 
 #[component]
 fn ThemeStep(theme: Theme) -> impl IntoView {
+    // What the controls hold now (the preview follows them before they are saved).
+    let look = interactive::Look::new(&theme);
     let mode = theme.mode.unwrap_or_default();
     let option = move |value: &'static str, label: &'static str| {
         view! { <option value=value selected=mode == value>{label}</option> }
@@ -424,20 +471,23 @@ fn ThemeStep(theme: Theme) -> impl IntoView {
             <p class="hint">"Your visitors see these unless your page's own options say otherwise. Empty: the default."</p>
             <form method="post" action="/console/theme">
                 <label for="mode">"Light or dark"</label>
-                <select id="mode" name="mode">
+                <select id="mode" name="mode" on:change=move |ev| look.set_mode(event_target_value(&ev))>
                     {option("", "Follow the visitor's setting")}
                     {option("light", "Light")}
                     {option("dark", "Dark")}
                 </select>
                 <label for="accent">"Accent colour (#rrggbb)"</label>
                 <input id="accent" name="accent" type="text" inputmode="text" maxlength="7" pattern="#[0-9A-Fa-f]{6}"
-                    placeholder="#1f6f5c" value=theme.accent.unwrap_or_default()/>
+                    placeholder="#1f6f5c" value=theme.accent.unwrap_or_default()
+                    on:input=move |ev| look.set_accent(event_target_value(&ev))/>
                 <label for="radius">"Corner radius (0 to 32 pixels)"</label>
                 <input id="radius" name="radius" type="number" min="0" max="32" step="1"
-                    value=theme.radius.map(|r| r.to_string()).unwrap_or_default()/>
+                    value=theme.radius.map(|r| r.to_string()).unwrap_or_default()
+                    on:input=move |ev| look.set_radius(event_target_value(&ev))/>
                 <label for="font">"Font (a CSS font-family list)"</label>
                 <input id="font" name="font" type="text" maxlength="120" placeholder="Inter, system-ui, sans-serif"
-                    value=theme.font.unwrap_or_default()/>
+                    value=theme.font.unwrap_or_default()
+                    on:input=move |ev| look.set_font(event_target_value(&ev))/>
                 <button type="submit" class="button">"Save the look"</button>
             </form>
             <h3>"Live preview"</h3>
@@ -445,7 +495,7 @@ fn ThemeStep(theme: Theme) -> impl IntoView {
                 "The assistant as your visitors see it, in the saved look. Its chats are real: they are listed "
                 "under the user console-preview."
             </p>
-            <iframe class="preview" src="/console/preview" title="Live preview of the assistant" loading="lazy"></iframe>
+            <LivePreview look/>
         </li>
     }
 }
@@ -631,7 +681,7 @@ fn OperationsPage(operations: Operations) -> impl IntoView {
             {new_secret.map(|(what, value)| view! {
                 <div class="created" role="status">
                     <p><strong>{format!("Your new {what}")}</strong> " — keep it now, it is not shown again:"</p>
-                    <p><code>{value}</code></p>
+                    <p><code>{value.clone()}</code> <CopyButton text=value what=format!("the {what}")/></p>
                 </div>
             })}
             <p>"Embed secret: key id " <code>{embed_secret_kid}</code> "."

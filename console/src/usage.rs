@@ -88,15 +88,14 @@ pub fn axis_top(max: u64) -> u64 {
     }
 }
 
-const WIDTH: f64 = 480.0;
-const HEIGHT: f64 = 200.0;
-const LEFT: f64 = 40.0;
-const RIGHT: f64 = 8.0;
-const TOP: f64 = 10.0;
-const BOTTOM: f64 = 26.0;
+/// Each day's slot in the plot's own units (the plot stretches to the
+/// width; its labels are HTML text, at the page's size).
+const SLOT: f64 = 10.0;
+const BAR: f64 = 7.0;
+const PLOT_HEIGHT: f64 = 100.0;
 
 /// A stacked bar chart of `series` over `days`, with its title and a
-/// sentence for screen readers.
+/// sentence for screen readers; "None" instead when all are zero.
 #[component]
 pub fn Chart(
     id: &'static str,
@@ -109,55 +108,37 @@ pub fn Chart(
     let totals: Vec<u64> = (0..n)
         .map(|i| series.iter().map(|s| s.values.get(i).copied().unwrap_or(0)).fold(0u64, u64::saturating_add))
         .collect();
-    let max = totals.iter().copied().max().unwrap_or(0);
-    let top = axis_top(max);
+    let top = axis_top(totals.iter().copied().max().unwrap_or(0));
     let sum = totals.iter().copied().fold(0u64, u64::saturating_add);
-    let busiest = totals.iter().enumerate().max_by_key(|(i, t)| (**t, std::cmp::Reverse(*i))).map(|(i, _)| i);
-    let description = match (days.first(), days.last(), busiest) {
-        (Some(first), Some(last), Some(b)) if sum > 0 => {
-            format!("{sum} {unit} from {first} to {last}; the most, {}, on {}.", totals[b], days[b])
+    let title_id = format!("{id}-title");
+    let caption_id = title_id.clone();
+    if sum == 0 {
+        return view! {
+            <figure class="chart" aria-labelledby=title_id>
+                <figcaption id=caption_id>{title}</figcaption>
+                <p class="hint">{format!("No {unit} in this range.")}</p>
+            </figure>
         }
-        (Some(first), Some(last), _) => format!("No {unit} from {first} to {last}."),
-        _ => format!("No {unit}."),
-    };
-    let plot_w = WIDTH - LEFT - RIGHT;
-    let plot_h = HEIGHT - TOP - BOTTOM;
-    let slot = plot_w / n as f64;
-    let bar = (slot * 0.75).max(1.0);
-    let y = move |value: u64| TOP + plot_h - plot_h * (value as f64 / top as f64);
-    let grid = [0, top / 2, top]
+        .into_any();
+    }
+    let busiest = totals.iter().enumerate().max_by_key(|(i, t)| (**t, std::cmp::Reverse(*i))).map_or(0, |(i, _)| i);
+    let (first, last) = (days.first().cloned().unwrap_or_default(), days.last().cloned().unwrap_or_default());
+    let description =
+        format!("{sum} {unit} from {first} to {last}; the most, {}, on {}.", totals[busiest], days[busiest]);
+    let y = move |value: u64| PLOT_HEIGHT - PLOT_HEIGHT * (value as f64 / top as f64);
+    let width = SLOT * n as f64;
+    let grid = [0.0, PLOT_HEIGHT / 2.0, PLOT_HEIGHT]
         .into_iter()
-        .map(|v| {
-            let at = format!("{:.1}", y(v));
+        .map(|at| {
+            let at = format!("{at:.1}");
             view! {
-                <line class="grid" x1=LEFT.to_string() x2=(WIDTH - RIGHT).to_string() y1=at.clone() y2=at.clone()/>
-                <text class="axis" x=(LEFT - 6.0).to_string() y=format!("{:.1}", y(v) + 4.0) text-anchor="end">{short(v)}</text>
+                <line class="grid" x1="0" x2=format!("{width:.1}") y1=at.clone() y2=at vector-effect="non-scaling-stroke"/>
             }
-        })
-        .collect_view();
-    // The first, middle and last days name the x axis.
-    let marks: Vec<usize> = {
-        let mut marks = vec![0, (n - 1) / 2, n - 1];
-        marks.dedup();
-        marks
-    };
-    let labels = marks
-        .into_iter()
-        .filter_map(|i| days.get(i).map(|d| (i, d.clone())))
-        .map(|(i, day)| {
-            let x = LEFT + slot * i as f64 + slot / 2.0;
-            let anchor = if i == 0 && n > 1 { "start" } else if i == n - 1 && n > 1 { "end" } else { "middle" };
-            let x = match anchor {
-                "start" => x - bar / 2.0,
-                "end" => x + bar / 2.0,
-                _ => x,
-            };
-            view! { <text class="axis" x=format!("{x:.1}") y=(HEIGHT - 6.0).to_string() text-anchor=anchor>{day}</text> }
         })
         .collect_view();
     let bars = (0..n)
         .map(|i| {
-            let x = format!("{:.1}", LEFT + slot * i as f64 + (slot - bar) / 2.0);
+            let x = format!("{:.1}", SLOT * i as f64 + (SLOT - BAR) / 2.0);
             let mut base = 0u64;
             let day = days.get(i).cloned().unwrap_or_default();
             series
@@ -172,8 +153,8 @@ pub fn Chart(
                     base = base.saturating_add(value);
                     let tip = format!("{day}: {value} {}", s.label.to_lowercase());
                     Some(view! {
-                        <rect class=format!("bar s{}", k % 6) x=x.clone() y=format!("{to:.1}")
-                            width=format!("{bar:.1}") height=format!("{:.1}", (from - to).max(0.5))>
+                        <rect class=format!("bar s{}", k % 6) x=x.clone() y=format!("{to:.2}")
+                            width=format!("{BAR:.1}") height=format!("{:.2}", (from - to).max(0.5))>
                             <title>{tip}</title>
                         </rect>
                     })
@@ -181,6 +162,7 @@ pub fn Chart(
                 .collect_view()
         })
         .collect_view();
+    let middle = days.get((n - 1) / 2).cloned().filter(|_| n > 2).unwrap_or_default();
     let legend = (series.len() > 1).then(|| {
         view! {
             <ul class="legend">
@@ -190,22 +172,25 @@ pub fn Chart(
             </ul>
         }
     });
-    let title_id = format!("{id}-title");
     let desc_id = format!("{id}-desc");
     let labelled_by = format!("{title_id} {desc_id}");
     view! {
-        <figure class="chart" aria-labelledby=title_id.clone()>
-            <figcaption id=title_id.clone()>{title.clone()}</figcaption>
-            <svg viewBox=format!("0 0 {WIDTH} {HEIGHT}") role="img" aria-labelledby=labelled_by
-                preserveAspectRatio="xMidYMid meet">
-                <desc id=desc_id>{description}</desc>
-                {grid}
-                {bars}
-                {labels}
-            </svg>
+        <figure class="chart" aria-labelledby=title_id>
+            <figcaption id=caption_id>{title}</figcaption>
+            <div class="plot">
+                <div class="y-axis" aria-hidden="true"><span>{short(top)}</span><span>"0"</span></div>
+                <svg viewBox=format!("0 0 {width:.1} {PLOT_HEIGHT}") preserveAspectRatio="none" role="img"
+                    aria-labelledby=labelled_by>
+                    <desc id=desc_id>{description}</desc>
+                    {grid}
+                    {bars}
+                </svg>
+                <div class="x-axis" aria-hidden="true"><span>{first}</span><span>{middle}</span><span>{last}</span></div>
+            </div>
             {legend}
         </figure>
     }
+    .into_any()
 }
 
 #[component]
@@ -246,7 +231,7 @@ pub fn UsagePage(usage: Usage) -> impl IntoView {
             ]/>
         <Chart id="tools" title="Tool calls per day".into() unit="tool calls" days=labels.clone()
             series=vec![Series { label: "Tool calls".into(), values: column(|d| d.tool_calls) }]/>
-        <Chart id="refusals" title="Refused per day, by limit".into() unit="refused" days=labels.clone()
+        <Chart id="refusals" title="Refused per day, by limit".into() unit="refusals" days=labels.clone()
             series=refusal_series/>
     }
     .into_any();
@@ -260,6 +245,7 @@ pub fn UsagePage(usage: Usage) -> impl IntoView {
                 .map(|(limit, n)| format!("{}: {n}", limit_label(limit)))
                 .collect::<Vec<_>>()
                 .join(", ");
+            let refused = if refused.is_empty() { "0".to_owned() } else { refused };
             view! {
                 <tr>
                     <th scope="row">{d.day.clone()}</th><td>{d.turns}</td><td>{d.input_tokens}</td>
@@ -278,7 +264,7 @@ pub fn UsagePage(usage: Usage) -> impl IntoView {
         </section>
         <section class="card" aria-labelledby="numbers-title">
             <h2 id="numbers-title">"Day by day, newest first"</h2>
-            <div class="report" tabindex="0" role="region" aria-label="Usage by day">
+            <div class="report usage-days" tabindex="0" role="region" aria-label="Usage by day">
                 <table>
                     <thead><tr>
                         <th scope="col">"Day"</th><th scope="col">"Turns"</th><th scope="col">"Tokens in"</th>

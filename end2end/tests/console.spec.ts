@@ -30,7 +30,19 @@ async function signIn(page: Page, key: string) {
   await expect(page.getByText("Sign out")).toBeVisible();
 }
 
+/** Collects what would show a broken hydration: uncaught errors and panics. */
+function watchForBreakage(page: Page): string[] {
+  const broken: string[] = [];
+  page.on("pageerror", (e) => broken.push(String(e)));
+  page.on("console", (m) => {
+    if (m.type() === "error" && /panicked|hydrat/i.test(m.text())) broken.push(m.text());
+  });
+  return broken;
+}
+
 test("onboarding in the console: a workspace, its tool server, and a reply on the host's own site", async ({ page, baseURL }) => {
+  const broken = watchForBreakage(page);
+  await page.context().grantPermissions(["clipboard-read", "clipboard-write"]);
   await page.setViewportSize({ width: 375, height: 800 });
   await signIn(page, ADMIN);
   await axeClean(page);
@@ -46,6 +58,10 @@ test("onboarding in the console: a workspace, its tool server, and a reply on th
   const [id, apiKey, embedSecret] = codes;
   expect(id).toMatch(/^ws_/);
   expect(apiKey).toMatch(/^cak_/);
+  // The page is hydrated: each secret copies with one click.
+  await created.getByRole("button", { name: "Copy the api key" }).click();
+  await expect(created.getByText("Copied.")).toBeVisible();
+  expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(apiKey);
   await axeClean(page);
   await noSideways(page);
   await page.getByRole("button", { name: "Sign out" }).click();
@@ -69,21 +85,29 @@ test("onboarding in the console: a workspace, its tool server, and a reply on th
   await axeClean(page);
   await noSideways(page);
 
-  // The snippets name this workspace; the Python one opens with the keyboard.
+  // The snippets name this workspace, and copy with one click; the Python one opens with the keyboard.
   await expect(page.locator("pre code").first()).toContainText(`data-workspace="${id}"`);
+  await page.getByRole("button", { name: "Copy the snippet" }).first().click();
+  expect(await page.evaluate(() => navigator.clipboard.readText())).toContain(`data-workspace="${id}"`);
   const python = page.getByText("Python (PyJWT)");
   await python.focus();
   await page.keyboard.press("Enter");
   await expect(page.locator("details[open] pre")).toContainText(`WORKSPACE = "${id}"`);
 
-  // The look: the workspace's default, which the host's visitors get.
+  // The look: the live preview follows the controls before they are saved…
+  const preview = page.frameLocator("iframe.preview");
+  await expect(preview.getByRole("textbox", { name: "Message" })).toBeEditable();
   await page.getByLabel("Light or dark").selectOption("dark");
   await page.getByLabel(/Accent colour/).fill("#aa3300");
+  await expect(page.getByText("Preview only: “Save the look” gives it to your visitors.")).toBeVisible();
+  await expect(preview.locator("html")).toHaveAttribute("data-theme", "dark");
+  await expect(preview.locator("head style")).toHaveJSProperty("textContent", ":root:root{--ca-accent:#aa3300;}");
+  // …and, saved, is the workspace's default, which the host's visitors get.
   await page.getByRole("button", { name: "Save the look" }).click();
   await expect(page.getByRole("status")).toHaveText("Saved.");
   await expect(page.getByLabel(/Accent colour/)).toHaveValue("#aa3300");
   // The live preview: the assistant itself, in the saved look, ready to chat.
-  const preview = page.frameLocator("iframe.preview");
+  await expect(page.getByText(/^Preview only/)).toHaveCount(0);
   await expect(preview.locator("html")).toHaveAttribute("data-theme", "dark");
   await expect(preview.getByRole("textbox", { name: "Message" })).toBeEditable();
 
@@ -133,6 +157,7 @@ test("onboarding in the console: a workspace, its tool server, and a reply on th
   await expect(row.getByRole("cell").first()).toHaveText("1");
   await axeClean(page);
   await noSideways(page);
+  expect(broken).toEqual([]);
 });
 
 test("console pages are never framed and another site's form is refused", async ({ page, request, baseURL }) => {

@@ -8,8 +8,10 @@
 //!   stored as its hash, eight hours.
 //! - Every POST must come from our own pages (Fetch Metadata, else
 //!   `Origin`): another site's form — sign-in included — is refused.
-//! - No page is framable (`frame-ancestors 'none'`, `X-Frame-Options`),
-//!   cached, or runs script.
+//! - No page is framable (`frame-ancestors 'none'`, `X-Frame-Options`) or
+//!   cached, and none runs script but the console's own (`script-src
+//!   'self'`): its WASM hydrates the page from the data the server left in
+//!   it, for copy buttons and the live look; every form works without it.
 //!
 //! The handlers take a [`Signed`] (or [`InWorkspace`]) request, which has
 //! already checked all of that, and answer pages or the answer that

@@ -5,7 +5,7 @@
 use ::console::{Body as PageBody, Notice, Onboarding, Page, Rule, Theme, ToolServer};
 use axum::Json;
 use axum::body::Body;
-use axum::extract::Form;
+use axum::extract::{Form, Query};
 use axum::http::{HeaderValue, Method, Request, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
@@ -169,17 +169,44 @@ async fn preview_token_of(console: &InWorkspace) -> Result<(db::WorkspaceRow, St
     }
 }
 
+/// A look to preview before it is saved (`look=1`: exactly these values,
+/// each checked as the widget's own options are; an empty or wrong one is
+/// the default).
+#[derive(Deserialize, Default)]
+pub(super) struct PreviewLook {
+    look: Option<String>,
+    theme: Option<String>,
+    accent: Option<String>,
+    radius: Option<String>,
+    font: Option<String>,
+}
+
+impl PreviewLook {
+    fn theme(&self) -> Option<widget::wire::Theme> {
+        let given = |v: &Option<String>| v.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned);
+        (self.look.as_deref() == Some("1")).then(|| {
+            let (mode, accent, radius, font) =
+                (given(&self.theme), given(&self.accent), given(&self.radius), given(&self.font));
+            widget::wire::Theme::parse(mode.as_deref(), accent.as_deref(), radius.as_deref(), font.as_deref())
+        })
+    }
+}
+
 /// The live preview: the widget page as the workspace's visitors get it
-/// (its default look), chatting as `console-preview`, framed only by the
-/// console's own pages.
-pub(super) async fn preview(console: InWorkspace, request: Request<Body>) -> Result<Response, Response> {
+/// (its default look, or the look the console's controls hold), chatting
+/// as `console-preview`, framed only by the console's own pages.
+pub(super) async fn preview(
+    console: InWorkspace,
+    Query(look): Query<PreviewLook>,
+    request: Request<Body>,
+) -> Result<Response, Response> {
     let (workspace, token) = preview_token_of(&console).await?;
     let boot = widget::wire::WidgetBoot {
         workspace_id: workspace.id.clone(),
         allowed_origins: Vec::new(),
         demo_model: console.state.pages.demo_model,
         title: workspace.name.clone(),
-        theme: workspace.theme(),
+        theme: look.theme().unwrap_or_else(|| workspace.theme()),
         token: Some(token),
         renew_path: Some("/console/preview/token".into()),
         caddie: None,

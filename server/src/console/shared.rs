@@ -26,8 +26,11 @@ use crate::secret::Secret;
 pub(super) const SESSION_SECS: i64 = 8 * 60 * 60;
 /// The largest API answer the console reads.
 pub(super) const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
-pub(super) const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
-                   frame-src 'self'; frame-ancestors 'none'; base-uri 'none'";
+/// The console's own script and WASM only (no inline script), its own
+/// styles, frames of its own origin (the preview), and no framing by anyone.
+pub(super) const CSP: &str = "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self'; \
+                   style-src 'self'; img-src 'self'; form-action 'self'; frame-src 'self'; frame-ancestors 'none'; \
+                   base-uri 'none'";
 
 /// What the console's routes share.
 #[derive(Clone)]

@@ -95,9 +95,13 @@ async fn the_console_signs_in_with_an_api_key_into_a_strict_http_only_session_an
     let page = browser.get("/console").await;
     assert_eq!(page.status, 200);
     assert!(page.body.contains("Sign in") && page.body.contains(r#"action="/console/sign-in""#), "{}", page.body);
-    // Never framed, cached or scripted.
+    // Never framed or cached; only the console's own script (which hydrates
+    // the page from its data), no inline script.
     let csp = page.headers["content-security-policy"].to_str().unwrap();
     assert!(csp.contains("frame-ancestors 'none'") && csp.contains("default-src 'none'"), "{csp}");
+    assert!(csp.contains("script-src 'self' 'wasm-unsafe-eval';") && !csp.contains("unsafe-inline"), "{csp}");
+    assert!(page.body.contains(r#"<script type="module" src="/console-boot.js"></script>"#), "{}", page.body);
+    assert!(page.body.contains(r#"<script type="application/json" id="console-page">{"title":"Sign in""#));
     assert_eq!(page.headers["x-frame-options"], "DENY");
     assert_eq!(page.headers["cache-control"], "no-store");
 
@@ -571,6 +575,13 @@ async fn the_live_preview_is_the_widget_page_in_the_saved_look_framed_only_by_th
     )
     .unwrap();
     assert_eq!(claims["sub"], "console-preview");
+    // The look the console's controls hold, before it is saved: exactly
+    // those values, each checked as the widget's own options are.
+    let unsaved = browser.get("/console/preview?look=1&theme=light&accent=%2300aa55&radius=&font=").await;
+    assert!(unsaved.body.contains(r#"data-theme="light""#) && unsaved.body.contains("#00aa55"), "{}", unsaved.body);
+    let hostile = browser.get("/console/preview?look=1&theme=dark&accent=red%3B%7D%20body%7Bx%3Ay&radius=99").await;
+    assert!(hostile.body.contains(r#"data-theme="dark""#), "{}", hostile.body);
+    assert!(!hostile.body.contains("body{x") && !hostile.body.contains("#aa3300"), "{}", hostile.body);
     // Its token runs out after an hour: the widget asks the console for a
     // fresh one, with the session's cookie, from our own pages only.
     assert_eq!(boot["renew_path"], "/console/preview/token");
