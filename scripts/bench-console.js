@@ -3,7 +3,8 @@
 // with CA_ADMIN_TOKEN set): each page's server time (the request to the
 // last byte of HTML, in process calls of the API included) over many
 // requests, and its load in Debian's Chromium (navigation start to the
-// load event, the stylesheet included, each a fresh context: cold cache).
+// load event, the stylesheet included, each a fresh context: cold cache),
+// and until the console's WASM has hydrated it (copy buttons, the live look).
 // It first makes a workspace with conversations, audit entries and usage
 // through the demo model, so the pages have something to show.
 // Usage: CA_ADMIN_TOKEN=… node scripts/bench-console.js [http://127.0.0.1:3000] [requests] [loads]
@@ -82,8 +83,8 @@ const quantile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(so
     args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
       "--disable-component-update", "--disable-sync"],
   });
-  console.log(`| page | HTML | server p50 / p90 (${requests} requests) | browser load p50 / p90 (${loads} cold) |`);
-  console.log("|---|---|---|---|");
+  console.log(`| page | HTML | server p50 / p90 (${requests} requests) | browser load p50 / p90 (${loads} cold) | hydrated p50 / p90 |`);
+  console.log("|---|---|---|---|---|");
   for (const [label, url] of pages) {
     const times = [];
     let bytes = 0;
@@ -97,21 +98,27 @@ const quantile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(so
     }
     times.sort((a, b) => a - b);
     const loaded = [];
+    const hydrated = [];
     for (let i = 0; i < loads; i++) {
       const context = await browser.newContext();
       await context.addCookies([{ name, value, url: base }]);
       const page = await context.newPage();
       await page.goto(base + url, { waitUntil: "load" });
-      loaded.push(await page.evaluate(() => {
+      await page.waitForSelector("body[data-hydrated]", { state: "attached" });
+      const [load, ready] = await page.evaluate(() => {
         const n = performance.getEntriesByType("navigation")[0];
-        return n.loadEventStart - n.startTime;
-      }));
+        return [n.loadEventStart - n.startTime, performance.getEntriesByName("console-hydrated")[0].startTime];
+      });
+      loaded.push(load);
+      hydrated.push(ready);
       await context.close();
     }
     loaded.sort((a, b) => a - b);
+    hydrated.sort((a, b) => a - b);
     const ms = (v) => v.toFixed(1);
     console.log(`| ${label} | ${(bytes / 1024).toFixed(1)} KB | ${ms(quantile(times, 0.5))} / ${ms(quantile(times, 0.9))} ms | ` +
-      `${ms(quantile(loaded, 0.5))} / ${ms(quantile(loaded, 0.9))} ms |`);
+      `${ms(quantile(loaded, 0.5))} / ${ms(quantile(loaded, 0.9))} ms | ` +
+      `${ms(quantile(hydrated, 0.5))} / ${ms(quantile(hydrated, 0.9))} ms |`);
   }
   await browser.close();
 })().catch((e) => {

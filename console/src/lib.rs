@@ -249,6 +249,15 @@ pub fn hydrate() {
     // A page without its data stays as the server sent it: every form works.
     let Ok(page) = serde_json::from_str::<Page>(&data) else { return };
     leptos::mount::hydrate_body(move || view! { <Console page/> });
+    // Said for tests and benchmarks: the page now answers to script.
+    if let Some(window) = web_sys::window() {
+        if let Some(performance) = window.performance() {
+            let _ = performance.mark("console-hydrated");
+        }
+        if let Some(body) = window.document().and_then(|d| d.body()) {
+            let _ = body.set_attribute("data-hydrated", "");
+        }
+    }
 }
 
 /// A whole page.

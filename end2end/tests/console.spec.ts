@@ -155,6 +155,7 @@ test("onboarding in the console: a workspace, its tool server, and a reply on th
   const today = new Date().toISOString().slice(0, 10);
   const row = page.getByRole("row", { name: new RegExp(`^${today}`) });
   await expect(row.getByRole("cell").first()).toHaveText("1");
+  await expect(page.locator("body[data-hydrated]")).toHaveCount(1);
   await axeClean(page);
   await noSideways(page);
   expect(broken).toEqual([]);
