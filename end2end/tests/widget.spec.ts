@@ -164,3 +164,33 @@ test("a message refused as one too many counts down, then Retry sends it", async
   await expect(bistro.widget.getByRole("alert")).toHaveCount(0);
   expect(posts).toBe(2);
 });
+
+test("with forced colours every control and bubble keeps an edge, and nothing moves", async ({ page }) => {
+  await page.emulateMedia({ forcedColors: "active", reducedMotion: "reduce" });
+  const bistro = new BistroPage(page);
+  await bistro.goto();
+  // What a background alone drew gets a border in the system's colours.
+  const edge = (el: Element) => {
+    const s = getComputedStyle(el);
+    return `${s.borderTopStyle !== "none"} ${parseFloat(s.borderTopWidth) >= 1} ${s.borderTopColor !== "rgba(0, 0, 0, 0)"}`;
+  };
+  expect(await bistro.launcher.evaluate(edge)).toBe("true true true");
+  await bistro.openChat();
+  await bistro.ask("show me the menu");
+  await expect(bistro.cards).toHaveCount(5);
+  for (const control of [
+    bistro.widget.getByRole("button", { name: "Send" }),
+    bistro.widget.getByRole("button", { name: "New conversation" }),
+    bistro.widget.locator(".ca-user").first(),
+    bistro.lastReply,
+  ]) {
+    expect(await control.evaluate(edge)).toBe("true true true");
+  }
+  // No animation or transition anywhere in the widget.
+  const moving = await bistro.widget.locator("body").evaluate(() =>
+    [...document.querySelectorAll("*")].filter((el) => {
+      const s = getComputedStyle(el);
+      return s.animationName !== "none" || s.transitionDuration.split(",").some((d) => parseFloat(d) > 0);
+    }).length);
+  expect(moving).toBe(0);
+});

@@ -26,7 +26,7 @@
     function css(el, text) { el.style.cssText = text; return el; }
     var button = css(document.createElement("button"),
       "position:fixed;right:20px;bottom:" + (20 + 72 * index) + "px;z-index:2147483000;width:56px;height:56px;" +
-      "border-radius:28px;border:0;background:" + (opts.accent || "#1f6f5c") + ";color:#fff;cursor:pointer;" +
+      "border-radius:28px;border:2px solid transparent;background:" + (opts.accent || "#1f6f5c") + ";color:#fff;cursor:pointer;" +
       "display:grid;place-items:center;box-shadow:0 4px 16px rgba(0,0,0,.25)");
     button.type = "button";
     button.className = "ca-launcher";
