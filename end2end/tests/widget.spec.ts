@@ -33,6 +33,12 @@ test("asking for the menu streams an answer with the menu as cards", async ({ pa
   await expect(bistro.lastReply.locator(".ca-md strong").first()).toHaveText("5 dishes");
   await expect(bistro.widget.getByRole("button", { name: "Send" })).toBeVisible();
   await page.screenshot({ path: "test-results/demo-menu.png" });
+
+  // The finished reply copies with one click (the frame may write the clipboard).
+  await page.context().grantPermissions(["clipboard-read", "clipboard-write"]);
+  await bistro.lastReply.getByRole("button", { name: "Copy reply" }).click();
+  await expect(bistro.lastReply.getByRole("button", { name: "Copied reply" })).toHaveText("Copied");
+  expect(await page.evaluate(() => navigator.clipboard.readText())).toContain("Here is the menu");
 });
 
 test("a reload brings the conversation back", async ({ page }) => {

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 
 #[cfg(feature = "hydrate")]
 use crate::client;
-use crate::state::{Answer, Arg, Chat};
+use crate::state::{Answer, Arg, Bubble, Chat};
 
 /// Sends `text` as the user's next message.
 pub fn send(chat: Chat, text: String) {
@@ -77,4 +77,13 @@ pub fn call_component(
 pub fn close() {
     #[cfg(feature = "hydrate")]
     client::host_page::post_to_host("ca:close");
+}
+
+/// Copies a finished reply's text; the button and the live region say
+/// whether it did.
+pub fn copy_reply(chat: Chat, reply: Bubble) {
+    #[cfg(feature = "hydrate")]
+    client::clipboard::copy_reply(chat, reply);
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (chat, reply);
 }

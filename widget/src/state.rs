@@ -20,6 +20,8 @@ pub struct Bubble {
     pub components: RwSignal<Vec<Component>>,
     /// The stream broke before the message was finished.
     pub interrupted: RwSignal<bool>,
+    /// The user copied it (the button says so).
+    pub copied: RwSignal<bool>,
 }
 
 /// A rich result on screen. `data` changes in place when a later result
@@ -135,6 +137,7 @@ impl Chat {
             cards: RwSignal::new(Vec::new()),
             components: RwSignal::new(Vec::new()),
             interrupted: RwSignal::new(false),
+            copied: RwSignal::new(false),
         });
         self.bubbles.update(|b| b.push(bubble));
         bubble

@@ -71,6 +71,7 @@
       if (!frame) {
         frame = document.createElement("iframe");
         frame.title = opts.label ? opts.label : "Chat assistant";
+        frame.allow = "clipboard-write";
         frame.className = "ca-frame";
         var q = { ws: opts.workspace, theme: opts.theme, accent: opts.accent, radius: opts.radius, font: opts.font };
         frame.src = origin + "/widget?" + Object.keys(q).filter(function (k) { return q[k] != null; })

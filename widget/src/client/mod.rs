@@ -7,12 +7,14 @@
 //! - `embed`, `bus`: the `caddie-embed` bus with the hub, when framed in its project page;
 //! - `api`: one way to call the chat API, and [`WidgetError`];
 //! - `stream`: reading a turn's event stream into the chat;
-//! - `turns`, `actions`, `components`: what the user's clicks send.
+//! - `turns`, `actions`, `components`: what the user's clicks send;
+//! - `clipboard`: copying a reply.
 
 pub mod actions;
 pub mod api;
 pub mod boot;
 pub mod bus;
+pub mod clipboard;
 pub mod components;
 pub mod embed;
 pub mod host_page;

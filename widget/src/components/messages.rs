@@ -5,6 +5,7 @@ use leptos::prelude::*;
 
 use super::action_card::ActionCard;
 use super::menu_cart::MenuCart;
+use crate::intents;
 use crate::state::{Bubble, Chat, Component};
 use crate::wire::{DisplayCard, Role};
 
@@ -40,6 +41,7 @@ pub fn MessageList() -> impl IntoView {
 
 #[component]
 fn MessageBubble(bubble: Bubble) -> impl IntoView {
+    let chat = expect_context::<Chat>();
     let (class, who) = match bubble.role {
         Role::User => ("ca-msg ca-user", "You"),
         Role::Assistant | Role::Tool => ("ca-msg ca-assistant", "Assistant"),
@@ -58,6 +60,15 @@ fn MessageBubble(bubble: Bubble) -> impl IntoView {
             <Show when=move || bubble.interrupted.get()>
                 <p class="ca-interrupted">"This reply was cut off before it finished."</p>
             </Show>
+            {(bubble.role == Role::Assistant).then(|| view! {
+                <Show when=move || bubble.html.with(Option::is_some)>
+                    <button type="button" class="ca-copy"
+                        aria-label=move || if bubble.copied.get() { "Copied reply" } else { "Copy reply" }
+                        on:click=move |_| intents::copy_reply(chat, bubble)>
+                        {move || if bubble.copied.get() { "Copied" } else { "Copy" }}
+                    </button>
+                </Show>
+            })}
         </div>
     }
 }
