@@ -84,3 +84,27 @@ test("Stop ends a running turn on the server and says so", async ({ page, reques
   await expect(host.widget.getByRole("button", { name: "Send" })).toBeVisible();
   await expect(host.lastReply).not.toContainText("The report is ready.");
 });
+
+test("a reply that comes while the chat is closed shows on the launcher until the chat is opened", async ({ page, request, baseURL }) => {
+  const ws = await taskWorkspace(request);
+  const host = new TaskHostPage(page, baseURL!);
+  await host.goto(ws, "unread_user");
+  const launcher = page.locator("button.ca-launcher");
+  const badge = launcher.locator("span");
+  await expect(badge).toBeHidden();
+
+  await host.ask("slow report");
+  await expect(host.widget.locator(".ca-activity")).toHaveText("Running slow report…");
+  await launcher.click();
+  await expect(launcher).toHaveAttribute("aria-expanded", "false");
+
+  // The reply finishes behind the closed panel: counted, named, said once.
+  await expect(launcher).toHaveAttribute("aria-label", "Open chat (1 unread)");
+  await expect(badge).toHaveText("1");
+  await expect(page.locator("body > [role=status]")).toHaveText("New reply in chat");
+
+  await launcher.click();
+  await expect(host.lastReply).toContainText("The report is ready.");
+  await expect(launcher).toHaveAttribute("aria-label", "Close chat");
+  await expect(badge).toBeHidden();
+});

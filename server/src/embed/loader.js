@@ -32,13 +32,24 @@
     button.className = "ca-launcher";
     button.innerHTML = '<svg width="26" height="26" viewBox="0 0 24 24" aria-hidden="true" fill="currentColor">' +
       '<path d="M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H9l-5 4v-4a2 2 0 0 1-2-2V6a2 2 0 0 1 2-2z"/></svg>';
+    var unread = 0, badge = css(document.createElement("span"), "position:absolute;top:-4px;right:-4px;" +
+      "min-width:20px;height:20px;padding:0 6px;box-sizing:border-box;border-radius:10px;background:#b3261e;" +
+      "color:#fff;font:700 12px/20px sans-serif;border:1px solid transparent");
+    var said = css(document.createElement("span"), "position:absolute;width:1px;height:1px;overflow:hidden;" +
+      "clip:rect(0 0 0 0);white-space:nowrap");
+    said.setAttribute("role", "status");
+    button.appendChild(badge);
     function label() {
-      button.setAttribute("aria-label", (isOpen ? "Close " : "Open ") + (opts.label || "chat"));
+      button.setAttribute("aria-label", (isOpen ? "Close " : "Open ") + (opts.label || "chat") +
+        (unread ? " (" + unread + " unread)" : ""));
       button.setAttribute("aria-expanded", String(isOpen));
+      badge.textContent = unread > 9 ? "9+" : unread;
+      badge.style.display = unread ? "block" : "none";
     }
     label();
     button.onclick = function () { isOpen ? close() : open(); };
     document.body.appendChild(button);
+    document.body.appendChild(said);
 
     function post(message) { if (frame) frame.contentWindow.postMessage(message, origin); }
     function sendToken() {
@@ -52,7 +63,12 @@
       if (d.type === "ca:ready") { ready = true; clearTimeout(watchdog); sendToken(); if (isOpen) focus(); }
       else if (d.type === "ca:token-expired") sendToken();
       else if (d.type === "ca:close") close();
-      else if (d.type === "ca:message") emit("message", d.detail);
+      else if (d.type === "ca:message") {
+        if (!isOpen && d.detail && d.detail.role === "assistant") {
+          unread++; label(); said.textContent = "New reply in " + (opts.label || "chat");
+        }
+        emit("message", d.detail);
+      }
     }
     window.addEventListener("message", onMessage);
 
@@ -90,6 +106,8 @@
         }
       }
       isOpen = true;
+      unread = 0;
+      said.textContent = "";
       layout();
       label();
       if (ready) focus();
@@ -109,6 +127,7 @@
       window.removeEventListener("resize", relayout);
       if (frame) frame.remove();
       button.remove();
+      said.remove();
       frame = null;
     }
     var instance = {
