@@ -78,6 +78,38 @@ test("“New conversation” starts an empty chat that a reload does not undo", 
   await expect(bistro.widget.locator(".ca-menu-cart")).toHaveCount(0);
 });
 
+test("earlier conversations are listed with when they were active, and one click goes back to one", async ({ page }) => {
+  const bistro = new BistroPage(page);
+  await bistro.goto();
+  await bistro.openChat();
+  await bistro.ask("show me the menu");
+  await expect(bistro.cards).toHaveCount(5);
+  await bistro.widget.getByRole("button", { name: "New conversation" }).click();
+  await bistro.ask("hello from the history test");
+  await expect(bistro.lastReply.locator(".ca-md")).toBeVisible();
+
+  await bistro.widget.getByRole("button", { name: "Earlier conversations" }).click();
+  const panel = bistro.widget.getByRole("region", { name: "Earlier conversations" });
+  await expect(panel.getByRole("heading", { name: "Earlier conversations" })).toBeFocused();
+  const items = panel.getByRole("listitem");
+  await expect(items).toHaveCount(2);
+  // The most recently active first, each with a time in the browser's locale.
+  await expect(items.first()).toContainText("hello from the history test");
+  const when = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" }).format(new Date());
+  await expect(items.first()).toContainText(when);
+
+  await items.filter({ hasText: "show me the menu" }).getByRole("button").click();
+  await expect(panel).toHaveCount(0);
+  await expect(bistro.widget.locator(".ca-user")).toHaveText(/show me the menu/);
+  await expect(bistro.cards).toHaveCount(5);
+  await expect(bistro.input).toBeFocused();
+
+  // It is now the one a reload brings back.
+  await page.reload();
+  await bistro.openChat();
+  await expect(bistro.widget.locator(".ca-user")).toHaveText(/show me the menu/);
+});
+
 /** Serves the first turn's stream only up to its first text event, as a connection that drops. */
 async function cutFirstStream(page: import("@playwright/test").Page): Promise<{ posts: () => number }> {
   let posts = 0;

@@ -17,6 +17,7 @@ pub fn send(chat: Chat, text: String) {
         && chat.wait_seconds.get_untracked() == 0;
     #[cfg(feature = "hydrate")]
     if ready {
+        chat.history.set(None);
         client::turns::send(chat, text);
     }
     #[cfg(not(feature = "hydrate"))]
@@ -51,6 +52,7 @@ pub fn reset(chat: Chat) {
     chat.bubbles.set(Vec::new());
     chat.conversation_id.set(None);
     chat.error.set(None);
+    chat.history.set(None);
     #[cfg(feature = "hydrate")]
     client::host_page::forget_conversation();
 }
@@ -86,4 +88,31 @@ pub fn copy_reply(chat: Chat, reply: Bubble) {
     client::clipboard::copy_reply(chat, reply);
     #[cfg(not(feature = "hydrate"))]
     let _ = (chat, reply);
+}
+
+/// Opens the list of the user's earlier conversations.
+pub fn show_history(chat: Chat) {
+    let ready = !chat.busy.get_untracked() && chat.token.get_untracked().is_some();
+    #[cfg(feature = "hydrate")]
+    if ready {
+        client::history::show(chat);
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = ready;
+}
+
+/// Closes the list, back to the chat as it was.
+pub fn hide_history(chat: Chat) {
+    chat.history.set(None);
+}
+
+/// Goes back to an earlier conversation, from the list.
+pub fn open_conversation(chat: Chat, id: String) {
+    if chat.busy.get_untracked() {
+        return;
+    }
+    #[cfg(feature = "hydrate")]
+    client::history::open(chat, id);
+    #[cfg(not(feature = "hydrate"))]
+    let _ = id;
 }

@@ -9,6 +9,10 @@
 //! - `js`: the JSON reader the browser runs; `sse`: the stream's framing;
 //! - `wire`: the types and words the server and the widget share.
 
+// Leptos' views are deeply nested types; the hydrate build's chat view
+// (the log or the earlier conversations) needs the room.
+#![recursion_limit = "256"]
+
 mod components;
 mod intents;
 mod state;

@@ -8,7 +8,7 @@
 //! - `api`: one way to call the chat API, and [`WidgetError`];
 //! - `stream`: reading a turn's event stream into the chat;
 //! - `turns`, `actions`, `components`: what the user's clicks send;
-//! - `clipboard`: copying a reply.
+//! - `clipboard`: copying a reply; `history`: the user's earlier conversations.
 
 pub mod actions;
 pub mod api;
@@ -17,6 +17,7 @@ pub mod bus;
 pub mod clipboard;
 pub mod components;
 pub mod embed;
+pub mod history;
 pub mod host_page;
 pub mod session;
 pub mod stream;

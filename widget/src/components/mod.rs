@@ -4,6 +4,7 @@
 
 mod action_card;
 mod composer;
+mod history;
 mod host_bar;
 mod menu_cart;
 mod messages;
@@ -14,6 +15,7 @@ use crate::intents;
 use crate::state::Chat;
 use crate::wire::{CaddieBar, WidgetBoot};
 use composer::Composer;
+use history::HistoryPanel;
 use host_bar::CaddieHostBar;
 use messages::MessageList;
 
@@ -80,6 +82,11 @@ pub fn App() -> impl IntoView {
                         "Demo model (offline)"
                     </span>
                 })}
+                <button type="button" class="ca-icon-button ca-history-button" title="Earlier conversations"
+                    on:click=move |_| intents::show_history(chat) disabled=move || chat.busy.get()>
+                    <span aria-hidden="true">"☰"</span>
+                    <span class="ca-sr-only">"Earlier conversations"</span>
+                </button>
                 <button type="button" class="ca-icon-button ca-new" title="New conversation"
                     on:click=move |_| intents::reset(chat) disabled=move || chat.busy.get()>
                     <span aria-hidden="true">"+"</span>
@@ -113,7 +120,9 @@ pub fn App() -> impl IntoView {
                     </div>
                 </section>
             </Show>
-            <MessageList/>
+            <Show when=move || chat.history.with(Option::is_some) fallback=|| view! { <MessageList/> }>
+                <HistoryPanel/>
+            </Show>
             <p class="ca-activity" aria-hidden="true">{move || chat.activity.get()}</p>
             {move || chat.error.get().map(|message| view! {
                 <div class="ca-error" role="alert">

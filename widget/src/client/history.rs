@@ -1,0 +1,68 @@
+//! The user's earlier conversations: their list (`GET /v1/conversations`),
+//! each last-active time in the visitor's locale, and going back to one.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use wasm_bindgen::{JsCast, JsValue};
+
+use super::{WidgetError, api, host_page, token, turns};
+use crate::js;
+use crate::state::{Chat, EarlierConversation};
+
+/// A time (ms since the epoch) as the visitor's browser writes it.
+fn local_time(ms: f64) -> String {
+    let options = js::object(&[("dateStyle", JsValue::from_str("medium")), ("timeStyle", JsValue::from_str("short"))]);
+    let format = js_sys::Intl::DateTimeFormat::new(&js_sys::Array::new(), options.unchecked_ref());
+    format
+        .format()
+        .call1(&JsValue::NULL, &js_sys::Date::new(&JsValue::from_f64(ms)))
+        .ok()
+        .and_then(|s| s.as_string())
+        .unwrap_or_default()
+}
+
+/// Fetches the list and opens it (empty when there is none yet).
+pub fn show(chat: Chat) {
+    let Some(token) = chat.token.get_untracked() else { return };
+    spawn_local(async move {
+        let response = match api::call("GET", "/v1/conversations", &token, None).await {
+            Ok(response) => response,
+            Err(WidgetError::Expired) => return token::renew(chat),
+            Err(error) => return chat.error.set(Some(error.message())),
+        };
+        let list = api::json_of(&response).await;
+        let items = js::list(&list, "conversations")
+            .iter()
+            .filter_map(|c| {
+                let ms = js::get(c, "updated_at").as_f64().unwrap_or(0.0);
+                Some(EarlierConversation {
+                    id: js::string(c, "id")?,
+                    title: js::string(c, "title").unwrap_or_default(),
+                    when: local_time(ms),
+                })
+            })
+            .collect();
+        chat.history.set(Some(items));
+    });
+}
+
+/// Shows conversation `id` in place of the current one, and remembers it
+/// as the one a reload brings back.
+pub fn open(chat: Chat, id: String) {
+    chat.history.set(None);
+    if chat.conversation_id.get_untracked().as_deref() == Some(id.as_str()) {
+        return;
+    }
+    chat.action.set(None);
+    chat.error.set(None);
+    chat.bubbles.set(Vec::new());
+    host_page::remember_conversation(&id);
+    spawn_local(async move {
+        turns::restore(chat).await;
+        chat.announce.set("Earlier conversation opened.".into());
+    });
+    // Back in the chat: where the user types next.
+    if let Some(input) = document().query_selector(".ca-input").ok().flatten() {
+        let _ = input.unchecked_into::<web_sys::HtmlElement>().focus();
+    }
+}
