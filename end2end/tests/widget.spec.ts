@@ -85,7 +85,7 @@ test("earlier conversations are listed with when they were active, and one click
   await bistro.ask("show me the menu");
   await expect(bistro.cards).toHaveCount(5);
   await bistro.widget.getByRole("button", { name: "New conversation" }).click();
-  await bistro.ask("hello from the history test");
+  await bistro.ask("hello from the history test <b>bold</b>");
   await expect(bistro.lastReply.locator(".ca-md")).toBeVisible();
 
   await bistro.widget.getByRole("button", { name: "Earlier conversations" }).click();
@@ -94,7 +94,9 @@ test("earlier conversations are listed with when they were active, and one click
   const items = panel.getByRole("listitem");
   await expect(items).toHaveCount(2);
   // The most recently active first, each with a time in the browser's locale.
-  await expect(items.first()).toContainText("hello from the history test");
+  // Its title is the user's own words, shown as text, never as markup.
+  await expect(items.first()).toContainText("hello from the history test <b>bold</b>");
+  await expect(items.first().locator("b")).toHaveCount(0);
   const when = new Intl.DateTimeFormat(undefined, { dateStyle: "medium" }).format(new Date());
   await expect(items.first()).toContainText(when);
 

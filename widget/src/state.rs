@@ -63,15 +63,6 @@ impl Answer {
     }
 }
 
-/// One of the user's earlier conversations, in their list.
-#[derive(Clone, Debug, PartialEq)]
-pub struct EarlierConversation {
-    pub id: String,
-    pub title: String,
-    /// When it was last active, in the visitor's locale (the browser's `Intl`).
-    pub when: String,
-}
-
 /// The chat's state, shared by the components (`Copy`: all signals).
 #[derive(Clone, Copy)]
 pub struct Chat {
@@ -97,8 +88,9 @@ pub struct Chat {
     pub action_busy: RwSignal<bool>,
     /// Why the last answer to the action did not go through.
     pub action_error: RwSignal<Option<String>>,
-    /// The user's earlier conversations, while their list is open.
-    pub history: RwSignal<Option<Vec<EarlierConversation>>>,
+    /// The list of the user's earlier conversations while it is open, as
+    /// escaped markup (empty: none yet).
+    pub history: RwSignal<Option<String>>,
     next_id: StoredValue<u64>,
     /// The App's owner, for the signals of every message.
     owner: StoredValue<Option<Owner>>,

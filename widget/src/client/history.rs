@@ -6,8 +6,9 @@ use leptos::task::spawn_local;
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::{WidgetError, api, host_page, token, turns};
+use crate::html::escape;
 use crate::js;
-use crate::state::{Chat, EarlierConversation};
+use crate::state::Chat;
 
 /// A time (ms since the epoch) as the visitor's browser writes it.
 fn local_time(ms: f64) -> String {
@@ -31,15 +32,20 @@ pub fn show(chat: Chat) {
             Err(error) => return chat.error.set(Some(error.message())),
         };
         let list = api::json_of(&response).await;
-        let items = js::list(&list, "conversations")
+        // One escaped string, clicked through `data-id`: a view per item
+        // would cost the WASM far more.
+        let items: String = js::list(&list, "conversations")
             .iter()
             .filter_map(|c| {
-                let ms = js::get(c, "updated_at").as_f64().unwrap_or(0.0);
-                Some(EarlierConversation {
-                    id: js::string(c, "id")?,
-                    title: js::string(c, "title").unwrap_or_default(),
-                    when: local_time(ms),
-                })
+                let id = js::string(c, "id")?;
+                let when = local_time(js::get(c, "updated_at").as_f64().unwrap_or(0.0));
+                Some(format!(
+                    "<li><button type=\"button\" class=\"ca-history-item\" data-id=\"{}\">\
+                     <span class=\"ca-history-name\">{}</span><span class=\"ca-history-when\">{}</span></button></li>",
+                    escape(&id),
+                    escape(&js::string(c, "title").unwrap_or_default()),
+                    escape(&when)
+                ))
             })
             .collect();
         chat.history.set(Some(items));

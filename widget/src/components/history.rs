@@ -1,5 +1,6 @@
 //! The user's earlier conversations, in place of the chat while open:
 //! each with its title and when it was last active; one click goes back.
+//! The list is the client's escaped markup with one delegated listener.
 
 use leptos::prelude::*;
 
@@ -16,33 +17,25 @@ pub fn HistoryPanel() -> impl IntoView {
             let _ = heading.focus();
         }
     });
-    let items = move || {
-        let items = chat.history.get().unwrap_or_default();
-        if items.is_empty() {
-            return view! { <p class="ca-empty">"No earlier conversations yet."</p> }.into_any();
+    let on_click = move |ev: leptos::ev::MouseEvent| {
+        use leptos::wasm_bindgen::JsCast;
+        let id = ev
+            .target()
+            .and_then(|t| t.dyn_into::<leptos::web_sys::Element>().ok())
+            .and_then(|t| t.closest("button[data-id]").ok().flatten())
+            .and_then(|b| b.get_attribute("data-id"));
+        if let Some(id) = id {
+            intents::open_conversation(chat, id);
         }
-        view! {
-            <ul class="ca-history-list">
-                {items.into_iter().map(|c| {
-                    let id = c.id.clone();
-                    view! {
-                        <li>
-                            <button type="button" class="ca-history-item"
-                                on:click=move |_| intents::open_conversation(chat, id.clone())>
-                                <span class="ca-history-name">{c.title}</span>
-                                <span class="ca-history-when">{c.when}</span>
-                            </button>
-                        </li>
-                    }
-                }).collect_view()}
-            </ul>
-        }
-        .into_any()
     };
+    let items = move || chat.history.get().unwrap_or_default();
     view! {
         <section class="ca-history" aria-labelledby="ca-history-title">
             <h2 id="ca-history-title" class="ca-history-title" tabindex="-1" node_ref=heading>"Earlier conversations"</h2>
-            {items}
+            <p class="ca-empty" hidden=move || chat.history.with(|h| h.as_ref().is_some_and(|h| !h.is_empty()))>
+                "No earlier conversations yet."
+            </p>
+            <ul class="ca-history-list" on:click=on_click inner_html=items></ul>
             <button type="button" class="ca-button ca-secondary" on:click=move |_| intents::hide_history(chat)>
                 "Back to the chat"
             </button>

@@ -27,7 +27,8 @@ pub fn MessageList() -> impl IntoView {
         }
     });
     view! {
-        <div class="ca-log" role="log" aria-live="off" aria-label="Conversation" node_ref=log tabindex="0">
+        <div class="ca-log" role="log" aria-live="off" aria-label="Conversation" node_ref=log tabindex="0"
+            hidden=move || chat.history.with(Option::is_some)>
             <Show when=move || chat.bubbles.with(Vec::is_empty)>
                 <p class="ca-empty">"Hi! Ask me about this site — for example, “show me the menu”."</p>
             </Show>

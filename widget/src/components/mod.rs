@@ -120,9 +120,9 @@ pub fn App() -> impl IntoView {
                     </div>
                 </section>
             </Show>
-            <Show when=move || chat.history.with(Option::is_some) fallback=|| view! { <MessageList/> }>
-                <HistoryPanel/>
-            </Show>
+            // The log stays (hidden) while the list is open: no second copy of its views in the WASM.
+            <MessageList/>
+            {move || chat.history.with(Option::is_some).then(|| view! { <HistoryPanel/> })}
             <p class="ca-activity" aria-hidden="true">{move || chat.activity.get()}</p>
             {move || chat.error.get().map(|message| view! {
                 <div class="ca-error" role="alert">
