@@ -58,22 +58,16 @@ fn items<T>(answer: &Value, item: impl Fn(&Value) -> T) -> Vec<T> {
     answer["items"].as_array().map(|items| items.iter().map(item).collect()).unwrap_or_default()
 }
 
-/// What the audit page's form sends (every field optional).
+/// What the audit page's form sends (every field optional, empty when absent).
 #[derive(Deserialize, Default)]
+#[serde(default)]
 pub(super) struct AuditForm {
-    #[serde(default)]
     user: String,
-    #[serde(default)]
     action: String,
-    #[serde(default)]
     tool: String,
-    #[serde(default)]
     outcome: String,
-    #[serde(default)]
     since: String,
-    #[serde(default)]
     until: String,
-    #[serde(default)]
     cursor: String,
 }
 
@@ -151,15 +145,13 @@ pub(super) async fn export_audit(console: InWorkspace, Query(form): Query<AuditF
     Ok(response)
 }
 
+/// What the conversations page's form sends (every field optional, empty when absent).
 #[derive(Deserialize, Default)]
+#[serde(default)]
 pub(super) struct ConversationForm {
-    #[serde(default)]
     user: String,
-    #[serde(default)]
     since: String,
-    #[serde(default)]
     until: String,
-    #[serde(default)]
     cursor: String,
 }
 

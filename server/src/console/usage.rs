@@ -11,11 +11,11 @@ use serde_json::Value;
 use super::records::read_list;
 use super::shared::{InWorkspace, page, query_of, render, text};
 
+/// The usage page's range (either day optional, empty when absent).
 #[derive(Deserialize, Default)]
+#[serde(default)]
 pub(super) struct UsageForm {
-    #[serde(default)]
     since: String,
-    #[serde(default)]
     until: String,
 }
 
