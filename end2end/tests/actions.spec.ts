@@ -17,6 +17,8 @@ test("Apply runs a create once and the reply appears in place", async ({ page, r
 
   await expect(host.lastReply).toContainText("Created the task Untitled.");
   await expect(host.card).toHaveCount(0);
+  // The card is gone: focus goes on in the composer, not to the page.
+  await expect(host.input).toBeFocused();
   expect(await executes(request, "create_task")).toBe(before + 1);
 });
 
@@ -33,6 +35,7 @@ test("Cancel with a reason tells the assistant and runs nothing", async ({ page,
 
   await expect(host.lastReply).toContainText("declined");
   await expect(host.card).toHaveCount(0);
+  await expect(host.input).toBeFocused();
   expect(await executes(request, "create_task")).toBe(before);
 });
 

@@ -86,6 +86,11 @@ test("the whole flow works with the keyboard alone", async ({ page, request, bas
   await expect(host.card.getByRole("button", { name: "Apply" })).toBeFocused();
   await page.keyboard.press("Enter");
   await expect(host.lastReply).toContainText("Created the task Untitled.");
+  // Focus went on to the composer: the next message is typed at once.
+  await expect(host.input).toBeFocused();
+  await page.keyboard.type("thanks");
+  await page.keyboard.press("Enter");
+  await expect(host.widget.locator(".ca-user").last()).toHaveText(/thanks/);
 });
 
 test("axe finds no serious or critical problem in the widget", async ({ page, request, baseURL }) => {

@@ -31,6 +31,8 @@ pub fn answer(chat: Chat, answer: Answer, reason: Option<String>) {
         }
         chat.action.set(None);
         chat.action_busy.set(false);
+        // The card and its focused button are gone: focus goes on in the composer.
+        stream::focus_composer();
         let reply = chat.push(Role::Assistant, "");
         chat.busy.set(true);
         chat.announce
@@ -74,7 +76,9 @@ fn refused(chat: Chat, error: WidgetError) {
             if open {
                 chat.action_error.set(Some(message.into()));
             } else {
+                // The card is gone; the alert says why, the composer holds focus.
                 chat.error.set(Some(message.into()));
+                stream::focus_composer();
             }
         }
     }

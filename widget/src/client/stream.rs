@@ -147,6 +147,18 @@ fn apply(chat: Chat, reply: Bubble, kind: EventKind, data: &JsValue) {
     }
 }
 
+/// Moves keyboard focus to the composer once the view has settled: after
+/// the action card is answered and gone, focus is where the user goes on.
+pub fn focus_composer() {
+    request_animation_frame(|| {
+        if let Some(input) = document().get_element_by_id("ca-input")
+            && let Ok(input) = input.dyn_into::<web_sys::HtmlElement>()
+        {
+            let _ = input.focus();
+        }
+    });
+}
+
 /// Moves keyboard focus to the action card once it is drawn.
 pub fn focus_action_card() {
     request_animation_frame(|| {
