@@ -541,6 +541,40 @@ pub(crate) fn filter_form(action: &'static str, fields: Vec<FilterField>, extra:
     .into_any()
 }
 
+/// A page of a list under its filters: a titled card with the rows'
+/// table (or `empty` when none matches) and the link to older rows.
+struct ListCard {
+    id: &'static str,
+    title: &'static str,
+    /// The scrolling region's name.
+    region: &'static str,
+    empty: &'static str,
+    /// The older rows' address and the link's words, if there are any.
+    older: Option<(String, &'static str)>,
+}
+
+impl ListCard {
+    /// The card around `table` (its head and body; none: no row).
+    fn view(self, table: Option<AnyView>) -> AnyView {
+        let ListCard { id, title, region, empty, older } = self;
+        let rows = match table {
+            Some(table) => view! {
+                <div class="report" tabindex="0" role="region" aria-label=region><table>{table}</table></div>
+            }
+            .into_any(),
+            None => view! { <p>{empty}</p> }.into_any(),
+        };
+        view! {
+            <section class="card" aria-labelledby=id>
+                <h2 id=id>{title}</h2>
+                {rows}
+                {older.map(|(href, words)| view! { <p><a class="button secondary" href=href>{words}</a></p> })}
+            </section>
+        }
+        .into_any()
+    }
+}
+
 #[component]
 fn AuditPage(audit: Audit) -> impl IntoView {
     let Audit { filters, entries, next, export } = audit;
@@ -561,38 +595,32 @@ fn AuditPage(audit: Audit) -> impl IntoView {
         ],
         export,
     );
-    let rows = if entries.is_empty() {
-        view! { <p>"No entry matches."</p> }.into_any()
-    } else {
+    let table = (!entries.is_empty()).then(|| {
         view! {
-            <div class="report" tabindex="0" role="region" aria-label="Entries">
-                <table>
-                    <thead><tr>
-                        <th scope="col">"When"</th><th scope="col">"Who"</th><th scope="col">"What"</th>
-                        <th scope="col">"User"</th><th scope="col">"Tool"</th><th scope="col">"Outcome"</th>
-                        <th scope="col">"Detail"</th>
-                    </tr></thead>
-                    <tbody>
-                        {entries.into_iter().map(|e| view! {
-                            <tr>
-                                <td>{e.at}</td><td>{e.actor}</td><td><code>{e.action}</code></td><td>{e.user}</td>
-                                <td>{e.tool}</td><td>{e.outcome}</td><td><code>{e.detail}</code></td>
-                            </tr>
-                        }).collect_view()}
-                    </tbody>
-                </table>
-            </div>
+            <thead><tr>
+                <th scope="col">"When"</th><th scope="col">"Who"</th><th scope="col">"What"</th>
+                <th scope="col">"User"</th><th scope="col">"Tool"</th><th scope="col">"Outcome"</th>
+                <th scope="col">"Detail"</th>
+            </tr></thead>
+            <tbody>
+                {entries.into_iter().map(|e| view! {
+                    <tr>
+                        <td>{e.at}</td><td>{e.actor}</td><td><code>{e.action}</code></td><td>{e.user}</td>
+                        <td>{e.tool}</td><td>{e.outcome}</td><td><code>{e.detail}</code></td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
         }
         .into_any()
+    });
+    let list = ListCard {
+        id: "entries-title",
+        title: "Entries, newest first",
+        region: "Entries",
+        empty: "No entry matches.",
+        older: next.map(|q| (format!("/console/audit?{q}"), "Older entries")),
     };
-    view! {
-        {form}
-        <section class="card" aria-labelledby="entries-title">
-            <h2 id="entries-title">"Entries, newest first"</h2>
-            {rows}
-            {next.map(|q| view! { <p><a class="button secondary" href=format!("/console/audit?{q}")>"Older entries"</a></p> })}
-        </section>
-    }
+    view! { {form}{list.view(table)} }
 }
 
 #[component]
@@ -607,34 +635,28 @@ fn ConversationsPage(list: Conversations) -> impl IntoView {
         ],
         (),
     );
-    let rows = if items.is_empty() {
-        view! { <p>"No conversation matches."</p> }.into_any()
-    } else {
+    let table = (!items.is_empty()).then(|| {
         view! {
-            <div class="report" tabindex="0" role="region" aria-label="Conversations">
-                <table>
-                    <thead><tr><th scope="col">"Last active"</th><th scope="col">"User"</th><th scope="col">"Conversation"</th></tr></thead>
-                    <tbody>
-                        {items.into_iter().map(|c| view! {
-                            <tr>
-                                <td>{c.updated_at}</td><td>{c.user}</td>
-                                <td><a href=format!("/console/conversations/{}", c.id)>{c.title}</a></td>
-                            </tr>
-                        }).collect_view()}
-                    </tbody>
-                </table>
-            </div>
+            <thead><tr><th scope="col">"Last active"</th><th scope="col">"User"</th><th scope="col">"Conversation"</th></tr></thead>
+            <tbody>
+                {items.into_iter().map(|c| view! {
+                    <tr>
+                        <td>{c.updated_at}</td><td>{c.user}</td>
+                        <td><a href=format!("/console/conversations/{}", c.id)>{c.title}</a></td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
         }
         .into_any()
+    });
+    let list = ListCard {
+        id: "list-title",
+        title: "Most recently active first",
+        region: "Conversations",
+        empty: "No conversation matches.",
+        older: next.map(|q| (format!("/console/conversations?{q}"), "Older conversations")),
     };
-    view! {
-        {form}
-        <section class="card" aria-labelledby="list-title">
-            <h2 id="list-title">"Most recently active first"</h2>
-            {rows}
-            {next.map(|q| view! { <p><a class="button secondary" href=format!("/console/conversations?{q}")>"Older conversations"</a></p> })}
-        </section>
-    }
+    view! { {form}{list.view(table)} }
 }
 
 #[component]

@@ -51,6 +51,9 @@ pub async fn create_conversation(
     Ok(id)
 }
 
+/// The columns of a [`ConversationRow`].
+const CONVERSATION_COLUMNS: &str = "id, workspace_id, external_user_id, title, updated_at";
+
 /// The conversation, only if it belongs to this workspace and user.
 pub async fn owned_conversation(
     pool: &Pool,
@@ -58,10 +61,10 @@ pub async fn owned_conversation(
     workspace_id: &str,
     external_user_id: &str,
 ) -> anyhow::Result<Option<ConversationRow>> {
-    Ok(sqlx::query_as(
-        "SELECT id, workspace_id, external_user_id, title, updated_at FROM conversations
-         WHERE id = $1 AND workspace_id = $2 AND external_user_id = $3",
-    )
+    Ok(sqlx::query_as(&format!(
+        "SELECT {CONVERSATION_COLUMNS} FROM conversations
+         WHERE id = $1 AND workspace_id = $2 AND external_user_id = $3"
+    ))
     .bind(id)
     .bind(workspace_id)
     .bind(external_user_id)
@@ -74,10 +77,10 @@ pub async fn list_conversations(
     workspace_id: &str,
     external_user_id: &str,
 ) -> anyhow::Result<Vec<ConversationRow>> {
-    Ok(sqlx::query_as(
-        "SELECT id, workspace_id, external_user_id, title, updated_at FROM conversations
-         WHERE workspace_id = $1 AND external_user_id = $2 ORDER BY updated_at DESC LIMIT 100",
-    )
+    Ok(sqlx::query_as(&format!(
+        "SELECT {CONVERSATION_COLUMNS} FROM conversations
+         WHERE workspace_id = $1 AND external_user_id = $2 ORDER BY updated_at DESC LIMIT 100"
+    ))
     .bind(workspace_id)
     .bind(external_user_id)
     .fetch_all(pool)
@@ -164,13 +167,13 @@ pub async fn workspace_conversations(
     limit: i64,
 ) -> anyhow::Result<Vec<ConversationRow>> {
     let (after_at, after_id) = filter.after.clone().unzip();
-    Ok(sqlx::query_as(
-        "SELECT id, workspace_id, external_user_id, title, updated_at FROM conversations
+    Ok(sqlx::query_as(&format!(
+        "SELECT {CONVERSATION_COLUMNS} FROM conversations
          WHERE workspace_id = $1 AND ($2 IS NULL OR external_user_id = $2)
            AND ($3 IS NULL OR updated_at >= $3) AND ($4 IS NULL OR updated_at < $4)
            AND ($5 IS NULL OR updated_at < $5 OR (updated_at = $5 AND id < $6))
-         ORDER BY updated_at DESC, id DESC LIMIT $7",
-    )
+         ORDER BY updated_at DESC, id DESC LIMIT $7"
+    ))
     .bind(workspace_id)
     .bind(filter.user.as_deref())
     .bind(filter.since)
@@ -188,10 +191,10 @@ pub async fn workspace_conversation(
     workspace_id: &str,
     id: &str,
 ) -> anyhow::Result<Option<ConversationRow>> {
-    Ok(sqlx::query_as(
-        "SELECT id, workspace_id, external_user_id, title, updated_at FROM conversations
-         WHERE id = $1 AND workspace_id = $2",
-    )
+    Ok(sqlx::query_as(&format!(
+        "SELECT {CONVERSATION_COLUMNS} FROM conversations
+         WHERE id = $1 AND workspace_id = $2"
+    ))
     .bind(id)
     .bind(workspace_id)
     .fetch_optional(pool)

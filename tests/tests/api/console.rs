@@ -80,11 +80,24 @@ impl<'a> Browser<'a> {
     }
 }
 
-async fn workspace(app: &TestApp) -> (String, String) {
+/// A workspace the operator made: its id, embed secret and api key.
+struct Made {
+    id: String,
+    secret: String,
+    api_key: String,
+}
+
+async fn made_workspace(app: &TestApp) -> Made {
     let body = json!({"name": "Shop", "allowed_origins": ["https://shop.example"]});
     let (status, created) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &body).await;
     assert_eq!(status, 201, "{created}");
-    (created["id"].as_str().unwrap().to_owned(), created["api_key"].as_str().unwrap().to_owned())
+    let text = |key: &str| created[key].as_str().unwrap().to_owned();
+    Made { id: text("id"), secret: text("embed_secret"), api_key: text("api_key") }
+}
+
+async fn workspace(app: &TestApp) -> (String, String) {
+    let made = made_workspace(app).await;
+    (made.id, made.api_key)
 }
 
 async fn the_console_signs_in_with_an_api_key_into_a_strict_http_only_session_and_out_again(db: Db) {
@@ -310,9 +323,8 @@ fn run(program: &str, args: &[&str], secret: &str, envs: &[(&str, String)]) -> S
 #[tokio::test]
 async fn each_token_snippet_mints_a_token_the_server_accepts() {
     let app = spawn_app(Db::Sqlite).start().await;
-    let body = json!({"name": "Shop", "allowed_origins": ["https://shop.example"]});
-    let (_, created) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &body).await;
-    let (ws, secret) = (created["id"].as_str().unwrap(), created["embed_secret"].as_str().unwrap());
+    let made = made_workspace(&app).await;
+    let (ws, secret) = (made.id.as_str(), made.secret.as_str());
     let cache = std::env::var("CA_CACHE")
         .unwrap_or_else(|_| format!("{}/.cache/context-assistant", std::env::var("HOME").unwrap()));
     let python = std::env::var("CA_TEST_PYTHON").unwrap_or_else(|_| format!("{cache}/tools/api-fuzz-venv/bin/python"));
@@ -411,13 +423,8 @@ fn code_after(body: &str, marker: &str) -> String {
 
 async fn secrets_rotate_with_their_grace_shown_and_the_session_follows_its_new_key(db: Db) {
     let app = spawn_app(db).start().await;
-    let body = json!({"name": "Shop", "allowed_origins": ["https://shop.example"]});
-    let (_, created) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &body).await;
-    let (ws, old_secret, old_key) = (
-        created["id"].as_str().unwrap(),
-        created["embed_secret"].as_str().unwrap(),
-        created["api_key"].as_str().unwrap(),
-    );
+    let made = made_workspace(&app).await;
+    let (ws, old_secret, old_key) = (made.id.as_str(), made.secret.as_str(), made.api_key.as_str());
     let mut browser = Browser::new(&app);
     browser.post("/console/sign-in", &[("key", old_key)]).await;
     let page = browser.get("/console/operations").await;
@@ -451,13 +458,8 @@ async fn secrets_rotate_with_their_grace_shown_and_the_session_follows_its_new_k
 
 async fn retention_is_set_and_a_user_is_erased_only_when_confirmed(db: Db) {
     let app = spawn_app(db).start().await;
-    let body = json!({"name": "Shop", "allowed_origins": ["https://shop.example"]});
-    let (_, created) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &body).await;
-    let (ws, secret, api_key) = (
-        created["id"].as_str().unwrap(),
-        created["embed_secret"].as_str().unwrap(),
-        created["api_key"].as_str().unwrap(),
-    );
+    let made = made_workspace(&app).await;
+    let (ws, secret, api_key) = (made.id.as_str(), made.secret.as_str(), made.api_key.as_str());
     let mut browser = Browser::new(&app);
     browser.post("/console/sign-in", &[("key", api_key)]).await;
 
@@ -487,13 +489,8 @@ async fn retention_is_set_and_a_user_is_erased_only_when_confirmed(db: Db) {
 
 async fn the_workspaces_conversations_are_listed_by_user_and_day_and_read_as_the_user_saw_them(db: Db) {
     let app = spawn_app(db).start().await;
-    let body = json!({"name": "Shop", "allowed_origins": ["https://shop.example"]});
-    let (_, created) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &body).await;
-    let (ws, secret, api_key) = (
-        created["id"].as_str().unwrap(),
-        created["embed_secret"].as_str().unwrap(),
-        created["api_key"].as_str().unwrap(),
-    );
+    let made = made_workspace(&app).await;
+    let (ws, secret, api_key) = (made.id.as_str(), made.secret.as_str(), made.api_key.as_str());
     let (ada, bob) = (token(ws, secret, "ada"), token(ws, secret, "bob"));
     let mut ids = Vec::new();
     for (who, text) in [(&ada, "hello <script>alert(1)</script>"), (&bob, "hi there"), (&ada, "hello again")] {
@@ -501,8 +498,8 @@ async fn the_workspaces_conversations_are_listed_by_user_and_day_and_read_as_the
         ids.push(crate::helpers::of(&events, "turn")[0]["conversation_id"].as_str().unwrap().to_owned());
     }
     // Another workspace's conversation is never listed nor read.
-    let (_, other) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &body).await;
-    let stranger = token(other["id"].as_str().unwrap(), other["embed_secret"].as_str().unwrap(), "ada");
+    let other = made_workspace(&app).await;
+    let stranger = token(&other.id, &other.secret, "ada");
     let theirs = app.turn(&stranger, None, "not yours").await;
     let theirs = crate::helpers::of(&theirs, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
 

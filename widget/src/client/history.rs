@@ -5,17 +5,20 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::{WidgetError, api, host_page, token, turns};
+use super::{WidgetError, api, host_page, stream, token, turns};
 use crate::html::escape;
 use crate::js;
 use crate::state::Chat;
 
-/// A time (ms since the epoch) as the visitor's browser writes it.
-fn local_time(ms: f64) -> String {
+/// How the visitor's browser writes a date and time (its locale, through `Intl`).
+fn local_format() -> js_sys::Function {
     let options = js::object(&[("dateStyle", JsValue::from_str("medium")), ("timeStyle", JsValue::from_str("short"))]);
-    let format = js_sys::Intl::DateTimeFormat::new(&js_sys::Array::new(), options.unchecked_ref());
+    js_sys::Intl::DateTimeFormat::new(&js_sys::Array::new(), options.unchecked_ref()).format()
+}
+
+/// A time (ms since the epoch) written by `format`.
+fn local_time(format: &js_sys::Function, ms: f64) -> String {
     format
-        .format()
         .call1(&JsValue::NULL, &js_sys::Date::new(&JsValue::from_f64(ms)))
         .ok()
         .and_then(|s| s.as_string())
@@ -34,11 +37,12 @@ pub fn show(chat: Chat) {
         let list = api::json_of(&response).await;
         // One escaped string, clicked through `data-id`: a view per item
         // would cost the WASM far more.
+        let format = local_format();
         let items: String = js::list(&list, "conversations")
             .iter()
             .filter_map(|c| {
                 let id = js::string(c, "id")?;
-                let when = local_time(js::get(c, "updated_at").as_f64().unwrap_or(0.0));
+                let when = local_time(&format, js::get(c, "updated_at").as_f64().unwrap_or(0.0));
                 Some(format!(
                     "<li><button type=\"button\" class=\"ca-history-item\" data-id=\"{}\">\
                      <span class=\"ca-history-name\">{}</span><span class=\"ca-history-when\">{}</span></button></li>",
@@ -68,7 +72,5 @@ pub fn open(chat: Chat, id: String) {
         chat.announce.set("Earlier conversation opened.".into());
     });
     // Back in the chat: where the user types next.
-    if let Some(input) = document().query_selector(".ca-input").ok().flatten() {
-        let _ = input.unchecked_into::<web_sys::HtmlElement>().focus();
-    }
+    stream::focus_composer();
 }
