@@ -1,15 +1,18 @@
 #!/usr/bin/env node
 // Measures what a browser downloads: the loader, and the opened widget's
 // WASM, JS and CSS, raw, gzip and brotli; then the console's own files
-// (not the widget's budget). Usage: node scripts/sizes.js [site-root]
+// (not the widget's budget). Usage: node scripts/sizes.js [site-root] [assistant-origin]
 const fs = require("fs");
 const path = require("path");
 const zlib = require("zlib");
 
 const root = path.resolve(__dirname, "..");
 const site = process.argv[2] || path.join(root, "target/site");
+// The loader as the server serves it, minified with its words filled in:
+// pass the running server's origin as the second argument (./dev demo).
+const assistant = process.argv[3] || "http://127.0.0.1:3000";
 const files = [
-  ["loader (embed.js)", path.join(root, "server/src/embed/loader.js")],
+  ["loader (embed.js, as served)", null],
   ["widget WASM", path.join(site, "pkg/context-assistant.wasm")],
   ["widget JS", path.join(site, "pkg/context-assistant.js")],
   ["widget CSS", path.join(site, "pkg/context-assistant.css")],
@@ -21,8 +24,9 @@ const kb = (n) => (n / 1024).toFixed(1) + " KB";
 let openedBrotli = 0;
 let consoleBrotli = 0;
 console.log("| file | raw | gzip | brotli |\n|---|---|---|---|");
+(async () => {
 for (const [name, file] of files) {
-  const data = fs.readFileSync(file);
+  const data = file ? fs.readFileSync(file) : Buffer.from(await (await fetch(`${assistant}/embed.js`)).arrayBuffer());
   const gz = zlib.gzipSync(data, { level: 9 }).length;
   const br = zlib.brotliCompressSync(data, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
   if (name.startsWith("widget")) openedBrotli += br;
@@ -31,3 +35,4 @@ for (const [name, file] of files) {
 }
 console.log(`| opened widget total (WASM + JS + CSS) | | | ${kb(openedBrotli)} |`);
 console.log(`| console total (WASM + JS + CSS) | | | ${kb(consoleBrotli)} |`);
+})();

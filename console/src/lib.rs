@@ -185,6 +185,20 @@ pub struct Onboarding {
     pub entered_base_url: Option<String>,
     /// The assistant's own origin (the snippets' script source).
     pub assistant_origin: String,
+    /// The empty chat's greeting and suggested prompts, per language the
+    /// widget speaks (all of them, in order; empty where none is set).
+    pub start_screens: Vec<StartScreen>,
+}
+
+/// What the empty chat says in one language.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StartScreen {
+    /// `en`, `es`, …
+    pub lang: String,
+    /// The language's name, in itself.
+    pub name: String,
+    pub greeting: String,
+    pub prompts: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -379,6 +393,7 @@ fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
         theme,
         entered_base_url,
         assistant_origin,
+        start_screens,
     } = onboarding;
     let origins = allowed_origins.join("\n");
     let connected = tool_server.is_some();
@@ -463,7 +478,41 @@ fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
     }
     .into_any();
     let look = view! { <ThemeStep theme/> }.into_any();
-    view! { <ol class="steps">{workspace}{tools}{embed}{look}</ol> }
+    let start = view! { <StartStep start_screens/> }.into_any();
+    view! { <ol class="steps">{workspace}{tools}{embed}{look}{start}</ol> }
+}
+
+/// The empty chat's greeting and prompts, per language: a visitor sees
+/// their language's, else a neutral greeting in their language.
+#[component]
+fn StartStep(start_screens: Vec<StartScreen>) -> impl IntoView {
+    view! {
+        <li class="card">
+            <h2>"5. What it says first"</h2>
+            <p class="hint">
+                "The empty chat's greeting and up to four suggested prompts a visitor sends with one click, in "
+                "each language you write them for. A visitor whose language has none sees a neutral greeting in "
+                "their language, and no prompts."
+            </p>
+            <form method="post" action="/console/welcome">
+                {start_screens.into_iter().map(|s| {
+                    let (greeting_id, prompts_id) = (format!("greeting_{}", s.lang), format!("prompts_{}", s.lang));
+                    let open = s.lang == "en" || !s.greeting.is_empty() || !s.prompts.is_empty();
+                    view! {
+                        <details open=open>
+                            <summary lang=s.lang.clone()>{s.name}</summary>
+                            <label for=greeting_id.clone()>"Greeting"</label>
+                            <input id=greeting_id.clone() name=greeting_id lang=s.lang.clone() type="text" maxlength="300"
+                                value=s.greeting/>
+                            <label for=prompts_id.clone()>"Suggested prompts (one per line, at most four)"</label>
+                            <textarea id=prompts_id.clone() name=prompts_id lang=s.lang rows="4">{s.prompts.join("\n")}</textarea>
+                        </details>
+                    }
+                }).collect_view()}
+                <button type="submit" class="button">"Save what it says first"</button>
+            </form>
+        </li>
+    }
 }
 
 #[component]

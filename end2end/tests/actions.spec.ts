@@ -84,6 +84,9 @@ test("Stop ends a running turn on the server and says so", async ({ page, reques
   await host.widget.getByRole("button", { name: "Stop" }).click();
 
   await expect(host.lastReply).toContainText("Stopped.");
+  // Drawn as stopped, and said so once.
+  await expect(host.lastReply).toHaveAttribute("data-stopped", "true");
+  await expect(host.widget.locator("[aria-live=polite]")).toHaveText("You stopped this reply.");
   await expect(host.widget.getByRole("button", { name: "Send" })).toBeVisible();
   await expect(host.lastReply).not.toContainText("The report is ready.");
 });
@@ -110,4 +113,41 @@ test("a reply that comes while the chat is closed shows on the launcher until th
   await expect(host.lastReply).toContainText("The report is ready.");
   await expect(launcher).toHaveAttribute("aria-label", "Close chat");
   await expect(badge).toBeHidden();
+});
+
+test("a thumbs down with a comment reaches the host, stays pressed after a reload, and can be taken back", async ({ page, request, baseURL }) => {
+  const ws = await taskWorkspace(request);
+  const host = new TaskHostPage(page, baseURL!);
+  const feedback = async () => {
+    const page = await request.get("/v1/workspace/feedback", { headers: { authorization: `Bearer ${ws.api_key}` } });
+    return ((await page.json()) as { items: { rating: string; comment: string | null; user: string }[] }).items;
+  };
+  await host.goto(ws, "feedback_user");
+  await host.ask("project status");
+  await expect(host.lastReply.locator(".ca-md")).toBeVisible();
+  const down = host.lastReply.getByRole("button", { name: "Bad reply" });
+  await expect(down).toHaveAttribute("aria-pressed", "false");
+
+  await down.click();
+
+  await expect(down).toHaveAttribute("aria-pressed", "true");
+  await expect(host.widget.locator("[aria-live=polite]")).toHaveText("Thanks for your feedback.");
+  const comment = host.lastReply.getByRole("textbox", { name: "Tell us more (optional)" });
+  await comment.fill("Not the project I meant");
+  await comment.press("Enter");
+  await expect(comment).toHaveCount(0);
+  await expect.poll(feedback).toEqual([
+    expect.objectContaining({ rating: "down", comment: "Not the project I meant", user: "feedback_user" }),
+  ]);
+
+  await page.reload();
+  await page.locator("button.ca-launcher").click();
+  await expect(host.lastReply.getByRole("button", { name: "Bad reply" })).toHaveAttribute("aria-pressed", "true");
+  await expect(host.lastReply.getByRole("button", { name: "Good reply" })).toHaveAttribute("aria-pressed", "false");
+
+  await host.lastReply.getByRole("button", { name: "Bad reply" }).click();
+
+  await expect(host.lastReply.getByRole("button", { name: "Bad reply" })).toHaveAttribute("aria-pressed", "false");
+  await expect(host.widget.locator("[aria-live=polite]")).toHaveText("Feedback removed.");
+  await expect.poll(feedback).toEqual([]);
 });

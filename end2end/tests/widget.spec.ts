@@ -39,6 +39,13 @@ test("asking for the menu streams an answer with the menu as cards", async ({ pa
   await bistro.lastReply.getByRole("button", { name: "Copy reply" }).click();
   await expect(bistro.lastReply.getByRole("button", { name: "Copied reply" })).toHaveText("Copied");
   expect(await page.evaluate(() => navigator.clipboard.readText())).toContain("Here is the menu");
+
+  // The last reply may be asked for again: the same question, a fresh reply.
+  await bistro.lastReply.getByRole("button", { name: "Ask again" }).click();
+  await expect(bistro.widget.locator(".ca-user")).toHaveCount(2);
+  await expect(bistro.widget.locator(".ca-user").last()).toHaveText(/show me the menu/);
+  await expect(bistro.lastReply.locator(".ca-md")).toContainText("Here is the menu");
+  await expect(bistro.widget.getByRole("button", { name: "Ask again" })).toHaveCount(1);
 });
 
 test("a reload brings the conversation back", async ({ page }) => {
@@ -162,11 +169,15 @@ test("a stream that stays lost is reported, never shown as finished, and Retry a
   await expect(bistro.lastReply.locator(".ca-md")).toHaveCount(0);
   const alert = bistro.widget.getByRole("alert");
   await expect(alert).toContainText("The connection was lost before the reply finished.");
+  // Focus goes to where the user goes on: the alert's Retry, then the composer.
+  const retry = alert.getByRole("button", { name: "Retry" });
+  await expect(retry).toBeFocused();
 
-  await alert.getByRole("button", { name: "Retry" }).click();
+  await retry.press("Enter");
 
   await expect(bistro.lastReply.locator(".ca-md")).toContainText("Here is the menu");
   await expect(bistro.widget.getByRole("alert")).toHaveCount(0);
+  await expect(bistro.input).toBeFocused();
 });
 
 test("a message refused as one too many counts down, then Retry sends it", async ({ page }) => {

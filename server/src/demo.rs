@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
@@ -72,6 +72,18 @@ pub async fn seed(state: &DemoState, loopback: SocketAddr) -> anyhow::Result<()>
         }
     }
     db::set_workspace_origins(&state.pool, DEMO_WORKSPACE, &origins).await?;
+    // The bistro's start screen, unless its console changed it. The demo
+    // model follows English phrases, so its prompts are English only.
+    let welcome = widget::wire::Welcome {
+        en: Some(widget::wire::StartScreen {
+            greeting: Some("Hi! I'm the Acme Bistro's assistant: ask me about the menu or your order.".into()),
+            prompts: ["Show me the menu", "What's in my cart?", "Add two margheritas (no basil)", "Check out"]
+                .map(String::from)
+                .to_vec(),
+        }),
+        ..Default::default()
+    };
+    db::set_workspace_welcome_if_unset(&state.pool, DEMO_WORKSPACE, &welcome).await?;
     db::upsert_integration(
         &state.pool,
         NewIntegration {
@@ -88,6 +100,11 @@ pub async fn seed(state: &DemoState, loopback: SocketAddr) -> anyhow::Result<()>
     Ok(())
 }
 
+#[derive(serde::Deserialize)]
+struct DemoQuery {
+    lang: Option<String>,
+}
+
 /// A token for the demo workspace, for `sub` — what a host's backend does.
 pub async fn mint_demo_token(state: &DemoState, sub: &str) -> Result<String, ApiError> {
     let workspace = db::workspace(&state.pool, DEMO_WORKSPACE).await?.ok_or(ApiError::NotFound)?;
@@ -97,14 +114,24 @@ pub async fn mint_demo_token(state: &DemoState, sub: &str) -> Result<String, Api
 
 /// The Acme Bistro page. Each visitor gets a guest id in a cookie, so
 /// their conversations are theirs across reloads.
-async fn demo_page(State(state): State<DemoState>, headers: HeaderMap) -> Result<Response, ApiError> {
+/// `?lang=ar` (a language the widget speaks) plays a host whose page is
+/// in that language: its script tag says `data-lang`.
+async fn demo_page(
+    State(state): State<DemoState>,
+    Query(query): Query<DemoQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
     if !state.enabled {
         return Ok(Html(ABOUT_PAGE).into_response());
     }
     let existing = guest_from_cookie(&headers);
     let guest = existing.clone().unwrap_or_else(|| format!("guest_{}", hex::encode(random_bytes::<12>())));
     let token = mint_demo_token(&state, &guest).await?;
-    let page = DEMO_PAGE.replace("{{WORKSPACE}}", DEMO_WORKSPACE).replace("{{TOKEN}}", &token);
+    let lang = query.lang.as_deref().and_then(widget::wire::i18n::spoken);
+    let page = DEMO_PAGE
+        .replace("{{WORKSPACE}}", DEMO_WORKSPACE)
+        .replace("{{TOKEN}}", &token)
+        .replace("{{LANG}}", &lang.map(|l| format!(" data-lang=\"{l}\"")).unwrap_or_default());
     let mut response = Html(page).into_response();
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     if existing.is_none() {

@@ -3,18 +3,38 @@
 //! only be framed by the workspace's `allowed_origins` (CSP
 //! `frame-ancestors`), and its scripts run under a per-response nonce.
 
+use std::sync::LazyLock;
+
 use axum::Router;
 use axum::extract::{Query, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use serde::Deserialize;
+use widget::wire::i18n;
 use widget::wire::{Theme, WidgetBoot};
 
 use crate::db::{self, Pool};
 use crate::widget_page::WidgetPages;
 
-const LOADER_JS: &str = include_str!("embed/loader.js");
+/// The loader as served: its source with the loader's words of every
+/// language filled in, minified (the budget is 3 KB gzipped: tests/api/embed.rs).
+static LOADER_JS: LazyLock<String> = LazyLock::new(|| loader_js(include_str!("embed/loader.js")));
+
+/// `source` with `/*WORDS*/{}` replaced by each language's loader words
+/// (`i18n::LOADER_KEYS`, in order), minified.
+fn loader_js(source: &str) -> String {
+    let words: serde_json::Map<String, serde_json::Value> = i18n::LANGUAGES
+        .iter()
+        .map(|lang| {
+            let texts = i18n::LOADER_KEYS.iter().map(|key| i18n::text(lang, key).into()).collect();
+            ((*lang).to_owned(), serde_json::Value::Array(texts))
+        })
+        .collect();
+    // As JSON in a script: `<` escaped so no text can close a tag around it.
+    let words = serde_json::Value::Object(words).to_string().replace('<', "\\u003c");
+    minifier::js::minify(&source.replace("/*WORDS*/{}", &words)).to_string()
+}
 
 /// What the embed's routes share.
 #[derive(Clone)]
@@ -37,7 +57,7 @@ async fn loader() -> Response {
             (header::CACHE_CONTROL, "public, max-age=300"),
             (CROSS_ORIGIN_RESOURCE_POLICY, "cross-origin"),
         ],
-        LOADER_JS,
+        LOADER_JS.as_str(),
     )
         .into_response()
 }
@@ -52,6 +72,8 @@ struct WidgetQuery {
     accent: Option<String>,
     radius: Option<String>,
     font: Option<String>,
+    /// The host's choice of language (`data-lang`, `init({ lang })`).
+    lang: Option<String>,
 }
 
 /// The widget, server-rendered and hydrated. Carries no token: the loader
@@ -86,8 +108,10 @@ async fn widget_page(State(state): State<EmbedState>, Query(query): Query<Widget
         token: None,
         renew_path: None,
         caddie: None,
+        lang: query.lang.unwrap_or_default(),
+        ..WidgetBoot::default()
     };
-    state.pages.render(boot, &allowed_origins, request).await
+    state.pages.render(boot, &workspace.welcome(), &allowed_origins, request).await
 }
 
 /// The host page's look (`init` options, validated), each value it does

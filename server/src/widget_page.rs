@@ -8,7 +8,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
-use widget::wire::WidgetBoot;
+use widget::wire::i18n;
+use widget::wire::{Welcome, WidgetBoot};
 
 /// Renders the widget page.
 #[derive(Clone)]
@@ -24,8 +25,25 @@ impl WidgetPages {
     }
 
     /// Renders the widget app with `boot`, under a nonce CSP that lets only
-    /// `ancestors` (and this origin) frame it.
-    pub async fn render(&self, boot: WidgetBoot, ancestors: &[String], request: Request) -> Response {
+    /// `ancestors` (and this origin) frame it. The page speaks the
+    /// language `boot.lang` names when the widget speaks it (the host's
+    /// choice), else the browser's (`Accept-Language`), else English; it
+    /// carries that language's words and the workspace's start screen in
+    /// it (`welcome`).
+    pub async fn render(
+        &self,
+        mut boot: WidgetBoot,
+        welcome: &Welcome,
+        ancestors: &[String],
+        request: Request,
+    ) -> Response {
+        let accept_language = request.headers().get(header::ACCEPT_LANGUAGE).and_then(|v| v.to_str().ok());
+        let lang = i18n::negotiate(Some(&boot.lang), accept_language);
+        boot.lang = lang.to_owned();
+        boot.words = i18n::words(lang);
+        let screen = welcome.of(lang).cloned().unwrap_or_default();
+        boot.greeting = screen.greeting;
+        boot.prompts = screen.prompts;
         let nonce = leptos::nonce::Nonce::new();
         let csp = content_security_policy(&nonce.to_string(), ancestors);
         let options = self.options.clone();
@@ -48,6 +66,7 @@ impl WidgetPages {
             Err(_) => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
         }
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        headers.insert(header::VARY, HeaderValue::from_static("Accept-Language"));
         // A cross-origin-isolated host (COEP require-corp) may frame only a
         // document that is isolated too and consents to being embedded: the
         // widget loads its own files from its origin and the cards' images

@@ -98,5 +98,6 @@ for name, value in {
     "CA_FUZZ_ACTION": create,
     "CA_FUZZ_DELETE_ACTION": delete,
     "CA_FUZZ_TURN": first(menu, "turn")["turn_id"],
+    "CA_FUZZ_MESSAGE": first(menu, "message")["message_id"],
 }.items():
     print(f"export {name}={shlex.quote(value)}")

@@ -8,6 +8,7 @@ use leptos::prelude::*;
 #[cfg(feature = "hydrate")]
 use crate::client;
 use crate::state::{Answer, Arg, Bubble, Chat};
+use crate::wire::Rating;
 
 /// Sends `text` as the user's next message.
 pub fn send(chat: Chat, text: String) {
@@ -22,6 +23,27 @@ pub fn send(chat: Chat, text: String) {
     }
     #[cfg(not(feature = "hydrate"))]
     let _ = ready;
+}
+
+/// Sends the last message again (the error's Retry); focus goes on in
+/// the composer, as the alert and its button are gone.
+pub fn retry(chat: Chat) {
+    chat.error.set(None);
+    if let Some(text) = chat.last_sent.get_untracked() {
+        send(chat, text);
+    }
+    #[cfg(feature = "hydrate")]
+    client::stream::focus_composer();
+}
+
+/// Sends the user's last message again, for a fresh reply.
+pub fn ask_again(chat: Chat) {
+    let last = chat
+        .bubbles
+        .with_untracked(|b| b.iter().rev().find(|m| m.role == crate::wire::Role::User).map(|m| m.text.get_untracked()));
+    if let Some(text) = last {
+        send(chat, text);
+    }
 }
 
 /// Asks the server to stop the running turn.
@@ -88,6 +110,22 @@ pub fn copy_reply(chat: Chat, reply: Bubble) {
     client::clipboard::copy_reply(chat, reply);
     #[cfg(not(feature = "hydrate"))]
     let _ = (chat, reply);
+}
+
+/// Gives the reply a thumbs up or down (the same thumb again takes it back).
+pub fn rate(chat: Chat, reply: Bubble, rating: Rating) {
+    #[cfg(feature = "hydrate")]
+    client::feedback::rate(chat, reply, rating);
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (chat, reply, rating);
+}
+
+/// Adds the user's comment to their thumb on the reply.
+pub fn comment(chat: Chat, reply: Bubble, text: String) {
+    #[cfg(feature = "hydrate")]
+    client::feedback::comment(chat, reply, text);
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (chat, reply, text);
 }
 
 /// Opens the list of the user's earlier conversations.

@@ -33,9 +33,11 @@ pub use components::{App, shell};
 pub fn hydrate() {
     use leptos::prelude::*;
     console_error_panic_hook::set_once();
+    client::mark("ca:hydrate");
     let boot = client::boot::read_boot();
     leptos::mount::hydrate_body(move || {
         provide_context(boot);
         view! { <App/> }
     });
+    client::mark("ca:hydrated");
 }

@@ -5,7 +5,29 @@
 
 use leptos::prelude::*;
 
-use crate::wire::{DisplayCard, PendingAction, Role};
+use crate::wire::i18n::Msg;
+use crate::wire::{DisplayCard, PendingAction, Rating, Role};
+
+/// The widget's words in the visitor's language, from the boot
+/// (`i18n::Msg` order): the WASM carries no catalogue.
+#[derive(Clone, Copy)]
+pub struct Words(StoredValue<Vec<String>>);
+
+impl Words {
+    pub fn new(words: Vec<String>) -> Self {
+        Self(StoredValue::new(words))
+    }
+
+    /// The text of `m`.
+    pub fn get(self, m: Msg) -> String {
+        self.0.with_value(|w| w.get(m as usize).cloned().unwrap_or_default())
+    }
+
+    /// The text of `m` with its `placeholder` (`{name}`) filled in.
+    pub fn fill(self, m: Msg, placeholder: &str, value: &str) -> String {
+        crate::wire::i18n::fill(&self.get(m), placeholder, value)
+    }
+}
 
 /// One message on screen. Signals, so streaming updates only its own text.
 #[derive(Clone, Copy)]
@@ -22,6 +44,14 @@ pub struct Bubble {
     pub interrupted: RwSignal<bool>,
     /// The user copied it (the button says so).
     pub copied: RwSignal<bool>,
+    /// The user stopped it (Stop): drawn as stopped.
+    pub stopped: RwSignal<bool>,
+    /// The server's id of a finished reply (for feedback).
+    pub message_id: RwSignal<Option<String>>,
+    /// The user's thumbs up or down on it, as saved.
+    pub rating: RwSignal<Option<Rating>>,
+    /// The comment field is open (after a thumb).
+    pub commenting: RwSignal<bool>,
 }
 
 /// A rich result on screen. `data` changes in place when a later result
@@ -66,6 +96,8 @@ impl Answer {
 /// The chat's state, shared by the components (`Copy`: all signals).
 #[derive(Clone, Copy)]
 pub struct Chat {
+    /// The widget's words in the visitor's language.
+    pub words: Words,
     pub bubbles: RwSignal<Vec<Bubble>>,
     pub conversation_id: RwSignal<Option<String>>,
     pub token: RwSignal<Option<String>>,
@@ -97,8 +129,9 @@ pub struct Chat {
 }
 
 impl Chat {
-    pub fn new() -> Self {
+    pub fn new(words: Vec<String>) -> Self {
         Self {
+            words: Words::new(words),
             bubbles: RwSignal::new(Vec::new()),
             conversation_id: RwSignal::new(None),
             token: RwSignal::new(None),
@@ -142,6 +175,10 @@ impl Chat {
             components: RwSignal::new(Vec::new()),
             interrupted: RwSignal::new(false),
             copied: RwSignal::new(false),
+            stopped: RwSignal::new(false),
+            message_id: RwSignal::new(None),
+            rating: RwSignal::new(None),
+            commenting: RwSignal::new(false),
         });
         self.bubbles.update(|b| b.push(bubble));
         bubble
@@ -175,8 +212,9 @@ impl Chat {
     }
 }
 
-impl Default for Chat {
-    fn default() -> Self {
-        Self::new()
+impl Chat {
+    /// The text of `m` in the visitor's language.
+    pub fn t(&self, m: Msg) -> String {
+        self.words.get(m)
     }
 }

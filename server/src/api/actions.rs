@@ -156,7 +156,8 @@ async fn apply_action(
     let detail = serde_json::json!({ "action_id": id });
     actions::record_life(&state.pool, &action, &actions::user_actor(&action), "action.applied", None, detail).await;
     let conversation_id = action.conversation_id.clone();
-    Ok(stream_turn(&state, caller, conversation_id, turn_id, TurnStart::Applied(action)).into_response())
+    let lang = crate::db::conversation_lang(&state.pool, &conversation_id).await?;
+    Ok(stream_turn(&state, caller, conversation_id, turn_id, TurnStart::Applied(action), lang).into_response())
 }
 
 /// Admits the turn an answer to an action starts, claims its conversation
@@ -233,5 +234,6 @@ async fn cancel_action(
     let detail = serde_json::json!({ "action_id": id, "reason": reason });
     actions::record_life(&state.pool, &action, &actions::user_actor(&action), "action.cancelled", None, detail).await;
     let conversation_id = action.conversation_id.clone();
-    Ok(stream_turn(&state, caller, conversation_id, turn_id, TurnStart::Declined(action, reason)).into_response())
+    let lang = crate::db::conversation_lang(&state.pool, &conversation_id).await?;
+    Ok(stream_turn(&state, caller, conversation_id, turn_id, TurnStart::Declined(action, reason), lang).into_response())
 }

@@ -62,7 +62,11 @@ async fn create_turn(
     if request.message.chars().count() > MAX_MESSAGE_CHARS {
         return Err(ApiError::BadRequest(format!("message must be at most {MAX_MESSAGE_CHARS} characters")));
     }
+    if request.lang.as_ref().is_some_and(|l| l.chars().count() > 35) {
+        return Err(ApiError::BadRequest("lang must be at most 35 characters".into()));
+    }
     admit(&state, &caller, client.as_deref()).await?;
+    let asked = request.lang.as_deref().and_then(widget::wire::i18n::spoken);
     let (conversation_id, start) = match request.conversation_id {
         Some(id) => {
             let owned = db::owned_conversation(&state.pool, &id, &caller.workspace_id, &caller.external_user_id)
@@ -79,7 +83,14 @@ async fn create_turn(
     };
 
     let turn_id = claim(&state, &conversation_id).await?;
-    Ok(stream_turn(&state, caller, conversation_id, turn_id, start))
+    let lang = match asked {
+        Some(lang) => {
+            db::set_conversation_lang(&state.pool, &conversation_id, lang).await?;
+            lang
+        }
+        None => db::conversation_lang(&state.pool, &conversation_id).await?,
+    };
+    Ok(stream_turn(&state, caller, conversation_id, turn_id, start, lang))
 }
 
 /// Admits a new turn of `caller`, before anything is written: `503` when
@@ -134,10 +145,11 @@ pub fn stream_turn(
     conversation_id: String,
     turn_id: String,
     start: TurnStart,
+    lang: &'static str,
 ) -> Response {
     let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
     let cancel = state.turns.start(&turn_id, &caller.workspace_id, &caller.external_user_id);
-    let input = TurnInput { caller, conversation_id, turn_id: turn_id.clone(), start };
+    let input = TurnInput { caller, conversation_id, turn_id: turn_id.clone(), start, lang };
     let engine = state.engine.clone();
     let turns = state.turns.clone();
     tokio::spawn(async move {

@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use serde::Serialize;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
-use widget::wire::{ComponentView, ConversationMessage, ConversationView, DisplayCard, Role};
+use widget::wire::{ComponentView, ConversationMessage, ConversationView, DisplayCard, Feedback, Rating, Role};
 
 use super::state::ApiState;
 use crate::auth::Caller;
@@ -87,6 +87,9 @@ async fn get_conversation(
 /// cards and components from every tool result; the HTML sanitized).
 pub(super) async fn transcript(state: &ApiState, conversation_id: &str) -> Result<Vec<ConversationMessage>, ApiError> {
     let rows = db::messages(&state.pool, conversation_id).await?;
+    let feedback = db::feedback::in_conversation(&state.pool, conversation_id).await?;
+    // Each answer's last assistant message: its feedback is kept under it.
+    let mut last_of_answer: Vec<Option<String>> = Vec::new();
     let mut shown = components::in_conversation(&state.pool, conversation_id).await?;
     let mut messages: Vec<ConversationMessage> = Vec::new();
     for row in rows {
@@ -99,7 +102,9 @@ pub(super) async fn transcript(state: &ApiState, conversation_id: &str) -> Resul
                 cards: Vec::new(),
                 components: Vec::new(),
                 created_at: row.created_at,
+                feedback: None,
             });
+            last_of_answer.push(None);
             continue;
         }
         if messages.last().is_none_or(|m| m.role != Role::Assistant) {
@@ -111,7 +116,14 @@ pub(super) async fn transcript(state: &ApiState, conversation_id: &str) -> Resul
                 cards: Vec::new(),
                 components: Vec::new(),
                 created_at: row.created_at,
+                feedback: None,
             });
+            last_of_answer.push(None);
+        }
+        if row.role == Role::Assistant
+            && let Some(last) = last_of_answer.last_mut()
+        {
+            *last = Some(row.id.clone());
         }
         let answer = messages.last_mut().expect("just pushed");
         match row.role {
@@ -136,6 +148,11 @@ pub(super) async fn transcript(state: &ApiState, conversation_id: &str) -> Resul
             }
             Role::Assistant | Role::User => {}
         }
+    }
+    for (message, last) in messages.iter_mut().zip(&last_of_answer) {
+        let given = feedback.iter().find(|f| last.as_deref() == Some(f.message_id.as_str()));
+        message.feedback =
+            given.and_then(|f| Some(Feedback { rating: Rating::parse(&f.rating)?, comment: f.comment.clone() }));
     }
     messages.retain(|m| m.role == Role::User || !m.text.is_empty() || !m.cards.is_empty() || !m.components.is_empty());
     for m in messages.iter_mut().filter(|m| m.role == Role::Assistant) {

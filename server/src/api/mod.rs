@@ -7,6 +7,7 @@ pub mod audit;
 pub mod chat;
 pub mod components;
 pub mod conversations;
+pub mod feedback;
 pub mod integrations;
 pub mod model;
 pub mod openapi;
@@ -38,6 +39,7 @@ fn routes() -> OpenApiRouter<ApiState> {
         .merge(chat::router())
         .merge(components::router())
         .merge(conversations::router())
+        .merge(feedback::router())
         .merge(integrations::router())
         .merge(model::router())
         .merge(presets::router())

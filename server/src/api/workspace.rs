@@ -11,7 +11,7 @@ use utoipa_axum::routes;
 
 use super::setup::{WorkspaceKey, parse_origin, valid_name};
 use super::state::ApiState;
-use widget::wire::Theme;
+use widget::wire::{Theme, Welcome};
 
 use crate::config::{RateLimits, WorkspaceLimits};
 use crate::db;
@@ -36,6 +36,10 @@ struct ShownWorkspace {
     theme: ShownTheme,
     /// Days its conversations are kept after their last message; null keeps them.
     retention_days: Option<i64>,
+    /// The empty chat's greeting and suggested prompts, per language
+    /// (`en`, `es`, `fr`, `de`, `ja`, `ar`): a visitor sees their
+    /// language's, else the widget's neutral greeting.
+    welcome: Welcome,
     /// The current embed secret's key id (`kid` in a token's header).
     embed_secret_kid: String,
     /// While a rotated embed secret still verifies tokens: until when (RFC 3339).
@@ -100,6 +104,10 @@ struct WorkspacePatch {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<u64>, minimum = 1, maximum = 3650)]
     retention_days: Option<Option<u64>>,
+    /// Replaces the start screen per language (`{}` clears it): each a
+    /// `greeting` (1 to 300 characters) and up to four `prompts` (1 to 100).
+    #[serde(default, deserialize_with = "crate::http::object_only")]
+    welcome: Option<Welcome>,
 }
 
 /// A widget look: each value optional.
@@ -250,8 +258,21 @@ async fn update_workspace(
         Some(None) => None,
         None => row.retention_days,
     };
-    let settings =
-        db::WorkspaceSettings { name: &name, origins: &origins, limits: &limits, theme: &theme, retention_days };
+    let welcome = match patch.welcome {
+        Some(welcome) => match welcome.refusal() {
+            Some(reason) => return Err(ApiError::BadRequest(reason)),
+            None => welcome,
+        },
+        None => row.welcome(),
+    };
+    let settings = db::WorkspaceSettings {
+        name: &name,
+        origins: &origins,
+        limits: &limits,
+        theme: &theme,
+        retention_days,
+        welcome: &welcome,
+    };
     db::set_workspace_settings(&state.pool, &row.id, settings).await?;
     tracing::info!(workspace_id = %row.id, "workspace settings changed");
     let mut changed = serde_json::Map::new();
@@ -273,6 +294,11 @@ async fn update_workspace(
         serde_json::to_value(&theme).unwrap_or_default(),
     );
     note("retention_days", row.retention_days.into(), retention_days.into());
+    note(
+        "welcome",
+        serde_json::to_value(row.welcome()).unwrap_or_default(),
+        serde_json::to_value(&welcome).unwrap_or_default(),
+    );
     if !changed.is_empty() {
         let detail = serde_json::Value::Object(changed);
         db::audit::record(&state.pool, "api-key", "workspace.updated", Some(&row.id), None, &detail).await?;
@@ -282,6 +308,7 @@ async fn update_workspace(
     row.limits = serde_json::to_string(&limits).map_err(anyhow::Error::from)?;
     row.theme = serde_json::to_string(&theme).map_err(anyhow::Error::from)?;
     row.retention_days = retention_days;
+    row.welcome = serde_json::to_string(&welcome).map_err(anyhow::Error::from)?;
     Ok(Json(shown(&state, row)?))
 }
 
@@ -292,6 +319,7 @@ fn shown(state: &ApiState, row: db::WorkspaceRow) -> Result<ShownWorkspace, ApiE
     Ok(ShownWorkspace {
         theme: row.theme().into(),
         retention_days: row.retention_days,
+        welcome: row.welcome(),
         embed_secret_kid: crate::auth::kid(state.vault.open(&row.embed_secret_enc)?.expose()),
         previous_embed_secret_valid_until: while_valid(row.embed_secret_prev_until),
         previous_api_key_valid_until: while_valid(row.api_key_prev_until),

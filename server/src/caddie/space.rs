@@ -73,10 +73,11 @@ pub(super) async fn show_space(
         token: Some(mint_space_token(&state, &workspace, &user)?),
         renew_path: Some(format!("/caddie/api/spaces/{}/token", workspace.id)),
         caddie: Some(bar),
+        ..WidgetBoot::default()
     };
     // Framed by the hub only in embed mode; otherwise by nobody else.
     let ancestors = if embed { vec![hub_origin] } else { Vec::new() };
-    let mut response = state.pages.render(boot, &ancestors, request).await;
+    let mut response = state.pages.render(boot, &workspace.welcome(), &ancestors, request).await;
     response.headers_mut().insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     Ok(response)
 }

@@ -40,6 +40,7 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/connect", post(setup::connect))
         .route("/console/check", post(setup::check))
         .route("/console/theme", post(setup::save_theme))
+        .route("/console/welcome", post(setup::save_welcome))
         .route("/console/preview", get(setup::preview))
         .route("/console/preview/token", post(setup::preview_token))
         .route("/console/audit", get(records::audit))

@@ -46,6 +46,7 @@ impl Signed {
             },
             entered_base_url: None,
             assistant_origin: self.state.public_origin.to_string(),
+            start_screens: start_screens(&workspace["welcome"]),
         });
         Ok(page("Set up your assistant", text(&workspace["name"]), notice, body))
     }
@@ -146,6 +147,44 @@ pub(super) async fn save_theme(console: InWorkspace, Form(form): Form<ThemeForm>
     console.patch_workspace(json!({ "theme": theme }), "/console?done=saved").await
 }
 
+/// Each language's start screen as the API shows it (`welcome`), every
+/// language listed.
+fn start_screens(welcome: &Value) -> Vec<::console::StartScreen> {
+    const NAMES: [&str; 6] = ["English", "Español", "Français", "Deutsch", "日本語", "العربية"];
+    widget::wire::i18n::LANGUAGES
+        .iter()
+        .zip(NAMES)
+        .map(|(lang, name)| ::console::StartScreen {
+            lang: (*lang).to_owned(),
+            name: name.to_owned(),
+            greeting: text(&welcome[lang]["greeting"]),
+            prompts: strings(&welcome[lang]["prompts"]).unwrap_or_default(),
+        })
+        .collect()
+}
+
+/// Saves the start screens: per language `greeting_{lang}` and
+/// `prompts_{lang}` (one per line); a language with neither has none.
+pub(super) async fn save_welcome(
+    console: InWorkspace,
+    Form(form): Form<std::collections::HashMap<String, String>>,
+) -> Result<Response, Response> {
+    let mut welcome = serde_json::Map::new();
+    for lang in widget::wire::i18n::LANGUAGES {
+        let greeting = form.get(&format!("greeting_{lang}")).map(|g| g.trim()).filter(|g| !g.is_empty());
+        let prompts = form.get(&format!("prompts_{lang}")).map(|p| lines(p)).unwrap_or_default();
+        if greeting.is_none() && prompts.is_empty() {
+            continue;
+        }
+        let mut screen = json!({ "prompts": prompts });
+        if let Some(greeting) = greeting {
+            screen["greeting"] = json!(greeting);
+        }
+        welcome.insert(lang.to_owned(), screen);
+    }
+    console.patch_workspace(json!({ "welcome": welcome }), "/console?done=saved").await
+}
+
 /// A token for the preview to chat with, as `console-preview`.
 async fn preview_token_of(console: &InWorkspace) -> Result<(db::WorkspaceRow, String), Response> {
     let workspace_id = console.session.workspace_id.clone().unwrap_or_default();
@@ -210,9 +249,10 @@ pub(super) async fn preview(
         token: Some(token),
         renew_path: Some("/console/preview/token".into()),
         caddie: None,
+        ..widget::wire::WidgetBoot::default()
     };
     // No other ancestor: the widget page is framed by our own origin only.
-    let mut response = console.state.pages.render(boot, &[], request).await;
+    let mut response = console.state.pages.render(boot, &workspace.welcome(), &[], request).await;
     let headers = response.headers_mut();
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));

@@ -52,6 +52,24 @@ pub async fn create_conversation(
 }
 
 /// The columns of a [`ConversationRow`].
+/// Keeps the language the conversation's user reads.
+pub async fn set_conversation_lang(pool: &Pool, id: &str, lang: &str) -> anyhow::Result<()> {
+    sqlx::query("UPDATE conversations SET lang = $1 WHERE id = $2 AND (lang IS NULL OR lang <> $1)")
+        .bind(lang)
+        .bind(id)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
+/// The language the conversation's user reads: the last one a turn
+/// request named, else English.
+pub async fn conversation_lang(pool: &Pool, id: &str) -> anyhow::Result<&'static str> {
+    let lang: Option<Option<String>> =
+        sqlx::query_scalar("SELECT lang FROM conversations WHERE id = $1").bind(id).fetch_optional(pool).await?;
+    Ok(lang.flatten().as_deref().and_then(widget::wire::i18n::spoken).unwrap_or(widget::wire::i18n::LANGUAGES[0]))
+}
+
 const CONVERSATION_COLUMNS: &str = "id, workspace_id, external_user_id, title, updated_at";
 
 /// The conversation, only if it belongs to this workspace and user.

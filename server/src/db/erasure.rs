@@ -1,6 +1,6 @@
 //! Erasing an end user's data in a workspace (`DELETE /v1/users/{id}`):
-//! their conversations with every message, turn, stream event, component
-//! and pending action, their limits' counters, and the content of the
+//! their conversations with every message, turn, stream event, component,
+//! pending action and feedback, their limits' counters, and the content of the
 //! audit entries about them — in one transaction. What a tool host keeps
 //! (a cart, an order) is the host's to erase.
 
@@ -18,6 +18,8 @@ pub struct Erased {
     pub turn_events: u64,
     pub components: u64,
     pub actions: u64,
+    /// Their thumbs up or down on replies, with comments.
+    pub feedback: u64,
     /// Rate-limit windows and daily token counts.
     pub counters: u64,
     /// Audit entries about the user, kept with their kind and time only
@@ -59,6 +61,7 @@ pub(super) async fn delete_conversations(
             of("DELETE FROM turn_events WHERE turn_id IN (SELECT id FROM turns WHERE conversation_id IN ({scope}))"),
         ),
         (&mut erased.components, of("DELETE FROM components WHERE conversation_id IN ({scope})")),
+        (&mut erased.feedback, of("DELETE FROM message_feedback WHERE conversation_id IN ({scope})")),
         (&mut erased.messages, of("DELETE FROM messages WHERE conversation_id IN ({scope})")),
         (&mut erased.actions, of("DELETE FROM actions WHERE conversation_id IN ({scope})")),
         (&mut erased.turns, of("DELETE FROM turns WHERE conversation_id IN ({scope})")),

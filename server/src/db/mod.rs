@@ -14,6 +14,7 @@ pub mod components;
 pub mod console;
 mod conversations;
 pub mod erasure;
+pub mod feedback;
 pub mod kitchen;
 pub mod limits;
 mod pool;

@@ -27,6 +27,8 @@ pub struct WorkspaceRow {
     pub theme: String,
     /// Days its conversations are kept after their last message; None keeps them.
     pub retention_days: Option<i64>,
+    /// Its start screen per language, as JSON (`widget::wire::Welcome`).
+    pub welcome: String,
 }
 
 impl WorkspaceRow {
@@ -41,6 +43,15 @@ impl WorkspaceRow {
     }
 
     /// Its default widget look; only valid values (they were checked when set).
+    /// Its start screen per language; none that is out of shape (it is
+    /// written by `set_workspace_settings` only, after the same check).
+    pub fn welcome(&self) -> widget::wire::Welcome {
+        serde_json::from_str(&self.welcome)
+            .ok()
+            .filter(|w: &widget::wire::Welcome| w.refusal().is_none())
+            .unwrap_or_default()
+    }
+
     pub fn theme(&self) -> widget::wire::Theme {
         let t: widget::wire::Theme = serde_json::from_str(&self.theme).unwrap_or_default();
         let radius = t.radius.map(|r| r.to_string());
@@ -104,22 +115,38 @@ pub struct WorkspaceSettings<'a> {
     pub limits: &'a crate::config::WorkspaceLimits,
     pub theme: &'a widget::wire::Theme,
     pub retention_days: Option<i64>,
+    pub welcome: &'a widget::wire::Welcome,
 }
 
-/// Writes a workspace's name, allowed origins, own limits, theme and retention.
+/// Writes a workspace's name, allowed origins, own limits, theme, retention and start screen.
 pub async fn set_workspace_settings(pool: &Pool, id: &str, s: WorkspaceSettings<'_>) -> anyhow::Result<()> {
     sqlx::query(
-        "UPDATE workspaces SET name = $1, allowed_origins = $2, limits = $3, theme = $4, retention_days = $5
-         WHERE id = $6",
+        "UPDATE workspaces SET name = $1, allowed_origins = $2, limits = $3, theme = $4, retention_days = $5,
+         welcome = $6 WHERE id = $7",
     )
     .bind(s.name)
     .bind(serde_json::to_string(s.origins)?)
     .bind(serde_json::to_string(s.limits)?)
     .bind(serde_json::to_string(s.theme)?)
     .bind(s.retention_days)
+    .bind(serde_json::to_string(s.welcome)?)
     .bind(id)
     .execute(pool)
     .await?;
+    Ok(())
+}
+
+/// Sets a workspace's start screen when it has none yet.
+pub async fn set_workspace_welcome_if_unset(
+    pool: &Pool,
+    id: &str,
+    welcome: &widget::wire::Welcome,
+) -> anyhow::Result<()> {
+    sqlx::query("UPDATE workspaces SET welcome = $1 WHERE id = $2 AND welcome = '{}'")
+        .bind(serde_json::to_string(welcome)?)
+        .bind(id)
+        .execute(pool)
+        .await?;
     Ok(())
 }
 
@@ -134,7 +161,7 @@ pub async fn set_workspace_origins(pool: &Pool, id: &str, origins: &[String]) ->
 
 const WORKSPACE_COLUMNS: &str = "id, name, allowed_origins, embed_secret_enc, limits,
     (SELECT COUNT(*) FROM caddie_links l WHERE l.workspace_id = workspaces.id) AS caddie_linked,
-    embed_secret_prev_enc, embed_secret_prev_until, api_key_prev_until, theme, retention_days";
+    embed_secret_prev_enc, embed_secret_prev_until, api_key_prev_until, theme, retention_days, welcome";
 
 pub async fn workspace(pool: &Pool, id: &str) -> anyhow::Result<Option<WorkspaceRow>> {
     Ok(sqlx::query_as(&format!("SELECT {WORKSPACE_COLUMNS} FROM workspaces WHERE id = $1"))

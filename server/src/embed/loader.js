@@ -2,7 +2,9 @@
    (with data-token-url="/your/token", an expired token is replaced by GETting that same-origin URL)
    or ContextAssistant.init({ workspace, getToken: async () => token }), called again whenever the
    token expires. Draws a launcher; creates the widget's iframe on the first open only. The token
-   travels by postMessage to the assistant's exact origin, never in a URL. */
+   travels by postMessage to the assistant's exact origin, never in a URL. The language is the
+   host's (data-lang, init({ lang })), else the browser's, else English; the server fills in WORDS
+   from the catalogues (widget/i18n) and serves this file minified. */
 (function () {
   "use strict";
   var me = document.currentScript;
@@ -11,9 +13,23 @@
   var api = window.ContextAssistant = window.ContextAssistant || {};
   if (api.init) return;
   var instances = api.instances = [];
+  // Per language: the default label, then "Open", "Close", "n unread", "New reply in" and the frame's title.
+  var WORDS = /*WORDS*/{};
+  function speak(asked) {
+    var tags = [asked].concat(navigator.languages || [navigator.language]);
+    for (var i = 0; i < tags.length; i++) {
+      var l = String(tags[i] || "").toLowerCase().split(/[-_]/)[0];
+      if (WORDS[l]) return l;
+    }
+    return "en";
+  }
 
   function make(opts) {
     var index = instances.length, listeners = {}, frame = null, ready = false, isOpen = false, watchdog = 0;
+    var lang = speak(opts.lang), w = WORDS[lang] || [], name = opts.label || w[0];
+    // Right-to-left: the launcher and the panel sit on the left.
+    var side = lang === "ar" ? "left:" : "right:";
+    function say(i, n) { return String(w[i]).replace("{label}", function () { return name; }).replace("{n}", n); }
     var first = opts.token;
     var getToken = opts.getToken || function () {
       var t = first;
@@ -25,14 +41,14 @@
     // 'unsafe-inline' in style-src refuses style attributes, not the CSSOM.
     function css(el, text) { el.style.cssText = text; return el; }
     var button = css(document.createElement("button"),
-      "position:fixed;right:20px;bottom:" + (20 + 72 * index) + "px;z-index:2147483000;width:56px;height:56px;" +
+      "position:fixed;" + side + "20px;bottom:" + (20 + 72 * index) + "px;z-index:2147483000;width:56px;height:56px;" +
       "border-radius:28px;border:2px solid transparent;background:" + (opts.accent || "#1f6f5c") + ";color:#fff;cursor:pointer;" +
       "display:grid;place-items:center;box-shadow:0 4px 16px rgba(0,0,0,.25)");
     button.type = "button";
     button.className = "ca-launcher";
     button.innerHTML = '<svg width="26" height="26" viewBox="0 0 24 24" aria-hidden="true" fill="currentColor">' +
       '<path d="M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H9l-5 4v-4a2 2 0 0 1-2-2V6a2 2 0 0 1 2-2z"/></svg>';
-    var unread = 0, badge = css(document.createElement("span"), "position:absolute;top:-4px;right:-4px;" +
+    var unread = 0, badge = css(document.createElement("span"), "position:absolute;top:-4px;" + side + "-4px;" +
       "min-width:20px;height:20px;padding:0 6px;box-sizing:border-box;border-radius:10px;background:#b3261e;" +
       "color:#fff;font:700 12px/20px sans-serif;border:1px solid transparent");
     var said = css(document.createElement("span"), "position:absolute;width:1px;height:1px;overflow:hidden;" +
@@ -40,8 +56,7 @@
     said.setAttribute("role", "status");
     button.appendChild(badge);
     function label() {
-      button.setAttribute("aria-label", (isOpen ? "Close " : "Open ") + (opts.label || "chat") +
-        (unread ? " (" + unread + " unread)" : ""));
+      button.setAttribute("aria-label", say(isOpen ? 2 : 1) + (unread ? " (" + say(3, unread) + ")" : ""));
       button.setAttribute("aria-expanded", String(isOpen));
       badge.textContent = unread > 9 ? "9+" : unread;
       badge.style.display = unread ? "block" : "none";
@@ -65,7 +80,7 @@
       else if (d.type === "ca:close") close();
       else if (d.type === "ca:message") {
         if (!isOpen && d.detail && d.detail.role === "assistant") {
-          unread++; label(); said.textContent = "New reply in " + (opts.label || "chat");
+          unread++; label(); said.textContent = say(4);
         }
         emit("message", d.detail);
       }
@@ -77,7 +92,7 @@
       // On phones the frame fills the visible viewport, which shrinks above the on-screen keyboard.
       var box = small ? "left:0;top:" + (vv ? vv.offsetTop : 0) + "px;width:100%;height:" +
           (vv ? vv.height + "px" : "100%") + ";" :
-        "right:20px;bottom:" + (88 + 72 * index) + "px;width:400px;height:min(640px,calc(100vh - " +
+        side + "20px;bottom:" + (88 + 72 * index) + "px;width:400px;height:min(640px,calc(100vh - " +
           (108 + 72 * index) + "px));border-radius:16px;box-shadow:0 12px 40px rgba(0,0,0,.3);";
       css(frame, "position:fixed;z-index:2147483001;border:0;background:transparent;color-scheme:normal;" +
         box + (isOpen ? "" : "display:none;"));
@@ -86,10 +101,11 @@
     function open() {
       if (!frame) {
         frame = document.createElement("iframe");
-        frame.title = opts.label ? opts.label : "Chat assistant";
+        frame.title = opts.label || say(5);
         frame.allow = "clipboard-write";
         frame.className = "ca-frame";
-        var q = { ws: opts.workspace, theme: opts.theme, accent: opts.accent, radius: opts.radius, font: opts.font };
+        var q = { ws: opts.workspace, lang: lang, theme: opts.theme, accent: opts.accent, radius: opts.radius,
+          font: opts.font };
         frame.src = origin + "/widget?" + Object.keys(q).filter(function (k) { return q[k] != null; })
           .map(function (k) { return k + "=" + encodeURIComponent(q[k]); }).join("&");
         frame.addEventListener("load", function () {
@@ -152,6 +168,6 @@
   };
   var ws = me.getAttribute("data-workspace");
   if (ws) api.init({ workspace: ws, token: me.getAttribute("data-token"), tokenUrl: me.getAttribute("data-token-url"),
-    theme: me.getAttribute("data-theme") || null,
+    theme: me.getAttribute("data-theme") || null, lang: me.getAttribute("data-lang") || null,
     accent: me.getAttribute("data-accent") || null });
 })();

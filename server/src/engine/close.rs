@@ -14,7 +14,7 @@ impl Turn<'_> {
         let engine = self.engine;
         let Progress { mut text, mut step_text, iterations, tokens, held_message_id, .. } =
             std::mem::take(&mut *self.progress.lock());
-        if let Some(notice) = limit_notice(reason) {
+        if let Some(notice) = limit_notice(reason).map(|key| widget::wire::i18n::text(self.input.lang, key)) {
             for t in [&mut text, &mut step_text] {
                 if !t.is_empty() {
                     t.push_str("\n\n");
@@ -49,21 +49,17 @@ impl Turn<'_> {
     }
 }
 
-/// What the reply says when a limit or the user cut it short.
+/// What the reply says when a limit or the user cut it short: its key in
+/// the catalogues (`widget::wire::i18n::SERVER_KEYS`), written in the
+/// user's language.
 fn limit_notice(reason: StopReason) -> Option<&'static str> {
     match reason {
-        StopReason::IterationLimit => {
-            Some("I stopped here: this request needed more steps than I may take in one turn.")
-        }
-        StopReason::TimeLimit => Some("I stopped here: this request took longer than I may spend on one turn."),
-        StopReason::TokenLimit => Some("I stopped here: this request used more of the model than one turn allows."),
-        StopReason::Cancelled => Some("Stopped."),
-        StopReason::ContentFilter => {
-            Some("The model's provider withheld the rest of this answer (its content filter).")
-        }
-        StopReason::BudgetExhausted => {
-            Some("This assistant has used its model allowance for today. Please try again tomorrow.")
-        }
+        StopReason::IterationLimit => Some("notice_iterations"),
+        StopReason::TimeLimit => Some("notice_time"),
+        StopReason::TokenLimit => Some("notice_tokens"),
+        StopReason::Cancelled => Some("notice_stopped"),
+        StopReason::ContentFilter => Some("notice_filtered"),
+        StopReason::BudgetExhausted => Some("notice_budget"),
         StopReason::Completed
         | StopReason::PendingAction
         | StopReason::ModelUnavailable

@@ -66,7 +66,7 @@ impl Turn<'_> {
             tracing::error!(error = format!("{error:#}"), "cannot read the conversation");
             Stop::Failed("The conversation could not be loaded.")
         })?;
-        let mut messages = vec![ChatMessage::System(prompt::system_prompt(&context))];
+        let mut messages = vec![ChatMessage::System(prompt::system_prompt(&context, self.input.lang))];
         messages.extend(prompt::transcript(&history));
         model.policy.history_tokens = engine.limits.max_history_tokens;
         let integration_version = host.as_ref().map(|h| h.version);

@@ -50,4 +50,6 @@ pub struct TurnInput {
     pub conversation_id: String,
     pub turn_id: String,
     pub start: TurnStart,
+    /// The language the user reads (`widget::wire::i18n::LANGUAGES`).
+    pub lang: &'static str,
 }

@@ -109,7 +109,13 @@ fn bistro_phrase(said: &str, tools: &[String]) -> Option<Reply> {
     if offered("clear_cart") && (said.contains("clear") || said.contains("empty")) && said.contains("cart") {
         return call("clear_cart", json!({}));
     }
-    if offered("create_checkout") && (said.contains("check out") || said.contains("checkout") || said.contains("pay")) {
+    // The MenuCart's Checkout sends its catalogue's words, in any language.
+    let checkout_button = widget::wire::i18n::LANGUAGES
+        .iter()
+        .any(|lang| said.trim() == widget::wire::i18n::text(lang, "checkout_message").to_lowercase());
+    if offered("create_checkout")
+        && (checkout_button || said.contains("check out") || said.contains("checkout") || said.contains("pay"))
+    {
         return call("create_checkout", json!({}));
     }
     if offered("show_menu") && said.contains("cart") && !said.contains("add") && !said.contains("remove") {
@@ -404,6 +410,8 @@ mod tests {
             ("remove a margherita", "remove_from_cart", json!({"item": "stone_pizza"})),
             ("what's in my cart?", "show_menu", json!({})),
             ("check out", "create_checkout", json!({})),
+            ("Ich möchte meine Bestellung abschließen", "create_checkout", json!({})),
+            ("注文を確定してください", "create_checkout", json!({})),
             ("clear my cart", "clear_cart", json!({})),
         ];
         for (said, name, arguments) in cases {

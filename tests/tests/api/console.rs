@@ -208,6 +208,35 @@ async fn the_onboarding_saves_the_workspace_connects_the_tool_server_and_shows_t
     let (_, cleared) = app.get_json("/v1/workspace", &api_key).await;
     assert_eq!(cleared["theme"], json!({"mode": null, "accent": null, "radius": null, "font": null}));
 
+    // What it says first: per language, prompts one per line; a bad one is named, nothing saved.
+    let start = [
+        ("greeting_en", "Welcome to the shop"),
+        ("prompts_en", "Where is my order?\n\n  Opening hours  \n"),
+        ("greeting_ar", "أهلاً بك"),
+        ("prompts_ar", ""),
+        ("greeting_fr", ""),
+        ("prompts_fr", ""),
+    ];
+    let saved = browser.post("/console/welcome", &start).await;
+    assert_eq!((saved.status, saved.location.as_deref()), (303, Some("/console?done=saved")));
+    let (_, shown) = app.get_json("/v1/workspace", &api_key).await;
+    assert_eq!(
+        shown["welcome"],
+        json!({"en": {"greeting": "Welcome to the shop", "prompts": ["Where is my order?", "Opening hours"]},
+               "ar": {"greeting": "أهلاً بك", "prompts": []}})
+    );
+    let five = browser.post("/console/welcome", &[("prompts_de", "a\nb\nc\nd\ne")]).await;
+    assert_eq!(five.status, 400);
+    assert!(five.body.contains("welcome.de.prompts"), "{}", five.body);
+    let (_, kept) = app.get_json("/v1/workspace", &api_key).await;
+    assert_eq!(kept["welcome"], shown["welcome"]);
+    let page = browser.get("/console").await;
+    assert!(
+        page.body.contains(r#"value="Welcome to the shop""#) && page.body.contains("Opening hours"),
+        "{}",
+        page.body
+    );
+
     // The snippets name this workspace and this assistant.
     let home = browser.get("/console").await;
     assert!(home.body.contains(&format!("data-workspace=\"{id}\"")), "{}", home.body);

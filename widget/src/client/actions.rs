@@ -9,6 +9,7 @@ use super::{WidgetError, api, stream, token, turns};
 use crate::js;
 use crate::state::{Answer, Chat};
 use crate::wire::Role;
+use crate::wire::i18n::Msg;
 
 pub fn answer(chat: Chat, answer: Answer, reason: Option<String>) {
     let (Some(action), Some(token)) = (chat.action.get_untracked(), chat.token.get_untracked()) else { return };
@@ -35,8 +36,7 @@ pub fn answer(chat: Chat, answer: Answer, reason: Option<String>) {
         stream::focus_composer();
         let reply = chat.push(Role::Assistant, "");
         chat.busy.set(true);
-        chat.announce
-            .set(if answer == Answer::Apply { "Applying the change." } else { "Cancelling the change." }.into());
+        chat.announce.set(chat.t(if answer == Answer::Apply { Msg::Applying } else { Msg::Cancelling }));
         let outcome = stream::follow(chat, reply, response).await;
         turns::settle(chat, reply, outcome);
     });
@@ -48,36 +48,34 @@ fn refused(chat: Chat, error: WidgetError) {
     chat.action_busy.set(false);
     match error {
         WidgetError::Unreachable => {
-            chat.action_error.set(Some("The assistant could not be reached. Try again.".into()));
+            chat.action_error.set(Some(chat.t(Msg::Unreachable)));
         }
         WidgetError::Expired => {
             token::renew(chat);
-            chat.action_error.set(Some(error.message()));
+            chat.action_error.set(Some(error.message(chat.words)));
         }
         error => {
             let current = match &error {
                 WidgetError::Refused { body, .. } => js::pending_action(&js::get(body, "action")),
                 _ => None,
             };
-            let message = match error.code() {
-                Some("expired") => "This change expired before it was applied. Ask the assistant again.",
-                Some("already_applied") => "This change was already applied.",
-                Some("action_in_progress") => "This change is already being applied.",
-                Some("action_cancelled") => "This change was cancelled.",
-                Some("confirmation_required") => "Please confirm the delete first.",
-                Some("integration_changed") => {
-                    "The app's connection changed since this change was prepared. Ask the assistant again."
-                }
-                Some("tool_gone") => "The app no longer offers this change. Ask the assistant again.",
-                _ => "The change could not be answered. Try again.",
-            };
+            let message = chat.t(match error.code() {
+                Some("expired") => Msg::ActionExpired,
+                Some("already_applied") => Msg::ActionAlreadyApplied,
+                Some("action_in_progress") => Msg::ActionInProgress,
+                Some("action_cancelled") => Msg::ActionCancelled,
+                Some("confirmation_required") => Msg::ActionConfirmFirst,
+                Some("integration_changed") => Msg::ActionIntegrationChanged,
+                Some("tool_gone") => Msg::ActionToolGone,
+                _ => Msg::ActionFailed,
+            });
             let open = current.as_ref().is_some_and(|a| a.status.is_open());
             chat.action.set(if open { current } else { None });
             if open {
-                chat.action_error.set(Some(message.into()));
+                chat.action_error.set(Some(message));
             } else {
                 // The card is gone; the alert says why, the composer holds focus.
-                chat.error.set(Some(message.into()));
+                chat.error.set(Some(message));
                 stream::focus_composer();
             }
         }

@@ -8,6 +8,8 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{Headers, RequestInit, Response};
 
 use crate::js;
+use crate::state::Words;
+use crate::wire::i18n::Msg;
 
 /// Why a call or a turn did not go through.
 #[derive(Debug, Clone)]
@@ -33,28 +35,24 @@ pub enum WidgetError {
 }
 
 impl WidgetError {
-    /// What the user is told.
-    pub fn message(&self) -> String {
-        match self {
-            WidgetError::NotConnected => "Not connected yet.".into(),
-            WidgetError::Unreachable => "The assistant could not be reached. Check your connection and retry.".into(),
-            WidgetError::Expired => "Your session expired. Reconnecting — try again in a moment.".into(),
-            WidgetError::ConversationGone => "That conversation is gone. Retry to start a new one.".into(),
+    /// What the user is told, in their language (a refusal's or a turn's
+    /// own message comes from the server).
+    pub fn message(&self, words: Words) -> String {
+        let m = match self {
+            WidgetError::NotConnected => Msg::NotConnected,
+            WidgetError::Unreachable => Msg::Unreachable,
+            WidgetError::Expired => Msg::SessionRenewing,
+            WidgetError::ConversationGone => Msg::ConversationGone,
             // The server's "try again in N s" would be stale at once: the
             // chat counts down itself (`retry_after`).
-            WidgetError::Refused { status: 429, retry_after: Some(_), .. } => {
-                "You have sent many messages in a short time: this one was not sent.".into()
-            }
-            WidgetError::Refused { status: 503, retry_after: Some(_), .. } => {
-                "The assistant is busy right now: your message was not sent.".into()
-            }
-            WidgetError::Refused { message, .. } => {
-                message.clone().unwrap_or_else(|| "Something went wrong. Please retry.".into())
-            }
-            WidgetError::NoBody => "The reply had no body.".into(),
-            WidgetError::Lost => "The connection was lost before the reply finished. Retry to ask again.".into(),
-            WidgetError::Turn(message) => message.clone(),
-        }
+            WidgetError::Refused { status: 429, retry_after: Some(_), .. } => Msg::TooMany,
+            WidgetError::Refused { status: 503, retry_after: Some(_), .. } => Msg::Busy,
+            WidgetError::Refused { message: Some(message), .. } | WidgetError::Turn(message) => return message.clone(),
+            WidgetError::Refused { message: None, .. } => Msg::WentWrong,
+            WidgetError::NoBody => Msg::NoBody,
+            WidgetError::Lost => Msg::Lost,
+        };
+        words.get(m)
     }
 
     /// The server's error code, when it refused.

@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 
 use leptos::prelude::*;
+use wasm_bindgen::{JsCast, JsValue};
 
 use crate::js;
 use crate::wire::WidgetBoot;
@@ -33,6 +34,30 @@ pub fn workspace_id() -> String {
 /// Where the full-page app asks for a fresh token, if anywhere.
 pub fn renew_path() -> Option<String> {
     BOOT.with(|b| b.borrow().renew_path.clone())
+}
+
+/// The visitor's language (`en` when the page named none).
+pub fn lang() -> String {
+    let lang = BOOT.with(|b| b.borrow().lang.clone());
+    if lang.is_empty() { "en".into() } else { lang }
+}
+
+/// The visitor's language as `Intl`'s locales argument.
+pub fn locales() -> js_sys::Array {
+    js_sys::Array::of1(&JsValue::from_str(&lang()))
+}
+
+/// A whole-dollar amount as the visitor's language writes it
+/// (acme-bistro-api-contract.md: prices are whole US dollars).
+pub fn money(amount: u64) -> String {
+    let options = js::object(&[
+        ("style", JsValue::from_str("currency")),
+        ("currency", JsValue::from_str("USD")),
+        ("minimumFractionDigits", JsValue::from_f64(0.0)),
+        ("maximumFractionDigits", JsValue::from_f64(0.0)),
+    ]);
+    let format = js_sys::Intl::NumberFormat::new(&locales(), options.unchecked_ref()).format();
+    format.call1(&JsValue::NULL, &JsValue::from_f64(amount as f64)).ok().and_then(|s| s.as_string()).unwrap_or_default()
 }
 
 /// True for the full-page app (launched from Caddie): its token came with

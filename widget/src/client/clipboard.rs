@@ -6,6 +6,7 @@ use leptos::task::spawn_local;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::state::{Bubble, Chat};
+use crate::wire::i18n::Msg;
 
 /// Puts the reply's text on the clipboard; the button shows "Copied" and
 /// the live region says it once, or that the browser refused.
@@ -17,6 +18,6 @@ pub fn copy_reply(chat: Chat, reply: Bubble) {
             None => false,
         };
         reply.copied.set(written);
-        chat.announce.set(if written { "Copied the reply." } else { "The browser would not copy the reply." }.into());
+        chat.announce.set(chat.t(if written { Msg::CopiedSaid } else { Msg::CopyFailed }));
     });
 }

@@ -8,6 +8,7 @@ use wasm_bindgen::JsValue;
 use super::{WidgetError, api, token};
 use crate::js;
 use crate::state::{Arg, Chat};
+use crate::wire::i18n::Msg;
 
 pub fn call_component(
     chat: Chat,
@@ -36,16 +37,15 @@ pub fn call_component(
                 let component = js::get(&api::json_of(&response).await, "component");
                 if let Some(kind) = js::string(&component, "kind") {
                     chat.refresh_kind(&kind, &js::stringify(&js::get(&component, "data")));
-                    chat.announce.set("Your order was updated.".into());
+                    chat.announce.set(chat.t(Msg::OrderUpdated));
                 }
                 Ok(())
             }
-            Err(WidgetError::Unreachable) => Err("The assistant could not be reached. Try again.".to_string()),
             Err(WidgetError::Expired) => {
                 token::renew(chat);
-                Err(WidgetError::Expired.message())
+                Err(WidgetError::Expired.message(chat.words))
             }
-            Err(other) => Err(other.message()),
+            Err(other) => Err(other.message(chat.words)),
         };
         busy.set(false);
         if let Err(message) = outcome {

@@ -117,7 +117,8 @@ fn init(data: &JsValue) {
         && tall.is_finite()
         && (200.0..=4000.0).contains(&tall)
     {
-        let _ = root.style().set_property("--ca-embed-min-height", &format!("{}px", tall.round()));
+        // A whole number of pixels: formatting an `f64` would bring float printing into the WASM.
+        let _ = root.style().set_property("--ca-embed-min-height", &format!("{}px", tall.round() as u32));
     }
 }
 

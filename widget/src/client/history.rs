@@ -5,15 +5,16 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::{WidgetError, api, host_page, stream, token, turns};
+use super::{WidgetError, api, boot, host_page, stream, token, turns};
 use crate::html::escape;
 use crate::js;
 use crate::state::Chat;
+use crate::wire::i18n::Msg;
 
-/// How the visitor's browser writes a date and time (its locale, through `Intl`).
+/// How the visitor's language writes a date and time (through `Intl`).
 fn local_format() -> js_sys::Function {
     let options = js::object(&[("dateStyle", JsValue::from_str("medium")), ("timeStyle", JsValue::from_str("short"))]);
-    js_sys::Intl::DateTimeFormat::new(&js_sys::Array::new(), options.unchecked_ref()).format()
+    js_sys::Intl::DateTimeFormat::new(&boot::locales(), options.unchecked_ref()).format()
 }
 
 /// A time (ms since the epoch) written by `format`.
@@ -32,7 +33,7 @@ pub fn show(chat: Chat) {
         let response = match api::call("GET", "/v1/conversations", &token, None).await {
             Ok(response) => response,
             Err(WidgetError::Expired) => return token::renew(chat),
-            Err(error) => return chat.error.set(Some(error.message())),
+            Err(error) => return chat.error.set(Some(error.message(chat.words))),
         };
         let list = api::json_of(&response).await;
         // One escaped string, clicked through `data-id`: a view per item
@@ -69,7 +70,7 @@ pub fn open(chat: Chat, id: String) {
     host_page::remember_conversation(&id);
     spawn_local(async move {
         turns::restore(chat).await;
-        chat.announce.set("Earlier conversation opened.".into());
+        chat.announce.set(chat.t(Msg::HistoryOpened));
     });
     // Back in the chat: where the user types next.
     stream::focus_composer();

@@ -17,6 +17,7 @@ pub mod bus;
 pub mod clipboard;
 pub mod components;
 pub mod embed;
+pub mod feedback;
 pub mod history;
 pub mod host_page;
 pub mod session;
@@ -25,3 +26,11 @@ pub mod token;
 pub mod turns;
 
 pub use api::WidgetError;
+
+/// A performance mark (`ca:hydrate`, `ca:hydrated`, `ca:token`):
+/// `scripts/bench-widget.js` reads them to say where the opening time goes.
+pub fn mark(name: &str) {
+    if let Some(performance) = leptos::prelude::window().performance() {
+        let _ = performance.mark(name);
+    }
+}

@@ -11,6 +11,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use super::{host_page, token, turns};
 use crate::state::Chat;
 use crate::wire::WidgetBoot;
+use crate::wire::i18n::Msg;
 
 /// Listens for the host page's token and tells it the frame is ready.
 pub fn start(chat: Chat, boot: WidgetBoot) {
@@ -61,6 +62,7 @@ fn receive(chat: Chat, token: String) {
     let renewed = previous.as_deref() != Some(token.as_str());
     chat.token.set(Some(token));
     if previous.is_none() {
+        super::mark("ca:token");
         spawn_local(turns::restore(chat));
     }
     if let Some(text) = token::take_retry() {
@@ -69,7 +71,7 @@ fn receive(chat: Chat, token: String) {
             turns::send(chat, text);
         } else {
             chat.last_sent.set(Some(text));
-            chat.error.set(Some("Your session has expired. Reload the page to continue.".into()));
+            chat.error.set(Some(chat.t(Msg::SessionEnded)));
         }
     }
 }

@@ -11,6 +11,7 @@ use super::{WidgetError, api, host_page};
 use crate::js;
 use crate::sse::SseParser;
 use crate::state::{Bubble, Chat};
+use crate::wire::i18n::Msg;
 use crate::wire::{EventKind, Role, ToolStatus};
 
 /// How far a turn's stream got: the last event's id, and how it ended.
@@ -34,7 +35,7 @@ pub async fn follow(chat: Chat, reply: Bubble, response: Response) -> Result<(),
     let mut attempt = 0;
     while matches!(outcome, Err(WidgetError::Lost)) && attempt < RECONNECTS {
         let (Some(turn), Some(token)) = (chat.turn_id.get_untracked(), chat.token.get_untracked()) else { break };
-        chat.activity.set(Some("Reconnecting…".into()));
+        chat.activity.set(Some(chat.t(Msg::Reconnecting)));
         sleep(500 * 2_i32.pow(attempt)).await;
         attempt += 1;
         let path = format!("/v1/turns/{turn}/events");
@@ -80,7 +81,11 @@ async fn read(chat: Chat, reply: Bubble, response: Response, progress: &mut Prog
             let data = js::parse(&event.data);
             match kind {
                 EventKind::Error => progress.failure = js::string(&data, "message").or(progress.failure.take()),
-                EventKind::Done => progress.finished |= js::string(&data, "stop_reason").is_some(),
+                EventKind::Done => {
+                    let reason = js::string(&data, "stop_reason");
+                    reply.stopped.set(reason.as_deref() == Some("cancelled"));
+                    progress.finished |= reason.is_some();
+                }
                 _ => apply(chat, reply, kind, &data),
             }
         }
@@ -113,7 +118,7 @@ fn apply(chat: Chat, reply: Bubble, kind: EventKind, data: &JsValue) {
         EventKind::Tool => {
             if let (Some(name), Some(status)) = (js::string(data, "name"), js::string(data, "status")) {
                 let started = ToolStatus::parse(&status) == Some(ToolStatus::Started);
-                chat.activity.set(started.then(|| format!("Running {}…", name.replace('_', " "))));
+                chat.activity.set(started.then(|| chat.words.fill(Msg::Running, "{tool}", &name.replace('_', " "))));
             }
         }
         EventKind::Display => {
@@ -131,6 +136,7 @@ fn apply(chat: Chat, reply: Bubble, kind: EventKind, data: &JsValue) {
                 (js::string(data, "message_id"), js::string(data, "text"), js::string(data, "html"))
             {
                 host_page::post_message_event(Role::Assistant, Some(&id));
+                reply.message_id.set(Some(id));
                 reply.text.set(text);
                 reply.html.set(Some(html));
             }
@@ -139,7 +145,7 @@ fn apply(chat: Chat, reply: Bubble, kind: EventKind, data: &JsValue) {
             if let Some(action) = js::pending_action(data) {
                 chat.action_error.set(None);
                 chat.action.set(Some(action));
-                chat.announce.set("The assistant needs your approval before it changes anything.".into());
+                chat.announce.set(chat.t(Msg::NeedsApproval));
                 focus_action_card();
             }
         }
@@ -155,6 +161,17 @@ pub fn focus_composer() {
             && let Ok(input) = input.dyn_into::<web_sys::HtmlElement>()
         {
             let _ = input.focus();
+        }
+    });
+}
+
+/// Moves keyboard focus to the chat error's Retry once it is drawn.
+pub fn focus_retry() {
+    request_animation_frame(|| {
+        if let Some(button) = document().query_selector(".ca-error .ca-retry").ok().flatten()
+            && let Ok(button) = button.dyn_into::<web_sys::HtmlElement>()
+        {
+            let _ = button.focus();
         }
     });
 }

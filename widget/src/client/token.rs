@@ -12,6 +12,7 @@ use leptos::task::spawn_local;
 use super::{api, boot, host_page};
 use crate::js;
 use crate::state::Chat;
+use crate::wire::i18n::Msg;
 
 /// Takes a fresh token for the chat.
 type Receiver = fn(Chat, String);
@@ -42,7 +43,7 @@ pub fn take_retry() -> Option<String> {
 /// Keeps `text` to send again once a fresh token arrives, and asks for one.
 pub fn retry_after_renewal(chat: Chat, text: String) {
     RETRY.with(|r| *r.borrow_mut() = Some(text));
-    chat.activity.set(Some("Reconnecting…".into()));
+    chat.activity.set(Some(chat.t(Msg::Reconnecting)));
     renew(chat);
 }
 

@@ -4,12 +4,13 @@
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 
-use super::{WidgetError, api, host_page, stream, token};
+use super::{WidgetError, api, boot, host_page, stream, token};
 use crate::js;
 use crate::state::{Bubble, Chat};
-use crate::wire::Role;
+use crate::wire::i18n::Msg;
+use crate::wire::{Rating, Role};
 
 /// Sends the user's message and streams the turn into a new bubble.
 pub fn send(chat: Chat, text: String) {
@@ -21,7 +22,7 @@ pub fn send(chat: Chat, text: String) {
     let reply = chat.push(Role::Assistant, "");
     host_page::post_message_event(Role::User, None);
     chat.busy.set(true);
-    chat.announce.set("The assistant is replying.".into());
+    chat.announce.set(chat.t(Msg::Replying));
     spawn_local(async move {
         let outcome = run(chat, reply, &text).await;
         chat.busy.set(false);
@@ -45,6 +46,8 @@ async fn run(chat: Chat, reply: Bubble, text: &str) -> Result<(), WidgetError> {
     let body = js::stringify(&js::object(&[
         ("conversation_id", js::text_or_null(conversation.as_deref())),
         ("message", JsValue::from_str(text)),
+        // The model is told the visitor's language.
+        ("lang", JsValue::from_str(&boot::lang())),
     ]));
     let response = match api::call("POST", "/v1/chat/turns", &token, Some(body)).await {
         Err(error) if error.is_not_found() => {
@@ -66,7 +69,12 @@ pub fn settle(chat: Chat, reply: Bubble, outcome: Result<(), WidgetError>) {
         Ok(()) => {
             // A turn that only proposed a change has no text of its own.
             drop_if_empty(chat, reply);
-            chat.announce.set("The reply is complete.".into());
+            // The reply itself, said once now that it is whole (the log
+            // says nothing while it streams).
+            let said = if reply.stopped.get_untracked() { chat.t(Msg::StoppedNote) } else { spoken(reply) };
+            if !said.is_empty() {
+                chat.announce.set(said);
+            }
             super::bus::status_changed();
         }
         Err(error) => {
@@ -74,17 +82,45 @@ pub fn settle(chat: Chat, reply: Bubble, outcome: Result<(), WidgetError>) {
             if !drop_if_empty(chat, reply) {
                 reply.interrupted.set(true);
             }
-            let message = error.message();
+            let message = error.message(chat.words);
             chat.error.set(Some(message.clone()));
             match error.retry_after() {
                 Some(seconds) => {
-                    chat.announce.set(format!("{message} You can send again in {seconds} seconds."));
+                    let wait = chat.words.fill(Msg::Wait, "{n}", &seconds.to_string());
+                    chat.announce.set(format!("{message} {wait}"));
                     count_down(chat, seconds);
+                    // Retry waits: the user may write meanwhile.
+                    stream::focus_composer();
                 }
-                None => chat.announce.set(message),
+                None => {
+                    chat.announce.set(message);
+                    // The alert's Retry is where the user goes on.
+                    stream::focus_retry();
+                }
             }
         }
     }
+}
+
+/// What a screen reader is told of a finished reply: its text as shown
+/// (the sanitized HTML's text, blocks apart), not its markdown.
+fn spoken(reply: Bubble) -> String {
+    let Some(html) = reply.html.get_untracked() else { return reply.text.get_untracked() };
+    let mut spaced = html;
+    for end in ["</p>", "</li>", "</h1>", "</h2>", "</h3>", "</h4>", "</pre>", "</td>", "</th>", "<br>"] {
+        spaced = spaced.replace(end, &format!(" {end}"));
+    }
+    // A template's content is inert: nothing in it loads or runs.
+    let text = document()
+        .create_element("template")
+        .ok()
+        .and_then(|t| t.dyn_into::<web_sys::HtmlTemplateElement>().ok())
+        .and_then(|t| {
+            t.set_inner_html(&spaced);
+            t.content().text_content()
+        })
+        .unwrap_or_else(|| reply.text.get_untracked());
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Holds sending back for `seconds` (the server's `Retry-After`), showing
@@ -97,7 +133,7 @@ fn count_down(chat: Chat, seconds: u32) {
             let left = ((until - js_sys::Date::now()) / 1000.0).ceil().max(0.0) as u32;
             chat.wait_seconds.set(left);
             if left == 0 {
-                chat.announce.set("You can send again now.".into());
+                chat.announce.set(chat.t(Msg::CanSend));
                 return;
             }
             // To the next whole second left, so the figure changes on time.
@@ -144,6 +180,8 @@ pub async fn restore(chat: Chat) {
         let role = if js::role(&message) == Some(Role::User) { Role::User } else { Role::Assistant };
         let bubble = chat.push(role, &js::string(&message, "text").unwrap_or_default());
         bubble.html.set(js::string(&message, "html"));
+        bubble.message_id.set(js::string(&message, "id"));
+        bubble.rating.set(js::string(&js::get(&message, "feedback"), "rating").and_then(|r| Rating::parse(&r)));
         bubble.cards.set(js::cards(&message, "cards"));
         for c in js::list(&message, "components") {
             if let (Some(id), Some(kind)) = (js::string(&c, "component_id"), js::string(&c, "kind")) {

@@ -8,6 +8,7 @@ use leptos::prelude::*;
 use crate::intents;
 use crate::state::{Answer, Chat};
 use crate::wire::ActionStatus;
+use crate::wire::i18n::Msg;
 
 #[component]
 pub fn ActionCard() -> impl IntoView {
@@ -15,20 +16,21 @@ pub fn ActionCard() -> impl IntoView {
     let declining = RwSignal::new(false);
     let reason = RwSignal::new(String::new());
     let busy = move || chat.action_busy.get();
+    let t = move |m| chat.t(m);
     move || {
         chat.action.get().map(|action| {
             let is_delete = action.confirmations_required == 2;
             let confirmed = action.status == ActionStatus::ConfirmedOnce;
             let title = match (is_delete, confirmed) {
-                (false, _) if action.replaces.is_some() => "It changed: apply it as it is now?",
-                (false, _) => "Apply this change?",
-                (true, false) => "Delete this?",
-                (true, true) => "This cannot be undone",
+                (false, _) if action.replaces.is_some() => t(Msg::ActionChanged),
+                (false, _) => t(Msg::ActionApplyQuestion),
+                (true, false) => t(Msg::ActionDeleteQuestion),
+                (true, true) => t(Msg::ActionFinal),
             };
             let buttons = if declining.get() {
                 view! {
-                    <label class="ca-sr-only" for="ca-reason">"Reason (optional)"</label>
-                    <input id="ca-reason" class="ca-reason" type="text" maxlength="500" placeholder="Reason (optional)"
+                    <label class="ca-sr-only" for="ca-reason">{t(Msg::Reason)}</label>
+                    <input id="ca-reason" class="ca-reason" type="text" maxlength="500" placeholder=t(Msg::Reason)
                         prop:value=move || reason.get() on:input=move |ev| reason.set(event_target_value(&ev))/>
                     <div class="ca-action-buttons">
                         <button type="button" class="ca-button" disabled=busy on:click=move |_| {
@@ -36,19 +38,19 @@ pub fn ActionCard() -> impl IntoView {
                             declining.set(false);
                             reason.set(String::new());
                             intents::answer(chat, Answer::Cancel, (!text.is_empty()).then_some(text));
-                        }>"Cancel the change"</button>
+                        }>{t(Msg::CancelChange)}</button>
                         <button type="button" class="ca-button ca-secondary" disabled=busy
-                            on:click=move |_| declining.set(false)>"Back"</button>
+                            on:click=move |_| declining.set(false)>{t(Msg::Back)}</button>
                     </div>
                 }
                 .into_any()
             } else {
                 let (primary, answer) = match (is_delete, confirmed) {
-                    (false, _) => ("Apply", Answer::Apply),
-                    (true, false) => ("Delete…", Answer::Confirm),
-                    (true, true) => ("Yes, delete permanently", Answer::Apply),
+                    (false, _) => (t(Msg::Apply), Answer::Apply),
+                    (true, false) => (t(Msg::Delete), Answer::Confirm),
+                    (true, true) => (t(Msg::DeletePermanently), Answer::Apply),
                 };
-                let secondary = if is_delete && confirmed { "Keep it" } else { "Cancel" };
+                let secondary = t(if is_delete && confirmed { Msg::Keep } else { Msg::Cancel });
                 view! {
                     <div class="ca-action-buttons">
                         <button type="button" class="ca-button" class:ca-danger=is_delete disabled=busy
@@ -65,7 +67,7 @@ pub fn ActionCard() -> impl IntoView {
                     <h2 id="ca-action-title" class="ca-action-title">{title}</h2>
                     <p class="ca-action-preview">{action.preview.clone()}</p>
                     {(is_delete && confirmed).then(|| view! {
-                        <p class="ca-action-warning">"This permanently deletes it. Are you sure?"</p>
+                        <p class="ca-action-warning">{t(Msg::ActionDeleteWarning)}</p>
                     })}
                     {move || chat.action_error.get().map(|e| view! { <p class="ca-action-error" role="alert">{e}</p> })}
                     {buttons}

@@ -5,11 +5,13 @@ use leptos::prelude::*;
 
 use crate::intents;
 use crate::state::Chat;
+use crate::wire::i18n::Msg;
 
 #[component]
 pub fn Composer() -> impl IntoView {
     let chat = expect_context::<Chat>();
     let draft = RwSignal::new(String::new());
+    let t = move |m| chat.t(m);
     let submit = move || {
         let text = draft.get_untracked().trim().to_owned();
         if text.is_empty()
@@ -27,9 +29,9 @@ pub fn Composer() -> impl IntoView {
             ev.prevent_default();
             submit();
         }>
-            <label class="ca-sr-only" for="ca-input">"Message"</label>
+            <label class="ca-sr-only" for="ca-input">{t(Msg::MessageLabel)}</label>
             <textarea id="ca-input" class="ca-input" rows="1" maxlength="8000"
-                placeholder=move || if chat.token.get().is_some() { "Type a message…" } else { "Connecting…" }
+                placeholder=move || t(if chat.token.get().is_some() { Msg::Placeholder } else { Msg::Connecting })
                 prop:value=move || draft.get()
                 on:input=move |ev| draft.set(event_target_value(&ev))
                 on:keydown=move |ev: leptos::ev::KeyboardEvent| {
@@ -41,12 +43,12 @@ pub fn Composer() -> impl IntoView {
             ></textarea>
             {move || if chat.busy.get() {
                 view! {
-                    <button type="button" class="ca-button ca-stop" on:click=move |_| intents::stop(chat)>"Stop"</button>
+                    <button type="button" class="ca-button ca-stop" on:click=move |_| intents::stop(chat)>{t(Msg::Stop)}</button>
                 }.into_any()
             } else {
                 view! {
                     <button type="submit" class="ca-button ca-send"
-                        disabled=move || chat.token.get().is_none() || chat.wait_seconds.get() != 0>"Send"</button>
+                        disabled=move || chat.token.get().is_none() || chat.wait_seconds.get() != 0>{t(Msg::Send)}</button>
                 }.into_any()
             }}
         </form>

@@ -6,6 +6,7 @@ use leptos::prelude::*;
 
 use crate::intents;
 use crate::state::Chat;
+use crate::wire::i18n::Msg;
 
 #[component]
 pub fn HistoryPanel() -> impl IntoView {
@@ -31,13 +32,13 @@ pub fn HistoryPanel() -> impl IntoView {
     let items = move || chat.history.get().unwrap_or_default();
     view! {
         <section class="ca-history" aria-labelledby="ca-history-title">
-            <h2 id="ca-history-title" class="ca-history-title" tabindex="-1" node_ref=heading>"Earlier conversations"</h2>
+            <h2 id="ca-history-title" class="ca-history-title" tabindex="-1" node_ref=heading>{chat.t(Msg::History)}</h2>
             <p class="ca-empty" hidden=move || chat.history.with(|h| h.as_ref().is_some_and(|h| !h.is_empty()))>
-                "No earlier conversations yet."
+                {chat.t(Msg::HistoryEmpty)}
             </p>
             <ul class="ca-history-list" on:click=on_click inner_html=items></ul>
             <button type="button" class="ca-button ca-secondary" on:click=move |_| intents::hide_history(chat)>
-                "Back to the chat"
+                {chat.t(Msg::HistoryBack)}
             </button>
         </section>
     }

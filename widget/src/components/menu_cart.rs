@@ -14,6 +14,7 @@ use crate::html::escape;
 use crate::intents;
 use crate::state::{Arg, Chat};
 use crate::wire::MenuCartData;
+use crate::wire::i18n::{Msg, fill};
 
 #[component]
 pub fn MenuCart(id: String, data: RwSignal<String>) -> impl IntoView {
@@ -23,7 +24,11 @@ pub fn MenuCart(id: String, data: RwSignal<String>) -> impl IntoView {
     let error = RwSignal::new(None::<String>);
     let id = StoredValue::new(id);
     let root = NodeRef::<leptos::html::Section>::new();
-    let html = Memo::new(move |_| menu.with(|m| m.as_ref().map(|m| markup(m, chat.busy.get())).unwrap_or_default()));
+    let t = move |m| chat.t(m);
+    let html = Memo::new(move |_| {
+        let busy = chat.busy.get();
+        menu.with(|m| m.as_ref().map(|m| markup(m, busy, &t, &price)).unwrap_or_default())
+    });
     #[cfg(not(feature = "hydrate"))]
     let _ = html;
     #[cfg(feature = "hydrate")]
@@ -56,7 +61,7 @@ pub fn MenuCart(id: String, data: RwSignal<String>) -> impl IntoView {
                 call("add_to_cart", vec![("item", Arg::Text(item)), ("quantity", Arg::Number(1))])
             }
             (Some("remove"), Some(item)) => call("remove_from_cart", vec![("item", Arg::Text(item))]),
-            (Some("checkout"), _) => intents::send(chat, "Check out my order".into()),
+            (Some("checkout"), _) => intents::send(chat, chat.t(Msg::CheckoutMessage)),
             _ => {}
         }
     };
@@ -73,7 +78,7 @@ pub fn MenuCart(id: String, data: RwSignal<String>) -> impl IntoView {
         }
     };
     view! {
-        <section class="ca-menu-cart" aria-label="Menu and cart" aria-busy=move || busy.get().to_string()
+        <section class="ca-menu-cart" aria-label=t(Msg::MenuCart) aria-busy=move || busy.get().to_string()
             node_ref=root on:click=on_click on:change=on_change></section>
         {move || error.get().map(|e| view! { <p class="ca-mc-error" role="alert">{e}</p> })}
     }
@@ -109,12 +114,29 @@ fn redraw_keeping_focus(section: &leptos::web_sys::HtmlElement, html: &str) {
     }
 }
 
-/// The MenuCart's markup. Every text from the host goes through
-/// [`escape`]; controls name their dish by its index in `items`, and
+/// A whole-dollar price (acme-bistro-api-contract.md: USD) as the
+/// visitor's locale writes it, through the browser's `Intl`.
+fn price(amount: u64) -> String {
+    #[cfg(feature = "hydrate")]
+    return crate::client::boot::money(amount);
+    #[cfg(not(feature = "hydrate"))]
+    return format!("${amount}");
+}
+
+/// The MenuCart's markup, in the words of `t` with prices written by
+/// `price`. Every text from the host goes through [`escape`] (the
+/// catalogue's too); controls name their dish by its index in `items`, and
 /// carry a `data-focus` key so focus survives a redraw.
-pub fn markup(menu: &MenuCartData, chat_busy: bool) -> String {
+pub fn markup(
+    menu: &MenuCartData,
+    chat_busy: bool,
+    t: &dyn Fn(Msg) -> String,
+    price: &dyn Fn(u64) -> String,
+) -> String {
     use std::fmt::Write;
     let mut html = String::new();
+    let word = |m: Msg, name: &str| fill(&escape(&t(m)), "{name}", name);
+    let (sold_out, note) = (escape(&t(Msg::SoldOut)), escape(&t(Msg::NotePlaceholder)));
     for (kind, items) in menu.groups() {
         let _ = write!(html, "<h3 class=\"ca-mc-kind\">{}</h3><ul class=\"ca-mc-items\">", escape(&kind));
         for item in items {
@@ -124,23 +146,27 @@ pub fn markup(menu: &MenuCartData, chat_busy: bool) -> String {
             let _ = write!(
                 html,
                 "<li class=\"ca-mc-item{unavailable}\"><div class=\"ca-mc-line\"><span class=\"ca-mc-name\">{name}</span>\
-                 <span class=\"ca-mc-price\">${}</span>{}\
-                 <span class=\"ca-mc-qty\" role=\"group\" aria-label=\"{name}, quantity\">\
+                 <span class=\"ca-mc-price\">{}</span>{}\
+                 <span class=\"ca-mc-qty\" role=\"group\" aria-label=\"{}\">\
                  <button type=\"button\" class=\"ca-mc-step\" data-action=\"remove\" data-index=\"{index}\" \
-                 data-focus=\"remove-{index}\" aria-label=\"Remove one {name}\"{}>−</button>\
+                 data-focus=\"remove-{index}\" aria-label=\"{}\"{}>−</button>\
                  <span class=\"ca-mc-count\">{quantity}</span>\
                  <button type=\"button\" class=\"ca-mc-step\" data-action=\"add\" data-index=\"{index}\" \
-                 data-focus=\"add-{index}\" aria-label=\"Add one {name}\"{}>+</button></span></div>",
-                item.price,
-                if item.available { "" } else { "<span class=\"ca-mc-soldout\">Sold out</span>" },
+                 data-focus=\"add-{index}\" aria-label=\"{}\"{}>+</button></span></div>",
+                escape(&price(u64::from(item.price))),
+                if item.available { String::new() } else { format!("<span class=\"ca-mc-soldout\">{sold_out}</span>") },
+                word(Msg::QuantityOf, &name),
+                word(Msg::RemoveOne, &name),
                 if quantity == 0 { " disabled" } else { "" },
+                word(Msg::AddOne, &name),
                 if item.available { "" } else { " disabled" },
             );
             if quantity > 0 {
                 let _ = write!(
                     html,
-                    "<input type=\"text\" class=\"ca-mc-notes\" maxlength=\"200\" placeholder=\"Note for the kitchen\" \
-                     aria-label=\"Note for the {name}\" value=\"{}\" data-index=\"{index}\" data-focus=\"notes-{index}\">",
+                    "<input type=\"text\" class=\"ca-mc-notes\" maxlength=\"200\" placeholder=\"{note}\" \
+                     aria-label=\"{}\" value=\"{}\" data-index=\"{index}\" data-focus=\"notes-{index}\">",
+                    word(Msg::NoteFor, &name),
                     escape(&menu.notes(&item.id))
                 );
             }
@@ -150,18 +176,32 @@ pub fn markup(menu: &MenuCartData, chat_busy: bool) -> String {
     }
     let _ = write!(
         html,
-        "<p class=\"ca-mc-total\"><span>Total </span><strong class=\"ca-mc-sum\">${}</strong>\
-         <span class=\"ca-mc-hint\"> — shown for your information; the bistro confirms the amount at checkout.</span></p>\
-         <button type=\"button\" class=\"ca-button ca-mc-checkout\" data-action=\"checkout\" data-focus=\"checkout\"{}>Checkout</button>",
-        menu.display_total(),
+        "<p class=\"ca-mc-total\"><span>{} </span><strong class=\"ca-mc-sum\">{}</strong>\
+         <span class=\"ca-mc-hint\"> — {}</span></p>\
+         <button type=\"button\" class=\"ca-button ca-mc-checkout\" data-action=\"checkout\" data-focus=\"checkout\"{}>{}</button>",
+        escape(&t(Msg::Total)),
+        escape(&price(menu.display_total())),
+        escape(&t(Msg::TotalHint)),
         if menu.cart.lines.is_empty() || chat_busy { " disabled" } else { "" },
+        escape(&t(Msg::Checkout)),
     );
     html
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{MenuCartData, escape, markup};
+    use super::{MenuCartData, Msg, escape, markup};
+
+    /// The English catalogue's words, as the server hands them over.
+    fn english(m: Msg) -> String {
+        let catalogue: std::collections::HashMap<String, String> =
+            serde_json::from_str(include_str!("../../i18n/en.json")).unwrap();
+        catalogue[m.key()].clone()
+    }
+
+    fn dollars(amount: u64) -> String {
+        format!("${amount}")
+    }
 
     #[test]
     fn the_menu_cart_escapes_everything_the_host_sends() {
@@ -171,11 +211,25 @@ mod tests {
             "cart": {"lines": [{"item": hostile, "quantity": 1, "notes": hostile}]},
         }))
         .unwrap();
-        let html = markup(&menu, false);
+        let html = markup(&menu, false, &english, &dollars);
         assert!(!html.contains("<img") && !html.contains("</span>\"' &"), "{html}");
         assert_eq!(html.matches(&escape(hostile)).count(), 7, "kind, name ×5 (text and labels), notes");
         assert!(html.contains(r#"value="&lt;img src=x onerror=alert(1)&gt;&quot;&#39; &amp; &lt;/span&gt;""#));
         assert!(html.contains(r#"data-index="0""#) && !html.contains("data-item"));
+    }
+
+    #[test]
+    fn the_menu_cart_escapes_its_own_words_and_writes_prices_as_told() {
+        let menu: MenuCartData = serde_json::from_value(serde_json::json!({
+            "items": [{"id": "a", "name": "A&B", "price": 3, "kind": "K"}],
+            "cart": {"lines": [{"item": "a", "quantity": 2}]},
+        }))
+        .unwrap();
+        let hostile = |_: Msg| r#"<i>"{name}"#.to_owned();
+        let html = markup(&menu, false, &hostile, &|n| format!("{n} US$"));
+        assert!(!html.contains("<i>"), "{html}");
+        assert!(html.contains(r#"aria-label="&lt;i&gt;&quot;A&amp;B""#), "the name filled in, escaped once: {html}");
+        assert!(html.contains(r#"<strong class="ca-mc-sum">6 US$</strong>"#), "{html}");
     }
 
     #[test]
@@ -185,7 +239,7 @@ mod tests {
                       {"id": "b", "name": "B", "price": 5, "kind": "K", "available": false}],
         }))
         .unwrap();
-        let html = markup(&menu, false);
+        let html = markup(&menu, false, &english, &dollars);
         assert!(html.contains(r#"data-focus="remove-0" aria-label="Remove one A" disabled"#), "− at zero");
         assert!(html.contains(r#"data-focus="add-0" aria-label="Add one A">"#), "+ while available");
         assert!(html.contains(r#"data-focus="add-1" aria-label="Add one B" disabled"#), "+ when sold out");

@@ -7,7 +7,8 @@ use super::action_card::ActionCard;
 use super::menu_cart::MenuCart;
 use crate::intents;
 use crate::state::{Bubble, Chat, Component};
-use crate::wire::{DisplayCard, Role};
+use crate::wire::i18n::Msg;
+use crate::wire::{DisplayCard, Rating, Role, WidgetBoot};
 
 /// The conversation, as a log: assistive technology hears the
 /// announcements, not every streamed token.
@@ -15,6 +16,10 @@ use crate::wire::{DisplayCard, Role};
 pub fn MessageList() -> impl IntoView {
     let chat = expect_context::<Chat>();
     let log = NodeRef::<leptos::html::Div>::new();
+    // The workspace's start screen in the visitor's language, or the neutral greeting.
+    let boot = use_context::<WidgetBoot>().unwrap_or_default();
+    let greeting = boot.greeting.clone().unwrap_or_else(|| chat.t(Msg::Greeting));
+    let prompts = boot.prompts.clone();
     // Keep the newest text in view while it streams.
     Effect::new(move |_| {
         let bubbles = chat.bubbles.get();
@@ -27,11 +32,23 @@ pub fn MessageList() -> impl IntoView {
         }
     });
     view! {
-        <div class="ca-log" role="log" aria-live="off" aria-label="Conversation" node_ref=log tabindex="0"
+        <div class="ca-log" role="log" aria-live="off" aria-label=chat.t(Msg::Conversation) node_ref=log tabindex="0"
             hidden=move || chat.history.with(Option::is_some)>
-            <Show when=move || chat.bubbles.with(Vec::is_empty)>
-                <p class="ca-empty">"Hi! Ask me about this site — for example, “show me the menu”."</p>
-            </Show>
+            <div class="ca-start" hidden=move || chat.bubbles.with(|b| !b.is_empty())>
+                <p class="ca-empty">{greeting}</p>
+                {(!prompts.is_empty()).then(|| view! {
+                    <ul class="ca-prompts" aria-label=chat.t(Msg::Suggestions)>
+                        {prompts.into_iter().map(|prompt| {
+                            let text = prompt.clone();
+                            view! {
+                                <li><button type="button" class="ca-prompt"
+                                    disabled=move || chat.token.get().is_none() || chat.busy.get()
+                                    on:click=move |_| intents::send(chat, text.clone())>{prompt}</button></li>
+                            }
+                        }).collect_view()}
+                    </ul>
+                })}
+            </div>
             <For each=move || chat.bubbles.get() key=|b| b.id let:bubble>
                 <MessageBubble bubble/>
             </For>
@@ -43,12 +60,14 @@ pub fn MessageList() -> impl IntoView {
 #[component]
 fn MessageBubble(bubble: Bubble) -> impl IntoView {
     let chat = expect_context::<Chat>();
+    let t = move |m| chat.t(m);
     let (class, who) = match bubble.role {
-        Role::User => ("ca-msg ca-user", "You"),
-        Role::Assistant | Role::Tool => ("ca-msg ca-assistant", "Assistant"),
+        Role::User => ("ca-msg ca-user", t(Msg::You)),
+        Role::Assistant | Role::Tool => ("ca-msg ca-assistant", t(Msg::Assistant)),
     };
     view! {
-        <div class=class data-interrupted=move || bubble.interrupted.get().then_some("true")>
+        <div class=class data-interrupted=move || bubble.interrupted.get().then_some("true")
+            data-stopped=move || bubble.stopped.get().then_some("true")>
             <span class="ca-sr-only">{who}": "</span>
             {move || match bubble.html.get() {
                 Some(html) => view! { <div class="ca-md" inner_html=html></div> }.into_any(),
@@ -59,27 +78,78 @@ fn MessageBubble(bubble: Bubble) -> impl IntoView {
                 <ComponentSlot component/>
             </For>
             <Show when=move || bubble.interrupted.get()>
-                <p class="ca-interrupted">"This reply was cut off before it finished."</p>
+                <p class="ca-interrupted">{t(Msg::CutOff)}</p>
             </Show>
             {(bubble.role == Role::Assistant).then(|| view! {
                 <Show when=move || bubble.html.with(Option::is_some)>
-                    <button type="button" class="ca-copy"
-                        aria-label=move || if bubble.copied.get() { "Copied reply" } else { "Copy reply" }
-                        on:click=move |_| intents::copy_reply(chat, bubble)>
-                        {move || if bubble.copied.get() { "Copied" } else { "Copy" }}
-                    </button>
+                    <div class="ca-reply-tools">
+                        <button type="button" class="ca-copy"
+                            aria-label=move || t(if bubble.copied.get() { Msg::CopiedReply } else { Msg::CopyReply })
+                            on:click=move |_| intents::copy_reply(chat, bubble)>
+                            {move || t(if bubble.copied.get() { Msg::Copied } else { Msg::Copy })}
+                        </button>
+                        <Thumb bubble rating=Rating::Up/>
+                        <Thumb bubble rating=Rating::Down/>
+                        // The last reply may be asked for again.
+                        <button type="button" class="ca-copy ca-again"
+                            hidden=move || !chat.bubbles.with(|b| b.last().is_some_and(|l| l.id == bubble.id))
+                            disabled=move || chat.busy.get() on:click=move |_| intents::ask_again(chat)>
+                            {t(Msg::AskAgain)}
+                        </button>
+                    </div>
+                    <Show when=move || bubble.commenting.get()>
+                        <FeedbackComment bubble/>
+                    </Show>
                 </Show>
             })}
         </div>
     }
 }
 
+/// A thumb up or down on a finished reply: pressed while it is the
+/// user's rating (pressing it again takes it back).
+#[component]
+fn Thumb(bubble: Bubble, rating: Rating) -> impl IntoView {
+    let chat = expect_context::<Chat>();
+    let (label, icon) = match rating {
+        Rating::Up => (chat.t(Msg::FeedbackGood), "👍"),
+        Rating::Down => (chat.t(Msg::FeedbackBad), "👎"),
+    };
+    view! {
+        <button type="button" class="ca-thumb" title=label.clone() aria-label=label
+            aria-pressed=move || (bubble.rating.get() == Some(rating)).to_string()
+            disabled=move || bubble.message_id.with(Option::is_none)
+            on:click=move |_| intents::rate(chat, bubble, rating)>
+            <span aria-hidden="true">{icon}</span>
+        </button>
+    }
+}
+
+/// What the user adds to their thumb, if anything.
+#[component]
+fn FeedbackComment(bubble: Bubble) -> impl IntoView {
+    let chat = expect_context::<Chat>();
+    let text = RwSignal::new(String::new());
+    let label = chat.t(Msg::FeedbackComment);
+    view! {
+        <form class="ca-feedback" on:submit=move |ev| {
+            ev.prevent_default();
+            intents::comment(chat, bubble, text.get_untracked());
+        }>
+            <input type="text" class="ca-feedback-comment" maxlength="1000" placeholder=label.clone() aria-label=label
+                prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev))/>
+            <button type="submit" class="ca-button ca-secondary">{chat.t(Msg::FeedbackSend)}</button>
+        </form>
+    }
+}
+
 /// Sanitized link cards; every field is text.
 #[component]
 fn CardList(cards: RwSignal<Vec<DisplayCard>>) -> impl IntoView {
+    let chat = expect_context::<Chat>();
     view! {
         <Show when=move || cards.with(|c| !c.is_empty())>
-            <ul class="ca-cards" aria-label="Results">
+            <ul class="ca-cards" aria-label=chat.t(Msg::Results)>
                 <For each=move || cards.get() key=|c| c.url.clone() let:card>
                     <li class="ca-card">
                         {card.image.clone().map(|src| view! {

@@ -13,6 +13,7 @@ use leptos::prelude::*;
 
 use crate::intents;
 use crate::state::Chat;
+use crate::wire::i18n::{self, Msg};
 use crate::wire::{CaddieBar, WidgetBoot};
 use composer::Composer;
 use history::HistoryPanel;
@@ -24,13 +25,16 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     let boot = use_context::<WidgetBoot>().unwrap_or_default();
     let boot_json = serde_json::to_string(&boot).unwrap_or_default();
     let css = format!("/pkg/{}.css", options.output_name);
-    let title = format!("{} assistant", boot.title);
+    let title =
+        i18n::fill(boot.words.get(Msg::PageTitle as usize).map_or("{name}", String::as_str), "{name}", &boot.title);
+    let lang = if boot.lang.is_empty() { "en".to_owned() } else { boot.lang.clone() };
+    let dir = i18n::direction(&lang);
     // `:root:root` outranks the stylesheet's dark-mode rule, so a host's accent holds in both modes.
     let theme_css = boot.theme.css();
     let nonce = use_nonce();
     view! {
         <!DOCTYPE html>
-        <html lang="en" data-theme=boot.theme.mode.clone()>
+        <html lang=lang dir=dir data-theme=boot.theme.mode.clone()>
             <head>
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1, interactive-widget=resizes-content"/>
@@ -51,7 +55,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     let boot = use_context::<WidgetBoot>().unwrap_or_default();
-    let chat = Chat::new();
+    let chat = Chat::new(boot.words.clone());
+    let t = move |m| chat.t(m);
     // The full-page app's token comes with the page: server and browser
     // render the same connected composer.
     chat.token.set(boot.token.clone());
@@ -78,45 +83,42 @@ pub fn App() -> impl IntoView {
             <header class="ca-header">
                 <h1 class="ca-title">{boot.title.clone()}</h1>
                 {demo.then(|| view! {
-                    <span class="ca-demo" title="Answers come from the built-in offline demo model, which follows simple rules">
-                        "Demo model (offline)"
-                    </span>
+                    <span class="ca-demo" title=t(Msg::DemoHint)>{t(Msg::DemoBadge)}</span>
                 })}
-                <button type="button" class="ca-icon-button ca-history-button" title="Earlier conversations"
+                <button type="button" class="ca-icon-button ca-history-button" title=t(Msg::History)
                     on:click=move |_| intents::show_history(chat) disabled=move || chat.busy.get()>
                     <span aria-hidden="true">"☰"</span>
-                    <span class="ca-sr-only">"Earlier conversations"</span>
+                    <span class="ca-sr-only">{t(Msg::History)}</span>
                 </button>
-                <button type="button" class="ca-icon-button ca-new" title="New conversation"
+                <button type="button" class="ca-icon-button ca-new" title=t(Msg::NewConversation)
                     on:click=move |_| intents::reset(chat) disabled=move || chat.busy.get()>
                     <span aria-hidden="true">"+"</span>
-                    <span class="ca-sr-only">"New conversation"</span>
+                    <span class="ca-sr-only">{t(Msg::NewConversation)}</span>
                 </button>
                 {if framed {
                     ().into_any()
                 } else if full_page {
                     view! {
-                        <a class="ca-done" href=move || project_url(bar, false)>"Done"</a>
+                        <a class="ca-done" href=move || project_url(bar, false)>{t(Msg::Done)}</a>
                     }.into_any()
                 } else {
                     view! {
                         <button type="button" class="ca-icon-button ca-close" on:click=move |_| intents::close()>
                             <span aria-hidden="true">"×"</span>
-                            <span class="ca-sr-only">"Close chat"</span>
+                            <span class="ca-sr-only">{t(Msg::CloseChat)}</span>
                         </button>
                     }.into_any()
                 }}
             </header>
             <Show when=move || touring.get()>
                 <section class="ca-tour" role="region" aria-labelledby="ca-tour-title">
-                    <h2 id="ca-tour-title">"Your assistant for this stage"</h2>
-                    <p>"Ask anything in the box below. When the assistant wants to change something, it shows you \
-                        the change first and does nothing until you press Apply."</p>
+                    <h2 id="ca-tour-title">{t(Msg::TourTitle)}</h2>
+                    <p>{t(Msg::TourText)}</p>
                     <div class="ca-action-buttons">
                         // Framed, the tour's close is the hub's page itself.
                         <a class="ca-button ca-link-button" href=move || project_url(bar, true)
-                            target=framed.then_some("_top")>"Finish the tour"</a>
-                        <button type="button" class="ca-button ca-secondary" on:click=move |_| touring.set(false)>"Skip"</button>
+                            target=framed.then_some("_top")>{t(Msg::TourFinish)}</a>
+                        <button type="button" class="ca-button ca-secondary" on:click=move |_| touring.set(false)>{t(Msg::TourSkip)}</button>
                     </div>
                 </section>
             </Show>
@@ -131,15 +133,11 @@ pub fn App() -> impl IntoView {
                         // Counted down here, said once by the live region (`announce`).
                         <span class="ca-wait" aria-hidden="true">{move || match chat.wait_seconds.get() {
                             0 => String::new(),
-                            n => format!(" You can send again in {n} s."),
+                            n => format!(" {}", chat.words.fill(Msg::Wait, "{n}", &n.to_string())),
                         }}</span>
                     </span>
-                    <button type="button" class="ca-retry" disabled=move || chat.wait_seconds.get() != 0 on:click=move |_| {
-                        chat.error.set(None);
-                        if let Some(text) = chat.last_sent.get_untracked() {
-                            intents::send(chat, text);
-                        }
-                    }>"Retry"</button>
+                    <button type="button" class="ca-retry" disabled=move || chat.wait_seconds.get() != 0
+                        on:click=move |_| intents::retry(chat)>{t(Msg::Retry)}</button>
                 </div>
             })}
             <Composer/>

@@ -78,6 +78,10 @@ pub fn boot(v: &JsValue) -> Option<WidgetBoot> {
         token: string(v, "token"),
         renew_path: string(v, "renew_path"),
         caddie: caddie.is_object().then(|| bar(&caddie)).flatten(),
+        lang: string(v, "lang").unwrap_or_default(),
+        words: list(v, "words").iter().map(|w| w.as_string().unwrap_or_default()).collect(),
+        greeting: string(v, "greeting"),
+        prompts: list(v, "prompts").iter().filter_map(JsValue::as_string).collect(),
     })
 }
 

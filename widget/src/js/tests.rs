@@ -118,6 +118,21 @@ fn the_boot_data_needs_a_workspace_and_keeps_only_text_origins() {
 }
 
 #[wasm_bindgen_test]
+fn the_boot_words_keep_their_places_and_prompts_only_text() {
+    let ar = boot(&json(
+        r#"{"workspace_id": "ws_1", "lang": "ar", "words": ["أ", 5, "ج"], "greeting": "مرحبا",
+            "prompts": ["اعرض القائمة", {"x": 1}, "ساعدني"]}"#,
+    ))
+    .unwrap();
+    assert_eq!(ar.lang, "ar");
+    assert_eq!(ar.words, ["أ", "", "ج"], "a broken word keeps the others at their index");
+    assert_eq!(ar.greeting.as_deref(), Some("مرحبا"));
+    assert_eq!(ar.prompts, ["اعرض القائمة", "ساعدني"]);
+    let bare = boot(&json(r#"{"workspace_id": "ws_1"}"#)).unwrap();
+    assert!(bare.lang.is_empty() && bare.words.is_empty() && bare.greeting.is_none() && bare.prompts.is_empty());
+}
+
+#[wasm_bindgen_test]
 fn a_message_role_is_a_known_word() {
     assert_eq!(role(&json(r#"{"role": "user"}"#)), Some(Role::User));
     assert_eq!(role(&json(r#"{"role": "assistant"}"#)), Some(Role::Assistant));

@@ -3,10 +3,11 @@
 //! used by both sides.
 
 mod boot;
+pub mod i18n;
 mod menu_cart;
 mod vocab;
 
-pub use boot::{CaddieBar, Theme, WidgetBoot};
+pub use boot::{CaddieBar, StartScreen, Theme, Welcome, WidgetBoot};
 pub use menu_cart::{MenuCartCart, MenuCartData, MenuCartItem, MenuCartLine};
 use serde::{Deserialize, Serialize};
 pub use vocab::{ActionStatus, EventKind, Role, StopReason, ToolStatus, UnknownWord, Verb};
@@ -168,6 +169,13 @@ pub struct TurnRequest {
         )
     )]
     pub message: String,
+    /// The language the user reads (a BCP 47 tag such as `es` or
+    /// `es-MX`): when the widget speaks it (`en`, `es`, `fr`, `de`, `ja`,
+    /// `ar`), the model is told to reply in it and the conversation keeps
+    /// it for later turns. Another is ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(max_length = 35))]
+    pub lang: Option<String>,
 }
 
 /// One message of `GET /v1/conversations/{id}`.
@@ -187,6 +195,45 @@ pub struct ConversationMessage {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub components: Vec<ComponentView>,
     pub created_at: i64,
+    /// The user's thumbs up or down on this reply, if they gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<Feedback>,
+}
+
+/// A user's feedback on a reply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct Feedback {
+    pub rating: Rating,
+    /// What the user added, if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+/// Thumbs up or down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Rating {
+    Up,
+    Down,
+}
+
+impl Rating {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rating::Up => "up",
+            Rating::Down => "down",
+        }
+    }
+
+    pub fn parse(word: &str) -> Option<Self> {
+        match word {
+            "up" => Some(Rating::Up),
+            "down" => Some(Rating::Down),
+            _ => None,
+        }
+    }
 }
 
 /// `GET /v1/conversations/{id}`.
