@@ -56,6 +56,7 @@ const runs = Number(process.argv[3] || 10);
         "hydration started (WASM compiled)": mark("ca:hydrate") && at(mark("ca:hydrate").startTime),
         "hydrated": mark("ca:hydrated") && at(mark("ca:hydrated").startTime),
         "token handed over": mark("ca:token") && at(mark("ca:token").startTime),
+        "composer drawn connected (next frame)": mark("ca:interactive") && at(mark("ca:interactive").startTime),
       };
     });
     for (const [phase, t] of Object.entries(timeline)) {
@@ -64,15 +65,17 @@ const runs = Number(process.argv[3] || 10);
     await context.close();
   }
   await browser.close();
-  times.sort((a, b) => a - b);
-  const at = (p) => times[Math.min(times.length - 1, Math.floor(times.length * p))].toFixed(0);
-  console.log(`click → interactive composer over ${runs} cold runs: median ${at(0.5)} ms, p90 ${at(0.9)} ms, max ${at(1)} ms`);
+  const quantile = (list, q) => [...list].sort((a, b) => a - b)[Math.min(list.length - 1, Math.floor(list.length * q))];
+  const line = (list) => `median ${quantile(list, 0.5).toFixed(0)} ms, p90 ${quantile(list, 0.9).toFixed(0)} ms, ` +
+    `max ${quantile(list, 1).toFixed(0)} ms`;
+  const connected = phases["composer drawn connected (next frame)"] || [];
+  console.log(`click → composer drawn connected, by the browser's own clocks, over ${runs} cold runs: ` +
+    (connected.length ? line(connected) : "no marks (an older widget build?)"));
+  console.log(`click → composer found by Playwright (its polling included): ${line(times)}`);
   console.log(`WASM bytes fetched before the first open: ${bytesBeforeOpen}`);
-  console.log("\n| phase ends (ms after the click, median / p90) | median | p90 |\n|---|---|---|");
+  console.log("\n| phase ends (ms after the click) | median | p90 |\n|---|---|---|");
   for (const [phase, list] of Object.entries(phases)) {
-    list.sort((a, b) => a - b);
-    const p = (q) => list[Math.min(list.length - 1, Math.floor(list.length * q))].toFixed(0);
-    console.log(`| ${phase} | ${p(0.5)} | ${p(0.9)} |`);
+    console.log(`| ${phase} | ${quantile(list, 0.5).toFixed(0)} | ${quantile(list, 0.9).toFixed(0)} |`);
   }
-  console.log(`| composer interactive (as seen by the test) | ${at(0.5)} | ${at(0.9)} |`);
+  console.log(`| composer found by Playwright | ${quantile(times, 0.5).toFixed(0)} | ${quantile(times, 0.9).toFixed(0)} |`);
 })();

@@ -142,14 +142,9 @@ async fn read_audit(
         filter.after = None;
         return Ok(export(state, workspace.id, filter));
     }
-    let limit = query.limit.unwrap_or(PAGE);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::BadRequest(format!("limit must be 1 to {MAX_PAGE}")));
-    }
+    let limit = page_size(query.limit, PAGE, MAX_PAGE)?;
     let rows = audit::list(&state.pool, &workspace.id, &filter, limit + 1).await?;
-    let more = rows.len() as i64 > limit;
-    let rows: Vec<AuditRow> = rows.into_iter().take(limit as usize).collect();
-    let next_cursor = if more { rows.last().map(|r| encode_cursor(r.at, &r.id)) } else { None };
+    let (rows, next_cursor) = paged(rows, limit, |r: &AuditRow| (r.at, &r.id));
     Ok(Json(AuditPage { items: rows.into_iter().map(Into::into).collect(), next_cursor }).into_response())
 }
 
@@ -189,7 +184,25 @@ pub(super) fn time_ms(name: &str, raw: &str) -> Result<i64, ApiError> {
         .map_err(|_| ApiError::BadRequest(format!("{name} must be an RFC 3339 time like 2026-12-01T12:00:00Z")))
 }
 
-pub(super) fn encode_cursor(at: i64, id: &str) -> String {
+/// The page size asked for (`limit`, else `default`), 1 to `max`.
+pub(super) fn page_size(limit: Option<i64>, default: i64, max: i64) -> Result<i64, ApiError> {
+    let limit = limit.unwrap_or(default);
+    if !(1..=max).contains(&limit) {
+        return Err(ApiError::BadRequest(format!("limit must be 1 to {max}")));
+    }
+    Ok(limit)
+}
+
+/// A page of `limit` from `rows` (read `limit + 1`, newest first), and the
+/// cursor of the next page when there is one: the last row's `key`.
+pub(super) fn paged<T>(mut rows: Vec<T>, limit: i64, key: impl Fn(&T) -> (i64, &str)) -> (Vec<T>, Option<String>) {
+    let more = rows.len() as i64 > limit;
+    rows.truncate(limit as usize);
+    let next_cursor = if more { rows.last().map(key).map(|(at, id)| encode_cursor(at, id)) } else { None };
+    (rows, next_cursor)
+}
+
+fn encode_cursor(at: i64, id: &str) -> String {
     URL_SAFE_NO_PAD.encode(format!("{at}:{id}"))
 }
 

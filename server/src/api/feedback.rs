@@ -10,7 +10,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use widget::wire::Rating;
 
-use super::audit::{decode_cursor, encode_cursor, time_ms};
+use super::audit::{decode_cursor, page_size, paged, time_ms};
 use super::setup::WorkspaceKey;
 use super::state::ApiState;
 use crate::auth::Caller;
@@ -171,10 +171,7 @@ async fn list_feedback(
     workspace: WorkspaceKey,
     ApiQuery(query): ApiQuery<FeedbackQuery>,
 ) -> Result<Json<FeedbackPage>, ApiError> {
-    let limit = query.limit.unwrap_or(PAGE);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::BadRequest(format!("limit must be 1 to {MAX_PAGE}")));
-    }
+    let limit = page_size(query.limit, PAGE, MAX_PAGE)?;
     let filter = FeedbackFilter {
         rating: query.rating.map(|r| r.as_str().to_owned()),
         since: query.since.as_deref().map(|t| time_ms("since", t)).transpose()?,
@@ -182,9 +179,7 @@ async fn list_feedback(
         after: query.cursor.as_deref().map(decode_cursor).transpose()?,
     };
     let rows = feedback::of_workspace(&state.pool, &workspace.id, &filter, limit + 1).await?;
-    let more = rows.len() as i64 > limit;
-    let rows: Vec<_> = rows.into_iter().take(limit as usize).collect();
-    let next_cursor = if more { rows.last().map(|r| encode_cursor(r.updated_at, &r.message_id)) } else { None };
+    let (rows, next_cursor) = paged(rows, limit, |r| (r.updated_at, &r.message_id));
     let items = rows
         .into_iter()
         .filter_map(|r| {

@@ -9,7 +9,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use widget::wire::ConversationMessage;
 
-use super::audit::{decode_cursor, encode_cursor, time_ms};
+use super::audit::{decode_cursor, page_size, paged, time_ms};
 use super::conversations::transcript;
 use super::setup::WorkspaceKey;
 use super::state::ApiState;
@@ -81,10 +81,7 @@ async fn list_workspace_conversations(
     if query.user.as_ref().is_some_and(|u| u.is_empty() || u.chars().count() > 256) {
         return Err(ApiError::BadRequest("user must be 1 to 256 characters".into()));
     }
-    let limit = query.limit.unwrap_or(PAGE);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::BadRequest(format!("limit must be 1 to {MAX_PAGE}")));
-    }
+    let limit = page_size(query.limit, PAGE, MAX_PAGE)?;
     let filter = ConversationFilter {
         user: query.user,
         since: query.since.as_deref().map(|t| time_ms("since", t)).transpose()?,
@@ -92,9 +89,7 @@ async fn list_workspace_conversations(
         after: query.cursor.as_deref().map(decode_cursor).transpose()?,
     };
     let rows = db::workspace_conversations(&state.pool, &workspace.id, &filter, limit + 1).await?;
-    let more = rows.len() as i64 > limit;
-    let rows: Vec<_> = rows.into_iter().take(limit as usize).collect();
-    let next_cursor = if more { rows.last().map(|r| encode_cursor(r.updated_at, &r.id)) } else { None };
+    let (rows, next_cursor) = paged(rows, limit, |r| (r.updated_at, &r.id));
     let items = rows
         .into_iter()
         .map(|r| ConversationItem {

@@ -27,7 +27,8 @@ pub mod turns;
 
 pub use api::WidgetError;
 
-/// A performance mark (`ca:hydrate`, `ca:hydrated`, `ca:token`):
+/// A performance mark (`ca:hydrate`, `ca:hydrated`, `ca:token`,
+/// `ca:interactive`):
 /// `scripts/bench-widget.js` reads them to say where the opening time goes.
 pub fn mark(name: &str) {
     if let Some(performance) = leptos::prelude::window().performance() {

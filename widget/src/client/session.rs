@@ -63,6 +63,8 @@ fn receive(chat: Chat, token: String) {
     chat.token.set(Some(token));
     if previous.is_none() {
         super::mark("ca:token");
+        // The composer is drawn connected at the next frame.
+        request_animation_frame(|| super::mark("ca:interactive"));
         spawn_local(turns::restore(chat));
     }
     if let Some(text) = token::take_retry() {
