@@ -111,19 +111,26 @@ fn MessageBubble(bubble: Bubble) -> impl IntoView {
 #[component]
 fn Thumb(bubble: Bubble, rating: Rating) -> impl IntoView {
     let chat = expect_context::<Chat>();
-    let (label, icon) = match rating {
-        Rating::Up => (chat.t(Msg::FeedbackGood), "👍"),
-        Rating::Down => (chat.t(Msg::FeedbackBad), "👎"),
+    // One thumb drawn (no emoji font needed), turned over for "down".
+    let (label, turn) = match rating {
+        Rating::Up => (chat.t(Msg::FeedbackGood), None),
+        Rating::Down => (chat.t(Msg::FeedbackBad), Some("rotate(180 12 12)")),
     };
     view! {
         <button type="button" class="ca-thumb" title=label.clone() aria-label=label
             aria-pressed=move || (bubble.rating.get() == Some(rating)).to_string()
             disabled=move || bubble.message_id.with(Option::is_none)
             on:click=move |_| intents::rate(chat, bubble, rating)>
-            <span aria-hidden="true">{icon}</span>
+            <svg width="16" height="16" viewBox="0 0 24 24" fill="currentColor" aria-hidden="true">
+                <path transform=turn d=THUMB/>
+            </svg>
         </button>
     }
 }
+
+/// A thumb up (Material Symbols' "thumb_up", Apache-2.0).
+const THUMB: &str = "M1 21h4V9H1v12zm22-11c0-1.1-.9-2-2-2h-6.31l.95-4.57.03-.32c0-.41-.17-.79-.44-1.06L14.17 1 \
+                     7.59 7.59C7.22 7.95 7 8.45 7 9v10c0 1.1.9 2 2 2h9c.83 0 1.54-.5 1.84-1.22l3.02-7.05c.09-.23.14-.47.14-.73v-2z";
 
 /// What the user adds to their thumb, if anything.
 #[component]
