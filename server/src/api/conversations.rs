@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use serde::Serialize;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
-use widget::wire::{ComponentView, ConversationMessage, ConversationView, DisplayCard, Feedback, Rating, Role};
+use widget::wire::{ComponentView, ConversationMessage, ConversationView, DisplayCard, Feedback, Role};
 
 use super::state::ApiState;
 use crate::auth::Caller;
@@ -151,8 +151,7 @@ pub(super) async fn transcript(state: &ApiState, conversation_id: &str) -> Resul
     }
     for (message, last) in messages.iter_mut().zip(&last_of_answer) {
         let given = feedback.iter().find(|f| last.as_deref() == Some(f.message_id.as_str()));
-        message.feedback =
-            given.and_then(|f| Some(Feedback { rating: Rating::parse(&f.rating)?, comment: f.comment.clone() }));
+        message.feedback = given.map(|f| Feedback { rating: f.rating, comment: f.comment.clone() });
     }
     messages.retain(|m| m.role == Role::User || !m.text.is_empty() || !m.cards.is_empty() || !m.components.is_empty());
     for m in messages.iter_mut().filter(|m| m.role == Role::Assistant) {

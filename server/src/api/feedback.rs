@@ -83,7 +83,7 @@ async fn give_feedback(
         conversation_id: &conversation_id,
         workspace_id: &caller.workspace_id,
         user: &caller.external_user_id,
-        rating: request.rating.as_str(),
+        rating: request.rating,
         comment,
     };
     let at = feedback::set(&state.pool, given).await?;
@@ -173,7 +173,7 @@ async fn list_feedback(
 ) -> Result<Json<FeedbackPage>, ApiError> {
     let limit = page_size(query.limit, PAGE, MAX_PAGE)?;
     let filter = FeedbackFilter {
-        rating: query.rating.map(|r| r.as_str().to_owned()),
+        rating: query.rating,
         since: query.since.as_deref().map(|t| time_ms("since", t)).transpose()?,
         until: query.until.as_deref().map(|t| time_ms("until", t)).transpose()?,
         after: query.cursor.as_deref().map(decode_cursor).transpose()?,
@@ -182,16 +182,14 @@ async fn list_feedback(
     let (rows, next_cursor) = paged(rows, limit, |r| (r.updated_at, &r.message_id));
     let items = rows
         .into_iter()
-        .filter_map(|r| {
-            Some(FeedbackItem {
-                rating: Rating::parse(&r.rating)?,
-                updated_at: rfc3339(r.updated_at),
-                reply: r.reply.chars().take(500).collect(),
-                message_id: r.message_id,
-                conversation_id: r.conversation_id,
-                user: r.external_user_id,
-                comment: r.comment,
-            })
+        .map(|r| FeedbackItem {
+            rating: r.rating,
+            updated_at: rfc3339(r.updated_at),
+            reply: r.reply.chars().take(500).collect(),
+            message_id: r.message_id,
+            conversation_id: r.conversation_id,
+            user: r.external_user_id,
+            comment: r.comment,
         })
         .collect();
     Ok(Json(FeedbackPage { items, next_cursor }))

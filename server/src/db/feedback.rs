@@ -6,6 +6,8 @@
 
 use sqlx::FromRow;
 
+use widget::wire::Rating;
+
 use super::pool::Pool;
 use crate::ids::now_ms;
 
@@ -15,7 +17,8 @@ pub struct FeedbackRow {
     pub message_id: String,
     pub conversation_id: String,
     pub external_user_id: String,
-    pub rating: String,
+    #[sqlx(try_from = "String")]
+    pub rating: Rating,
     pub comment: Option<String>,
     pub updated_at: i64,
     /// The reply's text (its last message's).
@@ -61,7 +64,7 @@ pub struct NewFeedback<'a> {
     pub conversation_id: &'a str,
     pub workspace_id: &'a str,
     pub user: &'a str,
-    pub rating: &'a str,
+    pub rating: Rating,
     pub comment: Option<&'a str>,
 }
 
@@ -80,7 +83,7 @@ pub async fn set(pool: &Pool, feedback: NewFeedback<'_>) -> anyhow::Result<i64> 
     .bind(feedback.conversation_id)
     .bind(feedback.workspace_id)
     .bind(feedback.user)
-    .bind(feedback.rating)
+    .bind(feedback.rating.as_str())
     .bind(feedback.comment)
     .bind(now)
     .execute(pool)
@@ -111,7 +114,7 @@ pub async fn in_conversation(pool: &Pool, conversation_id: &str) -> anyhow::Resu
 /// Which feedback a host lists.
 #[derive(Debug, Default)]
 pub struct FeedbackFilter {
-    pub rating: Option<String>,
+    pub rating: Option<Rating>,
     pub since: Option<i64>,
     pub until: Option<i64>,
     /// After this (updated_at, message_id): the cursor.
@@ -134,7 +137,7 @@ pub async fn of_workspace(
          ORDER BY f.updated_at DESC, f.message_id DESC LIMIT $7"
     ))
     .bind(workspace_id)
-    .bind(filter.rating.as_deref())
+    .bind(filter.rating.map(Rating::as_str))
     .bind(filter.since)
     .bind(filter.until)
     .bind(after_at)

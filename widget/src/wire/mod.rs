@@ -10,7 +10,7 @@ mod vocab;
 pub use boot::{CaddieBar, StartScreen, Theme, Welcome, WidgetBoot};
 pub use menu_cart::{MenuCartCart, MenuCartData, MenuCartItem, MenuCartLine};
 use serde::{Deserialize, Serialize};
-pub use vocab::{ActionStatus, EventKind, Role, StopReason, ToolStatus, UnknownWord, Verb};
+pub use vocab::{ActionStatus, EventKind, Rating, Role, StopReason, ToolStatus, UnknownWord, Verb};
 
 /// A sanitized link card (remote-tools-contract.md, "Displayable results").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -208,32 +208,6 @@ pub struct Feedback {
     /// What the user added, if anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
-}
-
-/// Thumbs up or down.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum Rating {
-    Up,
-    Down,
-}
-
-impl Rating {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Rating::Up => "up",
-            Rating::Down => "down",
-        }
-    }
-
-    pub fn parse(word: &str) -> Option<Self> {
-        match word {
-            "up" => Some(Rating::Up),
-            "down" => Some(Rating::Down),
-            _ => None,
-        }
-    }
 }
 
 /// `GET /v1/conversations/{id}`.

@@ -97,6 +97,14 @@ vocabulary! {
 }
 
 vocabulary! {
+    /// A user's thumb on a reply (`PUT /v1/messages/{id}/feedback`).
+    Rating ("a rating") {
+        Up = "up",
+        Down = "down",
+    }
+}
+
+vocabulary! {
     /// A tool's verb, which decides its confirmation policy
     /// (remote-tools-contract.md, "Verb semantics").
     Verb ("a tool verb") {
