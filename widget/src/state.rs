@@ -29,29 +29,38 @@ impl Words {
     }
 }
 
-/// One message on screen. Signals, so streaming updates only its own text.
+/// One message on screen: its text (a signal of its own, as it streams
+/// token by token) and everything else about it in one signal.
 #[derive(Clone, Copy)]
 pub struct Bubble {
     pub id: u64,
     pub role: Role,
     pub text: RwSignal<String>,
+    pub state: RwSignal<BubbleState>,
+}
+
+/// What a message shows besides its text. One signal for all of it keeps
+/// the WASM small (a signal type costs kilobytes); the parts drawn from it
+/// redraw only when their own markup changes.
+#[derive(Clone, Default)]
+pub struct BubbleState {
     /// Sanitized HTML from the server, once the message is finished.
-    pub html: RwSignal<Option<String>>,
-    pub cards: RwSignal<Vec<DisplayCard>>,
+    pub html: Option<String>,
+    pub cards: Vec<DisplayCard>,
     /// Rich results shown with the message, rendered by kind.
-    pub components: RwSignal<Vec<Component>>,
+    pub components: Vec<Component>,
     /// The stream broke before the message was finished.
-    pub interrupted: RwSignal<bool>,
+    pub interrupted: bool,
     /// The user copied it (the button says so).
-    pub copied: RwSignal<bool>,
+    pub copied: bool,
     /// The user stopped it (Stop): drawn as stopped.
-    pub stopped: RwSignal<bool>,
+    pub stopped: bool,
     /// The server's id of a finished reply (for feedback).
-    pub message_id: RwSignal<Option<String>>,
+    pub message_id: Option<String>,
     /// The user's thumbs up or down on it, as saved.
-    pub rating: RwSignal<Option<Rating>>,
+    pub rating: Option<Rating>,
     /// The comment field is open (after a thumb).
-    pub commenting: RwSignal<bool>,
+    pub commenting: bool,
 }
 
 /// A rich result on screen. `data` changes in place when a later result
@@ -62,6 +71,10 @@ pub struct Component {
     pub kind: String,
     /// The kind's data as JSON text.
     pub data: RwSignal<String>,
+    /// One of its own tool calls is on its way.
+    pub busy: RwSignal<bool>,
+    /// Why its last tool call did not go through.
+    pub error: RwSignal<Option<String>>,
 }
 
 /// One argument of a component's tool call.
@@ -123,7 +136,6 @@ pub struct Chat {
     /// The list of the user's earlier conversations while it is open, as
     /// escaped markup (empty: none yet).
     pub history: RwSignal<Option<String>>,
-    next_id: StoredValue<u64>,
     /// The App's owner, for the signals of every message.
     owner: StoredValue<Option<Owner>>,
 }
@@ -146,7 +158,6 @@ impl Chat {
             action_busy: RwSignal::new(false),
             action_error: RwSignal::new(None),
             history: RwSignal::new(None),
-            next_id: StoredValue::new(0),
             owner: StoredValue::new(Owner::current()),
         }
     }
@@ -164,21 +175,14 @@ impl Chat {
     /// Appends a message and returns it.
     #[cfg_attr(not(feature = "hydrate"), expect(dead_code, reason = "used by the browser-only client"))]
     pub fn push(&self, role: Role, text: &str) -> Bubble {
-        let id = self.next_id.get_value();
-        self.next_id.set_value(id + 1);
+        // Unique for the page's life: a message's id keys its view.
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let bubble = self.owned(|| Bubble {
             id,
             role,
             text: RwSignal::new(text.to_owned()),
-            html: RwSignal::new(None),
-            cards: RwSignal::new(Vec::new()),
-            components: RwSignal::new(Vec::new()),
-            interrupted: RwSignal::new(false),
-            copied: RwSignal::new(false),
-            stopped: RwSignal::new(false),
-            message_id: RwSignal::new(None),
-            rating: RwSignal::new(None),
-            commenting: RwSignal::new(false),
+            state: RwSignal::new(BubbleState::default()),
         });
         self.bubbles.update(|b| b.push(bubble));
         bubble
@@ -193,16 +197,22 @@ impl Chat {
         if update && shown {
             return;
         }
-        let data = self.owned(|| RwSignal::new(data));
-        reply.components.update(|c| c.push(Component { id, kind, data }));
+        let component = self.owned(|| Component {
+            id,
+            kind,
+            data: RwSignal::new(data),
+            busy: RwSignal::new(false),
+            error: RwSignal::new(None),
+        });
+        reply.state.update(|s| s.components.push(component));
     }
 
     /// Gives every component of `kind` new data; false if none is shown.
     pub fn refresh_kind(&self, kind: &str, data: &str) -> bool {
         let mut shown = false;
         for bubble in self.bubbles.get_untracked() {
-            bubble.components.with_untracked(|components| {
-                for c in components.iter().filter(|c| c.kind == kind) {
+            bubble.state.with_untracked(|s| {
+                for c in s.components.iter().filter(|c| c.kind == kind) {
                     c.data.set(data.to_owned());
                     shown = true;
                 }

@@ -17,7 +17,7 @@ pub fn copy_reply(chat: Chat, reply: Bubble) {
             Some(window) => JsFuture::from(window.navigator().clipboard().write_text(&text)).await.is_ok(),
             None => false,
         };
-        reply.copied.set(written);
+        reply.state.update(|s| s.copied = written);
         chat.announce.set(chat.t(if written { Msg::CopiedSaid } else { Msg::CopyFailed }));
     });
 }

@@ -15,8 +15,11 @@ use crate::wire::i18n::Msg;
 /// Saves (or, for the thumb already given, takes back) the user's rating;
 /// a thumb opens the comment field.
 pub fn rate(chat: Chat, reply: Bubble, rating: Rating) {
-    let (Some(id), Some(token)) = (reply.message_id.get_untracked(), chat.token.get_untracked()) else { return };
-    let taking_back = reply.rating.get_untracked() == Some(rating);
+    let (Some(id), Some(token)) = (reply.state.with_untracked(|s| s.message_id.clone()), chat.token.get_untracked())
+    else {
+        return;
+    };
+    let taking_back = reply.state.with_untracked(|s| s.rating == Some(rating));
     spawn_local(async move {
         let path = format!("/v1/messages/{id}/feedback");
         let outcome = if taking_back {
@@ -27,7 +30,7 @@ pub fn rate(chat: Chat, reply: Bubble, rating: Rating) {
         };
         // A thumb opens the comment field; taking it back closes it.
         if outcome.is_ok() {
-            reply.commenting.set(!taking_back);
+            reply.state.update(|s| s.commenting = !taking_back);
         }
         settle(chat, reply, outcome.map(|_| (!taking_back).then_some(rating)));
     });
@@ -36,7 +39,7 @@ pub fn rate(chat: Chat, reply: Bubble, rating: Rating) {
 /// Adds `text` to the rating the user gave.
 pub fn comment(chat: Chat, reply: Bubble, text: String) {
     let (Some(id), Some(token), Some(rating)) =
-        (reply.message_id.get_untracked(), chat.token.get_untracked(), reply.rating.get_untracked())
+        reply.state.with_untracked(|s| (s.message_id.clone(), chat.token.get_untracked(), s.rating))
     else {
         return;
     };
@@ -47,7 +50,7 @@ pub fn comment(chat: Chat, reply: Bubble, text: String) {
         ]));
         let outcome = api::call("PUT", &format!("/v1/messages/{id}/feedback"), &token, Some(body)).await;
         if outcome.is_ok() {
-            reply.commenting.set(false);
+            reply.state.update(|s| s.commenting = false);
         }
         settle(chat, reply, outcome.map(|_| Some(rating)));
     });
@@ -57,7 +60,7 @@ pub fn comment(chat: Chat, reply: Bubble, text: String) {
 fn settle(chat: Chat, reply: Bubble, outcome: Result<Option<Rating>, WidgetError>) {
     match outcome {
         Ok(rating) => {
-            reply.rating.set(rating);
+            reply.state.update(|s| s.rating = rating);
             chat.announce.set(chat.t(if rating.is_some() { Msg::FeedbackThanks } else { Msg::FeedbackRemoved }));
         }
         Err(error) => {

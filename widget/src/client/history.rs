@@ -45,7 +45,7 @@ pub fn show(chat: Chat) {
                 let id = js::string(c, "id")?;
                 let when = local_time(&format, js::get(c, "updated_at").as_f64().unwrap_or(0.0));
                 Some(format!(
-                    "<li><button type=\"button\" class=\"ca-history-item\" data-id=\"{}\">\
+                    "<li><button type=\"button\" class=\"ca-history-item\" data-action=\"open\" data-id=\"{}\">\
                      <span class=\"ca-history-name\">{}</span><span class=\"ca-history-when\">{}</span></button></li>",
                     escape(&id),
                     escape(&js::string(c, "title").unwrap_or_default()),

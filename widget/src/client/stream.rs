@@ -83,7 +83,7 @@ async fn read(chat: Chat, reply: Bubble, response: Response, progress: &mut Prog
                 EventKind::Error => progress.failure = js::string(&data, "message").or(progress.failure.take()),
                 EventKind::Done => {
                     let reason = js::string(&data, "stop_reason");
-                    reply.stopped.set(reason.as_deref() == Some("cancelled"));
+                    reply.state.update(|s| s.stopped = reason.as_deref() == Some("cancelled"));
                     progress.finished |= reason.is_some();
                 }
                 _ => apply(chat, reply, kind, &data),
@@ -123,7 +123,7 @@ fn apply(chat: Chat, reply: Bubble, kind: EventKind, data: &JsValue) {
         }
         EventKind::Display => {
             let cards = js::cards(data, "cards");
-            reply.cards.update(|c| c.extend(cards));
+            reply.state.update(|s| s.cards.extend(cards));
         }
         EventKind::Component => {
             if let (Some(id), Some(kind)) = (js::string(data, "component_id"), js::string(data, "kind")) {
@@ -136,9 +136,11 @@ fn apply(chat: Chat, reply: Bubble, kind: EventKind, data: &JsValue) {
                 (js::string(data, "message_id"), js::string(data, "text"), js::string(data, "html"))
             {
                 host_page::post_message_event(Role::Assistant, Some(&id));
-                reply.message_id.set(Some(id));
                 reply.text.set(text);
-                reply.html.set(Some(html));
+                reply.state.update(|s| {
+                    s.message_id = Some(id);
+                    s.html = Some(html);
+                });
             }
         }
         EventKind::PendingAction => {

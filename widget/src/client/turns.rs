@@ -71,7 +71,7 @@ pub fn settle(chat: Chat, reply: Bubble, outcome: Result<(), WidgetError>) {
             drop_if_empty(chat, reply);
             // The reply itself, said once now that it is whole (the log
             // says nothing while it streams).
-            let said = if reply.stopped.get_untracked() { chat.t(Msg::StoppedNote) } else { spoken(reply) };
+            let said = if reply.state.with_untracked(|s| s.stopped) { chat.t(Msg::StoppedNote) } else { spoken(reply) };
             if !said.is_empty() {
                 chat.announce.set(said);
             }
@@ -80,7 +80,7 @@ pub fn settle(chat: Chat, reply: Bubble, outcome: Result<(), WidgetError>) {
         Err(error) => {
             // An empty, failed reply is removed; a partial one stays, marked.
             if !drop_if_empty(chat, reply) {
-                reply.interrupted.set(true);
+                reply.state.update(|s| s.interrupted = true);
             }
             let message = error.message(chat.words);
             chat.error.set(Some(message.clone()));
@@ -105,7 +105,7 @@ pub fn settle(chat: Chat, reply: Bubble, outcome: Result<(), WidgetError>) {
 /// What a screen reader is told of a finished reply: its text as shown
 /// (the sanitized HTML's text, blocks apart), not its markdown.
 fn spoken(reply: Bubble) -> String {
-    let Some(html) = reply.html.get_untracked() else { return reply.text.get_untracked() };
+    let Some(html) = reply.state.with_untracked(|s| s.html.clone()) else { return reply.text.get_untracked() };
     let mut spaced = html;
     for end in ["</p>", "</li>", "</h1>", "</h2>", "</h3>", "</h4>", "</pre>", "</td>", "</th>", "<br>"] {
         spaced = spaced.replace(end, &format!(" {end}"));
@@ -146,8 +146,7 @@ fn count_down(chat: Chat, seconds: u32) {
 /// Removes a reply that has neither text, cards nor components; true if it did.
 fn drop_if_empty(chat: Chat, reply: Bubble) -> bool {
     let empty = reply.text.with_untracked(String::is_empty)
-        && reply.cards.with_untracked(Vec::is_empty)
-        && reply.components.with_untracked(Vec::is_empty);
+        && reply.state.with_untracked(|s| s.cards.is_empty() && s.components.is_empty());
     if empty {
         chat.bubbles.update(|b| b.retain(|x| x.id != reply.id));
     }
@@ -179,10 +178,12 @@ pub async fn restore(chat: Chat) {
     for message in js::list(&view, "messages") {
         let role = if js::role(&message) == Some(Role::User) { Role::User } else { Role::Assistant };
         let bubble = chat.push(role, &js::string(&message, "text").unwrap_or_default());
-        bubble.html.set(js::string(&message, "html"));
-        bubble.message_id.set(js::string(&message, "id"));
-        bubble.rating.set(js::string(&js::get(&message, "feedback"), "rating").and_then(|r| Rating::parse(&r)));
-        bubble.cards.set(js::cards(&message, "cards"));
+        bubble.state.update(|s| {
+            s.html = js::string(&message, "html");
+            s.message_id = js::string(&message, "id");
+            s.rating = js::string(&js::get(&message, "feedback"), "rating").and_then(|r| Rating::parse(&r));
+            s.cards = js::cards(&message, "cards");
+        });
         for c in js::list(&message, "components") {
             if let (Some(id), Some(kind)) = (js::string(&c, "component_id"), js::string(&c, "kind")) {
                 chat.show_component(bubble, id, kind, js::stringify(&js::get(&c, "data")), false);

@@ -41,16 +41,15 @@ pub fn Composer() -> impl IntoView {
                     }
                 }
             ></textarea>
-            {move || if chat.busy.get() {
-                view! {
-                    <button type="button" class="ca-button ca-stop" on:click=move |_| intents::stop(chat)>{t(Msg::Stop)}</button>
-                }.into_any()
-            } else {
-                view! {
-                    <button type="submit" class="ca-button ca-send"
-                        disabled=move || chat.token.get().is_none() || chat.wait_seconds.get() != 0>{t(Msg::Send)}</button>
-                }.into_any()
-            }}
+            // One button: Send, or Stop while a reply streams (focus stays on it).
+            <button type="submit" class=move || if chat.busy.get() { "ca-button ca-stop" } else { "ca-button ca-send" }
+                disabled=move || !chat.busy.get() && (chat.token.get().is_none() || chat.wait_seconds.get() != 0)
+                on:click=move |ev| if chat.busy.get_untracked() {
+                    ev.prevent_default();
+                    intents::stop(chat);
+                }>
+                {move || t(if chat.busy.get() { Msg::Stop } else { Msg::Send })}
+            </button>
         </form>
     }
 }

@@ -1,9 +1,12 @@
 //! The user's earlier conversations, in place of the chat while open:
 //! each with its title and when it was last active; one click goes back.
-//! The list is the client's escaped markup with one delegated listener.
+//! The list is the client's escaped markup; the panel is drawn as markup
+//! too, with one delegated listener (`region`).
 
 use leptos::prelude::*;
 
+use super::region::{self, region};
+use crate::html::escape;
 use crate::intents;
 use crate::state::Chat;
 use crate::wire::i18n::Msg;
@@ -11,35 +14,72 @@ use crate::wire::i18n::Msg;
 #[component]
 pub fn HistoryPanel() -> impl IntoView {
     let chat = expect_context::<Chat>();
-    let heading = NodeRef::<leptos::html::H2>::new();
+    let panel = NodeRef::new();
+    let first = region(panel, move || {
+        chat.history.with(|items| items.as_deref().map(|items| markup(items, &|m| chat.t(m)))).unwrap_or_default()
+    });
     // Opened: focus on its heading, so the list is read from the top.
-    Effect::new(move |_| {
-        if let Some(heading) = heading.get() {
+    Effect::new(move |was_open: Option<bool>| {
+        let open = chat.history.with(Option::is_some);
+        if open && was_open != Some(true) {
+            focus_heading();
+        }
+        open
+    });
+    let on_click = move |ev: leptos::ev::MouseEvent| match region::action_of(&ev) {
+        Some((item, action)) if action == "open" => {
+            if let Some(id) = item.get_attribute("data-id") {
+                intents::open_conversation(chat, id);
+            }
+        }
+        Some((_, action)) if action == "back" => intents::hide_history(chat),
+        _ => {}
+    };
+    view! { <div class="ca-part" node_ref=panel inner_html=first on:click=on_click></div> }
+}
+
+/// The panel around `items`, the list's escaped markup (`<li>`s whose
+/// buttons carry `data-action="open"` and the conversation's `data-id`).
+fn markup(items: &str, t: &dyn Fn(Msg) -> String) -> String {
+    format!(
+        "<section class=\"ca-history\" aria-labelledby=\"ca-history-title\">\
+         <h2 id=\"ca-history-title\" class=\"ca-history-title\" tabindex=\"-1\">{}</h2>\
+         <p class=\"ca-empty\"{}>{}</p><ul class=\"ca-history-list\">{items}</ul>\
+         <button type=\"button\" class=\"ca-button ca-secondary\" data-action=\"back\">{}</button></section>",
+        escape(&t(Msg::History)),
+        if items.is_empty() { "" } else { " hidden" },
+        escape(&t(Msg::HistoryEmpty)),
+        escape(&t(Msg::HistoryBack)),
+    )
+}
+
+/// Moves focus to the panel's heading once it is drawn.
+fn focus_heading() {
+    #[cfg(feature = "hydrate")]
+    request_animation_frame(|| {
+        use leptos::wasm_bindgen::JsCast;
+        if let Some(heading) = document()
+            .get_element_by_id("ca-history-title")
+            .and_then(|h| h.dyn_into::<leptos::web_sys::HtmlElement>().ok())
+        {
             let _ = heading.focus();
         }
     });
-    let on_click = move |ev: leptos::ev::MouseEvent| {
-        use leptos::wasm_bindgen::JsCast;
-        let id = ev
-            .target()
-            .and_then(|t| t.dyn_into::<leptos::web_sys::Element>().ok())
-            .and_then(|t| t.closest("button[data-id]").ok().flatten())
-            .and_then(|b| b.get_attribute("data-id"));
-        if let Some(id) = id {
-            intents::open_conversation(chat, id);
-        }
-    };
-    let items = move || chat.history.get().unwrap_or_default();
-    view! {
-        <section class="ca-history" aria-labelledby="ca-history-title">
-            <h2 id="ca-history-title" class="ca-history-title" tabindex="-1" node_ref=heading>{chat.t(Msg::History)}</h2>
-            <p class="ca-empty" hidden=move || chat.history.with(|h| h.as_ref().is_some_and(|h| !h.is_empty()))>
-                {chat.t(Msg::HistoryEmpty)}
-            </p>
-            <ul class="ca-history-list" on:click=on_click inner_html=items></ul>
-            <button type="button" class="ca-button ca-secondary" on:click=move |_| intents::hide_history(chat)>
-                {chat.t(Msg::HistoryBack)}
-            </button>
-        </section>
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::region::english;
+    use super::markup;
+
+    #[test]
+    fn the_panel_says_when_there_is_nothing_to_go_back_to() {
+        let empty = markup("", &english);
+        assert!(empty.contains(r#"<p class="ca-empty">"#) && empty.contains(r#"data-action="back""#), "{empty}");
+        let listed = markup("<li>x</li>", &english);
+        assert!(
+            listed.contains(r#"<p class="ca-empty" hidden>"#)
+                && listed.contains("<ul class=\"ca-history-list\"><li>x</li></ul>")
+        );
     }
 }

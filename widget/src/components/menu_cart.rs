@@ -12,75 +12,57 @@ use leptos::prelude::*;
 
 use crate::html::escape;
 use crate::intents;
-use crate::state::{Arg, Chat};
+use crate::state::{Arg, Chat, Component};
 use crate::wire::MenuCartData;
 use crate::wire::i18n::{Msg, fill};
 
-#[component]
-pub fn MenuCart(id: String, data: RwSignal<String>) -> impl IntoView {
-    let chat = expect_context::<Chat>();
-    let menu = Memo::new(move |_| data.with(|text| parse_menu(text)));
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
-    let id = StoredValue::new(id);
-    let root = NodeRef::<leptos::html::Section>::new();
+/// The MenuCart of `component` with its own error, if any: drawn with the
+/// reply's other components (`messages`), which hand its clicks and
+/// changes to [`click`] and [`change`].
+pub fn draw(chat: Chat, component: &Component) -> String {
     let t = move |m| chat.t(m);
-    let html = Memo::new(move |_| {
-        let busy = chat.busy.get();
-        menu.with(|m| m.as_ref().map(|m| markup(m, busy, &t, &price)).unwrap_or_default())
-    });
-    #[cfg(not(feature = "hydrate"))]
-    let _ = html;
-    #[cfg(feature = "hydrate")]
-    Effect::new(move |_| {
-        let html = html.get();
-        if let Some(section) = root.get() {
-            redraw_keeping_focus(&section, &html);
+    let Some(menu) = component.data.with(|text| parse_menu(text)) else { return String::new() };
+    let inner = markup(&menu, chat.busy.get(), &t, &price);
+    let mut html = format!(
+        "<section class=\"ca-menu-cart\" aria-label=\"{}\" aria-busy=\"{}\">{inner}</section>",
+        escape(&t(Msg::MenuCart)),
+        component.busy.get()
+    );
+    if let Some(e) = component.error.get() {
+        html.push_str(&format!("<p class=\"ca-mc-error\" role=\"alert\">{}</p>", escape(&e)));
+    }
+    html
+}
+
+/// The dish a control stands for, by its index in the current menu.
+fn dish(component: &Component, index: Option<String>) -> Option<String> {
+    let index: usize = index?.parse().ok()?;
+    component.data.with_untracked(|text| parse_menu(text)?.items.into_iter().nth(index)).map(|i| i.id)
+}
+
+fn call(chat: Chat, component: &Component, tool: &'static str, arguments: Vec<(&'static str, Arg)>) {
+    intents::call_component(chat, component.id.clone(), tool, arguments, component.busy, component.error);
+}
+
+/// `+`, `−` and Checkout.
+pub fn click(chat: Chat, component: &Component, control: &leptos::web_sys::Element, action: &str) {
+    match (action, dish(component, control.get_attribute("data-index"))) {
+        ("add", Some(item)) => {
+            call(chat, component, "add_to_cart", vec![("item", Arg::Text(item)), ("quantity", Arg::Number(1))])
         }
-    });
-    let call = move |tool: &'static str, arguments: Vec<(&'static str, Arg)>| {
-        intents::call_component(chat, id.get_value(), tool, arguments, busy, error);
-    };
-    // The dish a control stands for, by its index in the current menu.
-    let dish = move |index: Option<String>| {
-        let index: usize = index?.parse().ok()?;
-        menu.with_untracked(|m| m.as_ref().and_then(|m| m.items.get(index)).map(|i| i.id.clone()))
-    };
-    let on_click = move |ev: leptos::ev::MouseEvent| {
-        use leptos::wasm_bindgen::JsCast;
-        let Some(button) = ev
-            .target()
-            .and_then(|t| t.dyn_into::<leptos::web_sys::Element>().ok())
-            .and_then(|t| t.closest("button[data-action]").ok().flatten())
-        else {
-            return;
-        };
-        let item = dish(button.get_attribute("data-index"));
-        match (button.get_attribute("data-action").as_deref(), item) {
-            (Some("add"), Some(item)) => {
-                call("add_to_cart", vec![("item", Arg::Text(item)), ("quantity", Arg::Number(1))])
-            }
-            (Some("remove"), Some(item)) => call("remove_from_cart", vec![("item", Arg::Text(item))]),
-            (Some("checkout"), _) => intents::send(chat, chat.t(Msg::CheckoutMessage)),
-            _ => {}
-        }
-    };
-    let on_change = move |ev: leptos::ev::Event| {
-        use leptos::wasm_bindgen::JsCast;
-        let Some(input) = ev.target().and_then(|t| t.dyn_into::<leptos::web_sys::HtmlInputElement>().ok()) else {
-            return;
-        };
-        let Some(item) = dish(input.get_attribute("data-index")) else { return };
-        let text = input.value().trim().to_owned();
-        let unchanged = menu.with_untracked(|m| m.as_ref().is_some_and(|m| m.notes(&item) == text));
-        if !unchanged {
-            call("set_notes", vec![("item", Arg::Text(item)), ("notes", Arg::Text(text))]);
-        }
-    };
-    view! {
-        <section class="ca-menu-cart" aria-label=t(Msg::MenuCart) aria-busy=move || busy.get().to_string()
-            node_ref=root on:click=on_click on:change=on_change></section>
-        {move || error.get().map(|e| view! { <p class="ca-mc-error" role="alert">{e}</p> })}
+        ("remove", Some(item)) => call(chat, component, "remove_from_cart", vec![("item", Arg::Text(item))]),
+        ("checkout", _) => intents::send(chat, chat.t(Msg::CheckoutMessage)),
+        _ => {}
+    }
+}
+
+/// A line's note, saved when the user leaves the field changed.
+pub fn change(chat: Chat, component: &Component, input: &leptos::web_sys::HtmlInputElement) {
+    let Some(item) = dish(component, input.get_attribute("data-index")) else { return };
+    let text = input.value().trim().to_owned();
+    let unchanged = component.data.with_untracked(|d| parse_menu(d).is_some_and(|m| m.notes(&item) == text));
+    if !unchanged {
+        call(chat, component, "set_notes", vec![("item", Arg::Text(item)), ("notes", Arg::Text(text))]);
     }
 }
 
@@ -91,27 +73,6 @@ fn parse_menu(text: &str) -> Option<MenuCartData> {
     return crate::js::menu_cart(&crate::js::parse(text));
     #[cfg(not(feature = "hydrate"))]
     return serde_json::from_str(text).ok();
-}
-
-/// Replaces the section's markup and puts focus back on the same control
-/// (or, when a `−` became disabled, on its row's `+`).
-#[cfg(feature = "hydrate")]
-fn redraw_keeping_focus(section: &leptos::web_sys::HtmlElement, html: &str) {
-    use leptos::wasm_bindgen::JsCast;
-    let focused =
-        document().active_element().filter(|a| section.contains(Some(a))).and_then(|a| a.get_attribute("data-focus"));
-    section.set_inner_html(html);
-    let Some(key) = focused else { return };
-    let fallback = key.strip_prefix("remove-").map(|i| format!("add-{i}"));
-    for key in std::iter::once(key).chain(fallback) {
-        let found = section.query_selector(&format!("[data-focus=\"{key}\"]")).ok().flatten();
-        if let Some(el) = found.and_then(|e| e.dyn_into::<leptos::web_sys::HtmlElement>().ok())
-            && !el.has_attribute("disabled")
-        {
-            let _ = el.focus();
-            return;
-        }
-    }
 }
 
 /// A whole-dollar price (acme-bistro-api-contract.md: USD) as the
@@ -190,14 +151,8 @@ pub fn markup(
 
 #[cfg(test)]
 mod tests {
+    use super::super::region::english;
     use super::{MenuCartData, Msg, escape, markup};
-
-    /// The English catalogue's words, as the server hands them over.
-    fn english(m: Msg) -> String {
-        let catalogue: std::collections::HashMap<String, String> =
-            serde_json::from_str(include_str!("../../i18n/en.json")).unwrap();
-        catalogue[m.key()].clone()
-    }
 
     fn dollars(amount: u64) -> String {
         format!("${amount}")

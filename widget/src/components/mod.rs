@@ -5,20 +5,21 @@
 mod action_card;
 mod composer;
 mod history;
-mod host_bar;
 mod menu_cart;
 mod messages;
+mod region;
+mod top;
 
 use leptos::prelude::*;
 
 use crate::intents;
 use crate::state::Chat;
+use crate::wire::WidgetBoot;
 use crate::wire::i18n::{self, Msg};
-use crate::wire::{CaddieBar, WidgetBoot};
 use composer::Composer;
 use history::HistoryPanel;
-use host_bar::CaddieHostBar;
 use messages::MessageList;
+use region::region;
 
 /// The whole HTML document of the widget page (server side).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -77,54 +78,28 @@ pub fn App() -> impl IntoView {
         None => {}
     }
     let touring = RwSignal::new(caddie.as_ref().is_some_and(|c| c.tour));
+    let top = NodeRef::new();
+    let title = boot.title.clone();
+    let first_top = region(top, move || {
+        bar.with(|bar| {
+            let top =
+                top::Top { title: &title, demo, full_page, framed, bar, busy: chat.busy.get(), touring: touring.get() };
+            top::markup(&top, &t)
+        })
+    });
+    let on_top = move |ev: leptos::ev::MouseEvent| match region::action_of(&ev).map(|(_, a)| a).as_deref() {
+        Some("history") => intents::show_history(chat),
+        Some("new") => intents::reset(chat),
+        Some("close") => intents::close(),
+        Some("skip") => touring.set(false),
+        _ => {}
+    };
     view! {
         <div class="ca-widget" class:ca-full-page=full_page class:ca-embedded=framed>
-            {(full_page && !framed).then(|| view! { <CaddieHostBar bar/> })}
-            <header class="ca-header">
-                <h1 class="ca-title">{boot.title.clone()}</h1>
-                {demo.then(|| view! {
-                    <span class="ca-demo" title=t(Msg::DemoHint)>{t(Msg::DemoBadge)}</span>
-                })}
-                <button type="button" class="ca-icon-button ca-history-button" title=t(Msg::History)
-                    on:click=move |_| intents::show_history(chat) disabled=move || chat.busy.get()>
-                    <span aria-hidden="true">"☰"</span>
-                    <span class="ca-sr-only">{t(Msg::History)}</span>
-                </button>
-                <button type="button" class="ca-icon-button ca-new" title=t(Msg::NewConversation)
-                    on:click=move |_| intents::reset(chat) disabled=move || chat.busy.get()>
-                    <span aria-hidden="true">"+"</span>
-                    <span class="ca-sr-only">{t(Msg::NewConversation)}</span>
-                </button>
-                {if framed {
-                    ().into_any()
-                } else if full_page {
-                    view! {
-                        <a class="ca-done" href=move || project_url(bar, false)>{t(Msg::Done)}</a>
-                    }.into_any()
-                } else {
-                    view! {
-                        <button type="button" class="ca-icon-button ca-close" on:click=move |_| intents::close()>
-                            <span aria-hidden="true">"×"</span>
-                            <span class="ca-sr-only">{t(Msg::CloseChat)}</span>
-                        </button>
-                    }.into_any()
-                }}
-            </header>
-            <Show when=move || touring.get()>
-                <section class="ca-tour" role="region" aria-labelledby="ca-tour-title">
-                    <h2 id="ca-tour-title">{t(Msg::TourTitle)}</h2>
-                    <p>{t(Msg::TourText)}</p>
-                    <div class="ca-action-buttons">
-                        // Framed, the tour's close is the hub's page itself.
-                        <a class="ca-button ca-link-button" href=move || project_url(bar, true)
-                            target=framed.then_some("_top")>{t(Msg::TourFinish)}</a>
-                        <button type="button" class="ca-button ca-secondary" on:click=move |_| touring.set(false)>{t(Msg::TourSkip)}</button>
-                    </div>
-                </section>
-            </Show>
+            <div class="ca-part" node_ref=top inner_html=first_top on:click=on_top></div>
             // The log stays (hidden) while the list is open: no second copy of its views in the WASM.
             <MessageList/>
-            {move || chat.history.with(Option::is_some).then(|| view! { <HistoryPanel/> })}
+            <HistoryPanel/>
             <p class="ca-activity" aria-hidden="true">{move || chat.activity.get()}</p>
             {move || chat.error.get().map(|message| view! {
                 <div class="ca-error" role="alert">
@@ -144,16 +119,4 @@ pub fn App() -> impl IntoView {
             <p class="ca-sr-only" aria-live="polite" aria-atomic="true">{move || chat.announce.get()}</p>
         </div>
     }
-}
-
-/// `returnToProject()` as a link, so it works before the page is hydrated:
-/// the hub's project page, with `?tour=done` at the end of the guided
-/// introduction.
-fn project_url(bar: RwSignal<CaddieBar>, tour_done: bool) -> String {
-    let url = bar.with(|b| b.return_url.clone());
-    if !tour_done || url.is_empty() {
-        return url;
-    }
-    let separator = if url.contains('?') { '&' } else { '?' };
-    format!("{url}{separator}tour=done")
 }
