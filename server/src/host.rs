@@ -95,16 +95,21 @@ pub enum HostError {
 
 impl HostError {
     /// A generic line for the user and the model: never the host's own text.
-    pub fn user_message(&self) -> &'static str {
+    pub fn user_message(&self) -> String {
+        widget::wire::i18n::text("en", self.message_key())
+    }
+
+    /// The catalogue's key of what the user is told (`widget/i18n`).
+    pub fn message_key(&self) -> &'static str {
         match self {
-            HostError::Unauthorized(_) => "The connected app refused the assistant's credentials.",
-            HostError::BadRequest(_) => "The connected app could not accept that request.",
-            HostError::Forbidden(_) => "You do not have permission to do that in the connected app.",
-            HostError::NotFound(_) => "The connected app could not find that.",
-            HostError::Failed { .. } | HostError::Invalid(_) => "The connected app had a problem answering.",
-            HostError::Stale(_) => "This changed in the connected app since it was previewed, so nothing was done.",
-            HostError::Timeout(_) => "The connected app took too long to answer.",
-            HostError::Unreachable(_) => "The connected app could not be reached.",
+            HostError::Unauthorized(_) => "error_host_unauthorized",
+            HostError::BadRequest(_) => "error_host_bad_request",
+            HostError::Forbidden(_) => "error_host_forbidden",
+            HostError::NotFound(_) => "error_host_not_found",
+            HostError::Failed { .. } | HostError::Invalid(_) => "error_host_failed",
+            HostError::Stale(_) => "error_host_stale",
+            HostError::Timeout(_) => "error_host_timeout",
+            HostError::Unreachable(_) => "error_host_unreachable",
         }
     }
 

@@ -134,10 +134,15 @@ async fn apply_action(
     // Executed only where it was previewed, and only while the host still offers it.
     if action.status == from && !action.is_expired(state.clock.now_ms()) {
         let scope = caller.scope(&action.id);
-        let bound = crate::engine::binding(&state.workspaces, &state.host, &scope, &action).await.map_err(|error| {
-            tracing::warn!(code = error.code(), %error, "apply: the host's GET /tools failed");
-            ApiError::BadGateway(error.code(), error.user_message().into())
-        })?;
+        let bound = match crate::engine::binding(&state.workspaces, &state.host, &scope, &action).await {
+            Ok(bound) => bound,
+            Err(error) => {
+                tracing::warn!(code = error.code(), %error, "apply: the host's GET /tools failed");
+                // Told in the language of the action's conversation.
+                let lang = crate::db::conversation_lang(&state.pool, &action.conversation_id).await?;
+                return Err(ApiError::BadGateway(error.code(), widget::wire::i18n::text(lang, error.message_key())));
+            }
+        };
         if let Some(why) = bound {
             crate::engine::refuse(&state.pool, &action, why, state.clock.now_ms()).await?;
             let current = actions::get(&state.pool, &id).await?.ok_or(ApiError::NotFound)?;

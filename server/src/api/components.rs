@@ -25,9 +25,13 @@ pub fn router() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new().routes(routes!(call_tool))
 }
 
-fn host_error(error: HostError) -> ApiError {
+/// The host's failure, told in the language of the component's conversation.
+async fn host_error(state: &ApiState, conversation_id: &str, error: HostError) -> ApiError {
     tracing::warn!(code = error.code(), %error, "component tool call failed at the host");
-    ApiError::BadGateway(error.code(), error.user_message().into())
+    match crate::db::conversation_lang(&state.pool, conversation_id).await {
+        Ok(lang) => ApiError::BadGateway(error.code(), widget::wire::i18n::text(lang, error.message_key())),
+        Err(e) => e.into(),
+    }
 }
 
 /// Runs one of the tools a component declared, at the user's click.
@@ -68,7 +72,10 @@ async fn call_tool(
     };
     let request_id = new_id("call");
     let scope = caller.scope(&request_id);
-    let tools = state.host.list_tools(&host.target, &scope, &host.allowed_tools).await.map_err(host_error)?;
+    let tools = match state.host.list_tools(&host.target, &scope, &host.allowed_tools).await {
+        Ok(tools) => tools,
+        Err(error) => return Err(host_error(&state, &row.conversation_id, error).await),
+    };
     let Some(tool) = tools.iter().find(|t| t.name == call.tool) else {
         return Err(ApiError::Forbidden("tool_not_allowed", "that tool is not available".into()));
     };
@@ -91,7 +98,10 @@ async fn call_tool(
     tracing::info!(component_id = %row.id, tool = %tool.name, request_id, "component tool call");
     let output = state.host.execute(&host.target, &tool.name, &request_id, &arguments, &scope).await;
     state.limits.usage.count(&caller.workspace_id, Metric::ToolCalls, 1);
-    let output = output.map_err(host_error)?;
+    let output = match output {
+        Ok(output) => output,
+        Err(error) => return Err(host_error(&state, &row.conversation_id, error).await),
+    };
     let component = match crate::component::from_output(&output).filter(|c| c.kind == row.kind) {
         Some(c) => {
             components::refresh_kind(&state.pool, &row.conversation_id, &row.kind, &c.data.to_string()).await?;

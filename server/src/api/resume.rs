@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
+use widget::wire::i18n;
 use widget::wire::{EventKind, StopReason, TurnDone, TurnError};
 
 use super::chat::{longest_turn, sse_event};
@@ -169,7 +170,11 @@ impl Follow {
         if reason == StopReason::Interrupted {
             seq += 1;
             let error = TurnError {
-                message: "The reply was interrupted. Please ask again.".into(),
+                message: {
+                    // In the language the conversation's user reads.
+                    let lang = state.lang.as_deref().and_then(i18n::spoken).unwrap_or(i18n::LANGUAGES[0]);
+                    i18n::text(lang, "error_interrupted")
+                },
                 code: "turn_interrupted".into(),
             };
             self.queued.push_back(StoredEvent { seq, kind: EventKind::Error.as_str().into(), data: json(&error) });

@@ -71,6 +71,8 @@ pub struct TurnState {
     pub started_at: i64,
     pub finished_at: Option<i64>,
     pub stop_reason: Option<String>,
+    /// The language its conversation's user reads, when a turn named one.
+    pub lang: Option<String>,
 }
 
 /// Where a turn of this workspace's user stands; `None` when there is no
@@ -82,7 +84,7 @@ pub async fn owned_turn(
     user: &str,
 ) -> anyhow::Result<Option<TurnState>> {
     Ok(sqlx::query_as(
-        "SELECT t.started_at, t.finished_at, t.stop_reason FROM turns t JOIN conversations c ON c.id = t.conversation_id
+        "SELECT t.started_at, t.finished_at, t.stop_reason, c.lang FROM turns t JOIN conversations c ON c.id = t.conversation_id
          WHERE t.id = $1 AND c.workspace_id = $2 AND c.external_user_id = $3",
     )
     .bind(turn_id)

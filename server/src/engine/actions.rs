@@ -74,7 +74,7 @@ impl Turn<'_> {
                 finish(ActionStatus::Failed, Some(error.code())).await;
                 tracing::warn!(action_id = %action.id, code = error.code(), %error, "action failed at the host");
                 activity(ToolStatus::Failed);
-                Executed::Done(ToolOutcome::error(error.user_message(), error.code()))
+                Executed::Done(ToolOutcome::error(&error.user_message(), error.code()))
             }
         }
     }

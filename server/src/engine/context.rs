@@ -19,7 +19,8 @@ pub(super) struct Turn<'a> {
 /// How the model steps ended early.
 pub(super) enum Stop {
     Limit(StopReason),
-    /// A failure the user is told about in general terms.
+    /// A failure the user is told about in general terms: the key of its
+    /// words in the catalogues (`widget/i18n`), said in the user's language.
     Failed(&'static str),
     /// The model failed (after its retries): the user is told what kind.
     Model(crate::llm::ModelError),
@@ -30,6 +31,6 @@ impl Stop {
     /// general terms.
     pub fn unsaved(error: anyhow::Error) -> Self {
         tracing::error!(error = format!("{error:#}"), "cannot save the transcript");
-        Stop::Failed("The conversation could not be saved.")
+        Stop::Failed("error_save")
     }
 }

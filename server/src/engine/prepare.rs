@@ -34,7 +34,7 @@ impl Turn<'_> {
         let scope = self.input.caller.scope(&self.input.turn_id);
         let host = engine.workspaces.host(&self.input.caller.workspace_id).await.map_err(|error| {
             tracing::error!(error = format!("{error:#}"), "cannot load the workspace's integration");
-            Stop::Failed("The assistant is not set up correctly.")
+            Stop::Failed("error_setup")
         })?;
         let (tools, context) = match &host {
             None => (Vec::new(), json!({})),
@@ -46,7 +46,7 @@ impl Turn<'_> {
                 );
                 let tools = tools.map_err(|error| {
                     tracing::warn!(%error, code = error.code(), "GET /tools failed");
-                    Stop::Failed(error.user_message())
+                    Stop::Failed(error.message_key())
                 })?;
                 let context = context.unwrap_or_else(|error| {
                     tracing::warn!(%error, code = error.code(), "GET /context failed; continuing without it");
@@ -59,12 +59,12 @@ impl Turn<'_> {
             Ok(own) => own.unwrap_or_else(|| engine.model.clone()),
             Err(error) => {
                 tracing::error!(error = format!("{error:#}"), "cannot load the workspace's model");
-                return Err(Stop::Failed("The assistant is not set up correctly."));
+                return Err(Stop::Failed("error_setup"));
             }
         };
         let history = db::messages(&engine.pool, &self.input.conversation_id).await.map_err(|error| {
             tracing::error!(error = format!("{error:#}"), "cannot read the conversation");
-            Stop::Failed("The conversation could not be loaded.")
+            Stop::Failed("error_load")
         })?;
         let mut messages = vec![ChatMessage::System(prompt::system_prompt(&context, self.input.lang))];
         messages.extend(prompt::transcript(&history));

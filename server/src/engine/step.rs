@@ -41,7 +41,7 @@ impl Turn<'_> {
             Some(within) => within,
             None => self.engine.budgets.within_budget(caller).await.map_err(|error| {
                 tracing::error!(error = format!("{error:#}"), "cannot read the token budget");
-                Stop::Failed("The assistant could not check its allowance. Please try again.")
+                Stop::Failed("error_allowance")
             })?,
         };
         if !within {

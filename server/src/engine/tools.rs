@@ -56,7 +56,7 @@ impl Turn<'_> {
                 crate::metrics::tool_call(Some(tool.verb), "error");
                 tracing::warn!(tool = %tool.name, code = error.code(), %error, "tool call failed");
                 activity(ToolStatus::Failed);
-                ToolOutcome::error(error.user_message(), error.code())
+                ToolOutcome::error(&error.user_message(), error.code())
             }
         }
     }
@@ -92,7 +92,7 @@ impl Turn<'_> {
         let preview = preview.map_err(|error| {
             crate::metrics::tool_call(Some(tool.verb), "preview_failed");
             tracing::warn!(tool = %tool.name, code = error.code(), %error, "preview failed");
-            tool_error(error.user_message(), error.code())
+            tool_error(&error.user_message(), error.code())
         })?;
         Ok(preview.chars().filter(|c| !c.is_control() || *c == '\n').take(MAX_PREVIEW_CHARS).collect())
     }

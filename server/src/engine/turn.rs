@@ -4,6 +4,7 @@
 
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
+use widget::wire::i18n;
 use widget::wire::{StopReason, TurnDone, TurnError, TurnStarted};
 
 use super::context::{Stop, Turn};
@@ -36,7 +37,7 @@ impl Turn<'_> {
             Err(error) => {
                 tracing::error!(error = format!("{error:#}"), "cannot start the turn");
                 self.events.send(TurnEvent::Error(TurnError {
-                    message: "Your request could not be saved. Please try again.".into(),
+                    message: i18n::text(self.input.lang, "error_start"),
                     code: "turn_failed".into(),
                 }));
                 self.events.send(TurnEvent::Done(TurnDone { stop_reason: StopReason::Error }));
@@ -52,13 +53,14 @@ impl Turn<'_> {
         let reason = match outcome {
             Ok(()) => StopReason::Completed,
             Err(Stop::Limit(reason)) => reason,
-            Err(Stop::Failed(message)) => {
-                self.events.send(TurnEvent::Error(TurnError { message: message.into(), code: "turn_failed".into() }));
+            Err(Stop::Failed(key)) => {
+                let message = i18n::text(self.input.lang, key);
+                self.events.send(TurnEvent::Error(TurnError { message, code: "turn_failed".into() }));
                 StopReason::Error
             }
             Err(Stop::Model(error)) => {
                 tracing::warn!(%error, "model step failed");
-                let (message, code) = (error.user_message().into(), error.code().into());
+                let (message, code) = (i18n::text(self.input.lang, error.message_key()), error.code().into());
                 self.events.send(TurnEvent::Error(TurnError { message, code }));
                 if error.is_retryable() { StopReason::ModelUnavailable } else { StopReason::Error }
             }

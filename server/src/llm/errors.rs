@@ -73,18 +73,17 @@ impl ModelError {
     }
 
     /// What the user is told.
-    pub fn user_message(&self) -> &'static str {
+    pub fn user_message(&self) -> String {
+        widget::wire::i18n::text("en", self.message_key())
+    }
+
+    /// The catalogue's key of what the user is told (`widget/i18n`).
+    pub fn message_key(&self) -> &'static str {
         match self {
-            ModelError::RateLimited { .. } => "The assistant's model is busy right now. Please try again in a minute.",
-            ModelError::Unavailable { .. } | ModelError::Unreachable(_) => {
-                "The assistant's model is unavailable right now. Please try again."
-            }
-            ModelError::ContextLength => {
-                "This conversation is too long for the assistant's model. Please start a new conversation."
-            }
-            ModelError::Rejected { .. } | ModelError::Broken(_) => {
-                "The assistant's model could not answer. Please try again."
-            }
+            ModelError::RateLimited { .. } => "error_model_busy",
+            ModelError::Unavailable { .. } | ModelError::Unreachable(_) => "error_model_unavailable",
+            ModelError::ContextLength => "error_model_too_long",
+            ModelError::Rejected { .. } | ModelError::Broken(_) => "error_model_failed",
         }
     }
 

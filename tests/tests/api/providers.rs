@@ -192,6 +192,19 @@ async fn a_model_that_stays_rate_limited_ends_the_turn_with_its_reason() {
 }
 
 #[tokio::test]
+async fn the_turns_error_is_told_in_the_users_language() {
+    let busy = Answer::Status(429, vec![("retry-after", "0")], "{}".into());
+    let model = FakeModel::start(vec![busy]).await;
+    let (app, _, token) = setup(&model, lookup_tools(), &[]).await;
+    let body = serde_json::json!({"message": "こんにちは", "lang": "ja"});
+    let events = crate::helpers::parse_sse(&app.post("/v1/chat/turns", &token, &body).await.text().await.unwrap());
+    let error = of(&events, "error")[0];
+    assert_eq!(error["code"], "model_rate_limited", "the code stays the machine's");
+    assert_eq!(error["message"], widget::wire::i18n::text("ja", "error_model_busy"));
+    assert!(error["message"].as_str().unwrap().contains("混み合って"), "{error}");
+}
+
+#[tokio::test]
 async fn a_wait_longer_than_allowed_is_not_sat_out() {
     let model = FakeModel::start(vec![Answer::Status(429, vec![("retry-after", "3600")], "{}".into())]).await;
     let (app, _, token) = setup(&model, lookup_tools(), &[]).await;

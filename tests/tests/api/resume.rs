@@ -67,6 +67,8 @@ async fn a_turn_whose_process_died_ends_as_interrupted_for_the_client() {
     let conversation = of(&first, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
     let pool = &rig.app.state.pool;
     let long_ago = server::ids::now_ms() - 3_600_000;
+    // Its user reads German: the client is told in German.
+    sqlx::query("UPDATE conversations SET lang = 'de' WHERE id = $1").bind(&conversation).execute(pool).await.unwrap();
     sqlx::query("INSERT INTO turns (id, conversation_id, started_at) VALUES ('turn_dead', $1, $2)")
         .bind(&conversation)
         .bind(long_ago)
@@ -88,6 +90,7 @@ async fn a_turn_whose_process_died_ends_as_interrupted_for_the_client() {
     assert_eq!(status, 200);
     let events = parse_sse(&body);
     assert_eq!(of(&events, "error")[0]["code"], "turn_interrupted");
+    assert_eq!(of(&events, "error")[0]["message"], widget::wire::i18n::text("de", "error_interrupted"));
     assert_eq!(of(&events, "done")[0]["stop_reason"], "interrupted");
     assert_eq!(ids(&body), [2, 3]);
 }

@@ -140,8 +140,33 @@ pub const LOADER_KEYS: [&str; 6] =
 
 /// The texts the server itself writes into a reply (`engine/close.rs`):
 /// a limit or the user cut it short.
-pub const SERVER_KEYS: [&str; 6] =
-    ["notice_iterations", "notice_time", "notice_tokens", "notice_stopped", "notice_filtered", "notice_budget"];
+pub const SERVER_KEYS: [&str; 24] = [
+    "notice_iterations",
+    "notice_time",
+    "notice_tokens",
+    "notice_stopped",
+    "notice_filtered",
+    "notice_budget",
+    // A turn's `error` event, in the conversation's language.
+    "error_setup",
+    "error_load",
+    "error_save",
+    "error_start",
+    "error_allowance",
+    "error_interrupted",
+    "error_host_unauthorized",
+    "error_host_bad_request",
+    "error_host_forbidden",
+    "error_host_not_found",
+    "error_host_failed",
+    "error_host_stale",
+    "error_host_timeout",
+    "error_host_unreachable",
+    "error_model_busy",
+    "error_model_unavailable",
+    "error_model_too_long",
+    "error_model_failed",
+];
 
 /// Each language's English name, as the model is told it.
 pub fn english_name(lang: &str) -> &'static str {
