@@ -178,6 +178,9 @@ impl HostClient {
                 .redirect(reqwest::redirect::Policy::none())
                 .no_proxy()
                 .connect_timeout(timeout.min(Duration::from_secs(5)))
+                // Node's servers close an idle keep-alive connection after 5 s; a
+                // pooled one reused just then fails under the request (unreachable).
+                .pool_idle_timeout(Duration::from_secs(4))
                 .user_agent(concat!("context-assistant/", env!("CARGO_PKG_VERSION")))
         };
         let any = builder().build().expect("the HTTP client configuration is valid");
