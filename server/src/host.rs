@@ -96,7 +96,12 @@ pub enum HostError {
 impl HostError {
     /// A generic line for the user and the model: never the host's own text.
     pub fn user_message(&self) -> String {
-        widget::wire::i18n::text("en", self.message_key())
+        self.told_in("en")
+    }
+
+    /// What the user is told, in `lang`.
+    pub fn told_in(&self, lang: &str) -> String {
+        widget::wire::i18n::text(lang, self.message_key())
     }
 
     /// The catalogue's key of what the user is told (`widget/i18n`).

@@ -140,7 +140,7 @@ async fn apply_action(
                 tracing::warn!(code = error.code(), %error, "apply: the host's GET /tools failed");
                 // Told in the language of the action's conversation.
                 let lang = crate::db::conversation_lang(&state.pool, &action.conversation_id).await?;
-                return Err(ApiError::BadGateway(error.code(), widget::wire::i18n::text(lang, error.message_key())));
+                return Err(ApiError::BadGateway(error.code(), error.told_in(lang)));
             }
         };
         if let Some(why) = bound {

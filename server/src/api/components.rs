@@ -29,7 +29,7 @@ pub fn router() -> OpenApiRouter<ApiState> {
 async fn host_error(state: &ApiState, conversation_id: &str, error: HostError) -> ApiError {
     tracing::warn!(code = error.code(), %error, "component tool call failed at the host");
     match crate::db::conversation_lang(&state.pool, conversation_id).await {
-        Ok(lang) => ApiError::BadGateway(error.code(), widget::wire::i18n::text(lang, error.message_key())),
+        Ok(lang) => ApiError::BadGateway(error.code(), error.told_in(lang)),
         Err(e) => e.into(),
     }
 }

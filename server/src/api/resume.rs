@@ -170,11 +170,8 @@ impl Follow {
         if reason == StopReason::Interrupted {
             seq += 1;
             let error = TurnError {
-                message: {
-                    // In the language the conversation's user reads.
-                    let lang = state.lang.as_deref().and_then(i18n::spoken).unwrap_or(i18n::LANGUAGES[0]);
-                    i18n::text(lang, "error_interrupted")
-                },
+                // In the language the conversation's user reads.
+                message: i18n::text(crate::db::reads(state.lang.as_deref()), "error_interrupted"),
                 code: "turn_interrupted".into(),
             };
             self.queued.push_back(StoredEvent { seq, kind: EventKind::Error.as_str().into(), data: json(&error) });

@@ -67,7 +67,12 @@ pub async fn set_conversation_lang(pool: &Pool, id: &str, lang: &str) -> anyhow:
 pub async fn conversation_lang(pool: &Pool, id: &str) -> anyhow::Result<&'static str> {
     let lang: Option<Option<String>> =
         sqlx::query_scalar("SELECT lang FROM conversations WHERE id = $1").bind(id).fetch_optional(pool).await?;
-    Ok(lang.flatten().as_deref().and_then(widget::wire::i18n::spoken).unwrap_or(widget::wire::i18n::LANGUAGES[0]))
+    Ok(reads(lang.flatten().as_deref()))
+}
+
+/// The language a conversation's stored `lang` stands for, else English.
+pub fn reads(stored: Option<&str>) -> &'static str {
+    stored.and_then(widget::wire::i18n::spoken).unwrap_or(widget::wire::i18n::LANGUAGES[0])
 }
 
 const CONVERSATION_COLUMNS: &str = "id, workspace_id, external_user_id, title, updated_at";

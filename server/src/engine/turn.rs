@@ -60,7 +60,7 @@ impl Turn<'_> {
             }
             Err(Stop::Model(error)) => {
                 tracing::warn!(%error, "model step failed");
-                let (message, code) = (i18n::text(self.input.lang, error.message_key()), error.code().into());
+                let (message, code) = (error.told_in(self.input.lang), error.code().into());
                 self.events.send(TurnEvent::Error(TurnError { message, code }));
                 if error.is_retryable() { StopReason::ModelUnavailable } else { StopReason::Error }
             }

@@ -6,9 +6,10 @@
 //! through [`crate::html::escape`].
 //!
 //! The server draws a part's first markup into the page; the browser
-//! redraws it when its state changes. A redraw keeps what the user was doing: focus goes back to the control
-//! with the same `data-focus` key, the focused field keeps its text and
-//! caret, and a field marked `data-keep` keeps what was typed into it.
+//! redraws it when its state changes. A redraw keeps what the user was
+//! doing: focus goes back to the control with the same `data-focus` key,
+//! the focused field keeps its text and caret, and a field marked
+//! `data-keep` keeps what was typed into it.
 
 use leptos::prelude::*;
 use leptos::wasm_bindgen::JsCast;
