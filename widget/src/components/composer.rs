@@ -1,8 +1,14 @@
 //! Where the user writes: Enter sends, Shift+Enter starts a new line; Stop
 //! while a reply streams.
+//!
+//! The field is the browser's own (its text is read when sending, never
+//! redrawn: an input method's composition survives a reply finishing); the
+//! one button is markup redrawn by [`region`].
 
 use leptos::prelude::*;
 
+use super::region::{self, region};
+use crate::html::escape;
 use crate::intents;
 use crate::state::Chat;
 use crate::wire::i18n::Msg;
@@ -10,10 +16,11 @@ use crate::wire::i18n::Msg;
 #[component]
 pub fn Composer() -> impl IntoView {
     let chat = expect_context::<Chat>();
-    let draft = RwSignal::new(String::new());
     let t = move |m| chat.t(m);
+    let field = NodeRef::<leptos::html::Textarea>::new();
     let submit = move || {
-        let text = draft.get_untracked().trim().to_owned();
+        let Some(field) = field.get_untracked() else { return };
+        let text = field.value().trim().to_owned();
         if text.is_empty()
             || chat.busy.get_untracked()
             || chat.token.get_untracked().is_none()
@@ -21,8 +28,18 @@ pub fn Composer() -> impl IntoView {
         {
             return;
         }
-        draft.set(String::new());
+        field.set_value("");
         intents::send(chat, text);
+    };
+    let button = NodeRef::new();
+    let first_button = region(button, move || {
+        button_markup(chat.busy.get(), chat.token.with(Option::is_some), chat.wait_seconds.get() != 0, &t)
+    });
+    let on_button = move |ev: leptos::ev::MouseEvent| {
+        if region::action_of(&ev).is_some_and(|(_, action)| action == "stop") {
+            ev.prevent_default();
+            intents::stop(chat);
+        }
     };
     view! {
         <form class="ca-composer" on:submit=move |ev| {
@@ -30,10 +47,8 @@ pub fn Composer() -> impl IntoView {
             submit();
         }>
             <label class="ca-sr-only" for="ca-input">{t(Msg::MessageLabel)}</label>
-            <textarea id="ca-input" class="ca-input" rows="1" maxlength="8000"
-                placeholder=move || t(if chat.token.get().is_some() { Msg::Placeholder } else { Msg::Connecting })
-                prop:value=move || draft.get()
-                on:input=move |ev| draft.set(event_target_value(&ev))
+            <textarea id="ca-input" class="ca-input" rows="1" maxlength="8000" node_ref=field
+                placeholder=move || t(if chat.token.with(Option::is_some) { Msg::Placeholder } else { Msg::Connecting })
                 on:keydown=move |ev: leptos::ev::KeyboardEvent| {
                     if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() {
                         ev.prevent_default();
@@ -41,15 +56,49 @@ pub fn Composer() -> impl IntoView {
                     }
                 }
             ></textarea>
-            // One button: Send, or Stop while a reply streams (focus stays on it).
-            <button type="submit" class=move || if chat.busy.get() { "ca-button ca-stop" } else { "ca-button ca-send" }
-                disabled=move || !chat.busy.get() && (chat.token.get().is_none() || chat.wait_seconds.get() != 0)
-                on:click=move |ev| if chat.busy.get_untracked() {
-                    ev.prevent_default();
-                    intents::stop(chat);
-                }>
-                {move || t(if chat.busy.get() { Msg::Stop } else { Msg::Send })}
-            </button>
+            <div class="ca-part" node_ref=button inner_html=first_button on:click=on_button></div>
         </form>
+    }
+}
+
+/// One button: Send, or Stop while a reply streams (the same `data-focus`,
+/// so focus stays on it). Send waits for the chat's token and for a
+/// rate limit's countdown.
+fn button_markup(busy: bool, connected: bool, waiting: bool, t: &dyn Fn(Msg) -> String) -> String {
+    let (class, action, label) = if busy { ("ca-stop", "stop", Msg::Stop) } else { ("ca-send", "send", Msg::Send) };
+    let disabled = !busy && (!connected || waiting);
+    format!(
+        "<button type=\"submit\" class=\"ca-button {class}\" data-action=\"{action}\" data-focus=\"send\"{}>{}</button>",
+        if disabled { " disabled" } else { "" },
+        escape(&t(label))
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::components::region::english;
+
+    #[test]
+    fn the_button_sends_when_the_chat_can_and_stops_a_streaming_reply() {
+        let send = button_markup(false, true, false, &english);
+        assert_eq!(
+            send,
+            "<button type=\"submit\" class=\"ca-button ca-send\" data-action=\"send\" data-focus=\"send\">Send</button>"
+        );
+        let stop = button_markup(true, true, false, &english);
+        assert!(stop.contains("class=\"ca-button ca-stop\" data-action=\"stop\""), "{stop}");
+        assert!(stop.ends_with(">Stop</button>") && !stop.contains("disabled"), "{stop}");
+        // Not connected yet, or counting down a rate limit: Send waits.
+        assert!(button_markup(false, false, false, &english).contains(" disabled>"));
+        assert!(button_markup(false, true, true, &english).contains(" disabled>"));
+        // Stop is never disabled while a reply streams.
+        assert!(!button_markup(true, false, true, &english).contains("disabled"));
+    }
+
+    #[test]
+    fn the_buttons_words_are_escaped() {
+        let hostile = |_| "<img src=x onerror=alert(1)>".to_owned();
+        assert!(button_markup(false, true, false, &hostile).contains(">&lt;img src=x onerror=alert(1)&gt;</button>"));
     }
 }

@@ -3,6 +3,7 @@
 //! components), the action card, the MenuCart and the composer.
 
 mod action_card;
+mod alert;
 mod composer;
 mod history;
 mod menu_cart;
@@ -94,6 +95,18 @@ pub fn App() -> impl IntoView {
         Some("skip") => touring.set(false),
         _ => {}
     };
+    let alert = NodeRef::new();
+    let first_alert = region(alert, move || {
+        let wait = alert::wait_text(chat, chat.wait_seconds.get_untracked());
+        chat.error.with(|error| alert::markup(error.as_deref(), &wait, &t))
+    });
+    #[cfg(feature = "hydrate")]
+    alert::count_down(chat, alert);
+    let on_alert = move |ev: leptos::ev::MouseEvent| {
+        if region::action_of(&ev).is_some_and(|(_, action)| action == "retry") {
+            intents::retry(chat);
+        }
+    };
     view! {
         <div class="ca-widget" class:ca-full-page=full_page class:ca-embedded=framed>
             <div class="ca-part" node_ref=top inner_html=first_top on:click=on_top></div>
@@ -101,20 +114,7 @@ pub fn App() -> impl IntoView {
             <MessageList/>
             <HistoryPanel/>
             <p class="ca-activity" aria-hidden="true">{move || chat.activity.get()}</p>
-            {move || chat.error.get().map(|message| view! {
-                <div class="ca-error" role="alert">
-                    <span>
-                        {message}
-                        // Counted down here, said once by the live region (`announce`).
-                        <span class="ca-wait" aria-hidden="true">{move || match chat.wait_seconds.get() {
-                            0 => String::new(),
-                            n => format!(" {}", chat.words.fill(Msg::Wait, "{n}", &n.to_string())),
-                        }}</span>
-                    </span>
-                    <button type="button" class="ca-retry" disabled=move || chat.wait_seconds.get() != 0
-                        on:click=move |_| intents::retry(chat)>{t(Msg::Retry)}</button>
-                </div>
-            })}
+            <div class="ca-part" node_ref=alert inner_html=first_alert on:click=on_alert></div>
             <Composer/>
             <p class="ca-sr-only" aria-live="polite" aria-atomic="true">{move || chat.announce.get()}</p>
         </div>
