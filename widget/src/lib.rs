@@ -32,6 +32,9 @@ pub use components::{App, shell};
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     use leptos::prelude::*;
+    // A debug build says a panic in the console; the release build's panics
+    // trap at once (scripts/wasm-release/cargo), so it has no hook to call.
+    #[cfg(debug_assertions)]
     console_error_panic_hook::set_once();
     client::mark("ca:hydrate");
     let boot = client::boot::read_boot();
