@@ -150,3 +150,33 @@ test("the workspace's greeting and prompts start the chat, and the reply is said
   const reply = words(await widget.locator(".ca-assistant .ca-md").last().innerText());
   expect(words((await said.textContent()) ?? "")).toBe(reply);
 });
+
+test("a refused message is explained in the visitor's language, never in the API's English", async ({ page }) => {
+  const w = catalogue("de");
+  const widget = await openChat(page, "de", w);
+  // The API's refusals carry English text for developers; the chat says its own words.
+  const refusals = [
+    { status: 409, code: "turn_in_progress", error: "A reply is still being written in this conversation. Wait for it, or stop it.", says: w.turn_in_progress },
+    { status: 500, code: "internal", error: "internal error", says: w.went_wrong },
+  ];
+  let posts = 0;
+  await page.route("**/v1/chat/turns", async (route) => {
+    const refusal = refusals[posts++];
+    if (!refusal) return route.continue();
+    await route.fulfill({
+      status: refusal.status,
+      contentType: "application/json",
+      body: JSON.stringify({ error: refusal.error, code: refusal.code }),
+    });
+  });
+
+  await ask(widget, w, "show me the menu");
+  const alert = widget.getByRole("alert");
+  for (const refusal of refusals) {
+    await expect(alert).toHaveText(new RegExp(`^${refusal.says.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`));
+    await expect(alert).not.toContainText(refusal.error);
+    await alert.getByRole("button", { name: w.retry }).click();
+  }
+  await expect(widget.locator(".ca-assistant").last()).toContainText(PIZZA);
+  await expect(widget.getByRole("alert")).toHaveCount(0);
+});

@@ -47,8 +47,15 @@ impl WidgetError {
             // chat counts down itself (`retry_after`).
             WidgetError::Refused { status: 429, retry_after: Some(_), .. } => Msg::TooMany,
             WidgetError::Refused { status: 503, retry_after: Some(_), .. } => Msg::Busy,
-            WidgetError::Refused { message: Some(message), .. } | WidgetError::Turn(message) => return message.clone(),
-            WidgetError::Refused { message: None, .. } => Msg::WentWrong,
+            // A host's or the model's failure, and a turn's own error: the
+            // server writes them in the conversation's language.
+            WidgetError::Refused { status: 502, message: Some(message), .. } | WidgetError::Turn(message) => {
+                return message.clone();
+            }
+            WidgetError::Refused { code: Some(code), .. } if code == "turn_in_progress" => Msg::TurnInProgress,
+            // Any other refusal's text is the API's, in English for the
+            // developer: the visitor reads the chat's own words.
+            WidgetError::Refused { .. } => Msg::WentWrong,
             WidgetError::NoBody => Msg::NoBody,
             WidgetError::Lost => Msg::Lost,
         };

@@ -128,6 +128,7 @@ messages! {
     ConversationGone = "conversation_gone",
     TooMany = "too_many",
     Busy = "busy",
+    TurnInProgress = "turn_in_progress",
     WentWrong = "went_wrong",
     NoBody = "no_body",
     Lost = "lost",
