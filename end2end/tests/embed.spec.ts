@@ -24,6 +24,9 @@ test("an expired token is refreshed through getToken and the message still goes"
   await expect(widget.locator(".ca-assistant").last()).toContainText("offline demo model");
   await expect(widget.locator(".ca-user")).toHaveCount(1);
   await expect(widget.locator(".ca-error")).toHaveCount(0);
+  // Asked once for the open (handed to the frame as soon as it loaded, and again when the
+  // widget said it was ready) and once more for the expired one: never twice for one need.
+  expect(await page.evaluate(`calls[${JSON.stringify(ws.id)}]`)).toBe(2);
 });
 
 test("two widgets on one page work side by side", async ({ page, request, baseURL }) => {

@@ -67,8 +67,12 @@
     document.body.appendChild(said);
 
     function post(message) { if (frame) frame.contentWindow.postMessage(message, origin); }
-    function sendToken() {
-      Promise.resolve(getToken()).then(function (token) {
+    // Asked for once when the frame has loaded (it takes it before its WASM has started) and
+    // handed over again when the widget says it is ready; asked for anew only when it expired.
+    var sent;
+    function sendToken(fresh) {
+      if (fresh || !sent) sent = Promise.resolve(getToken());
+      sent.then(function (token) {
         if (token) post({ type: "ca:token", token: String(token) });
       }, function (e) { emit("error", { message: "getToken failed", cause: e }); });
     }
@@ -76,7 +80,7 @@
       if (!frame || e.origin !== origin || e.source !== frame.contentWindow) return;
       var d = e.data || {};
       if (d.type === "ca:ready") { ready = true; clearTimeout(watchdog); sendToken(); if (isOpen) focus(); }
-      else if (d.type === "ca:token-expired") sendToken();
+      else if (d.type === "ca:token-expired") sendToken(true);
       else if (d.type === "ca:close") close();
       else if (d.type === "ca:message") {
         if (!isOpen && d.detail && d.detail.role === "assistant") {
@@ -109,6 +113,7 @@
         frame.src = origin + "/widget?" + Object.keys(q).filter(function (k) { return q[k] != null; })
           .map(function (k) { return k + "=" + encodeURIComponent(q[k]); }).join("&");
         frame.addEventListener("load", function () {
+          sendToken();
           watchdog = setTimeout(function () {
             if (!ready) console.error("Context Assistant: the widget did not start. Is " + location.origin +
               " in the allowed_origins of workspace " + opts.workspace + "?");

@@ -17,35 +17,54 @@ use crate::wire::i18n::Msg;
 pub fn start(chat: Chat, boot: WidgetBoot) {
     token::set_receiver(receive);
     let own_origin = window().location().origin().unwrap_or_default();
-    let handle = window_event_listener(leptos::ev::message, move |e: web_sys::MessageEvent| {
-        let origin = e.origin();
-        let from_parent =
-            e.source().map(|s| Object::is(&s, &JsValue::from(window().parent().ok().flatten()))).unwrap_or(false);
-        if !from_parent || (origin != own_origin && !boot.allowed_origins.contains(&origin)) {
-            return;
-        }
-        let data = e.data();
-        match field(&data, "type").as_deref() {
-            Some("ca:focus") => {
-                if let Some(input) = document().get_element_by_id("ca-input")
-                    && let Ok(input) = input.dyn_into::<web_sys::HtmlElement>()
-                {
-                    let _ = input.focus();
-                }
+    let allowed = boot.allowed_origins.clone();
+    let on_message = move |e: &web_sys::MessageEvent| accept(chat, &own_origin, &allowed, e);
+    // What the page's first script kept while the WASM was on its way (the
+    // host hands the token over as soon as the frame has loaded: shell):
+    // taken once the page is hydrated, before any later message.
+    let early = on_message.clone();
+    spawn_local(async move {
+        let kept = Reflect::get(&window(), &JsValue::from_str("caEarly")).ok();
+        let _ = Reflect::set(&window(), &JsValue::from_str("caEarly"), &JsValue::NULL);
+        for e in kept.and_then(|k| k.dyn_into::<js_sys::Array>().ok()).iter().flat_map(|k| k.iter()) {
+            if let Ok(e) = e.dyn_into::<web_sys::MessageEvent>() {
+                early(&e);
             }
-            Some("ca:token") => {
-                let Some(token) = field(&data, "token").filter(|t| !t.is_empty() && t.len() < 8192) else { return };
-                receive(chat, token);
-            }
-            _ => {}
         }
     });
+    let handle = window_event_listener(leptos::ev::message, move |e: web_sys::MessageEvent| on_message(&e));
     on_cleanup(move || handle.remove());
     // The full-page app (launched from Caddie) has its token from the page.
     if boot.token.is_some() {
         spawn_local(turns::restore(chat));
     } else {
         host_page::post_to_host("ca:ready");
+    }
+}
+
+/// A message from the page that frames the widget, from its own origin or
+/// an allowed one: focus the field, or take a token.
+fn accept(chat: Chat, own_origin: &str, allowed: &[String], e: &web_sys::MessageEvent) {
+    let origin = e.origin();
+    let from_parent =
+        e.source().map(|s| Object::is(&s, &JsValue::from(window().parent().ok().flatten()))).unwrap_or(false);
+    if !from_parent || (origin != own_origin && !allowed.contains(&origin)) {
+        return;
+    }
+    let data = e.data();
+    match field(&data, "type").as_deref() {
+        Some("ca:focus") => {
+            if let Some(input) = document().get_element_by_id("ca-input")
+                && let Ok(input) = input.dyn_into::<web_sys::HtmlElement>()
+            {
+                let _ = input.focus();
+            }
+        }
+        Some("ca:token") => {
+            let Some(token) = field(&data, "token").filter(|t| !t.is_empty() && t.len() < 8192) else { return };
+            receive(chat, token);
+        }
+        _ => {}
     }
 }
 

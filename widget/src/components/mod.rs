@@ -22,6 +22,11 @@ use history::HistoryPanel;
 use messages::MessageList;
 use region::region;
 
+/// The page's first script: messages from the framing page (the host's
+/// token) wait in `caEarly` until the WASM takes them.
+const EARLY_MESSAGES: &str =
+    "window.caEarly=[];addEventListener('message',function(e){if(e.source===parent)(window.caEarly||[]).push(e)})";
+
 /// The whole HTML document of the widget page (server side).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     let boot = use_context::<WidgetBoot>().unwrap_or_default();
@@ -43,7 +48,9 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="ca-boot" content=boot_json/>
                 <title>{title}</title>
                 <link rel="stylesheet" href=css/>
-                {(!theme_css.is_empty()).then(|| view! { <style nonce=nonce>{format!(":root:root{{{theme_css}}}")}</style> })}
+                {(!theme_css.is_empty()).then(|| view! { <style nonce=nonce.clone()>{format!(":root:root{{{theme_css}}}")}</style> })}
+                // Keeps what the framing page says before the WASM listens (client::session).
+                <script nonce=nonce.clone() inner_html=EARLY_MESSAGES></script>
                 <HydrationScripts options/>
             </head>
             <body>
