@@ -8,14 +8,18 @@ const path = require("path");
 const zlib = require("zlib");
 
 const root = path.resolve(__dirname, "..");
+const brotli = (data) => zlib.brotliCompressSync(data, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
+const widget = (site) => [
+  ["widget WASM", path.join(site, "pkg/context-assistant.wasm")],
+  ["widget JS", path.join(site, "pkg/context-assistant.js")],
+  ["widget CSS", path.join(site, "pkg/context-assistant.css")],
+];
 // `--budget [site-root]`: only the opened widget, failing when it is over
 // issue #19's 100 KB brotli (./dev test runs it on the release build).
 if (process.argv[2] === "--budget") {
-  const site = process.argv[3] || path.join(root, "target/site");
   const budget = 100 * 1024;
-  const opened = ["wasm", "js", "css"].map((ext) => path.join(site, `pkg/context-assistant.${ext}`))
-    .map((file) => zlib.brotliCompressSync(fs.readFileSync(file),
-      { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length)
+  const opened = widget(process.argv[3] || path.join(root, "target/site"))
+    .map(([, file]) => brotli(fs.readFileSync(file)))
     .reduce((a, b) => a + b, 0);
   const line = `opened widget (WASM + JS + CSS): ${(opened / 1024).toFixed(1)} KB brotli of ${budget / 1024} KB`;
   if (opened > budget) {
@@ -31,9 +35,7 @@ const site = process.argv[2] || path.join(root, "target/site");
 const assistant = process.argv[3] || "http://127.0.0.1:3000";
 const files = [
   ["loader (embed.js, as served)", null],
-  ["widget WASM", path.join(site, "pkg/context-assistant.wasm")],
-  ["widget JS", path.join(site, "pkg/context-assistant.js")],
-  ["widget CSS", path.join(site, "pkg/context-assistant.css")],
+  ...widget(site),
   ["console WASM", path.join(site, "pkg/console_bg.wasm")],
   ["console JS", path.join(site, "pkg/console.js")],
   ["console CSS", path.join(site, "console.css")],
@@ -46,7 +48,7 @@ console.log("| file | raw | gzip | brotli |\n|---|---|---|---|");
 for (const [name, file] of files) {
   const data = file ? fs.readFileSync(file) : Buffer.from(await (await fetch(`${assistant}/embed.js`)).arrayBuffer());
   const gz = zlib.gzipSync(data, { level: 9 }).length;
-  const br = zlib.brotliCompressSync(data, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
+  const br = brotli(data);
   if (name.startsWith("widget")) openedBrotli += br;
   if (name.startsWith("console")) consoleBrotli += br;
   console.log(`| ${name} | ${kb(data.length)} | ${kb(gz)} | ${kb(br)} |`);
