@@ -1,16 +1,20 @@
-//! The conversation: each message with its text (or sanitized HTML), its
-//! link cards and its rich components, and the action card at the end.
+//! The conversation: the start screen (start.rs), then each message with
+//! its text (or sanitized HTML), its link cards (cards.rs), its rich
+//! components and its tools (reply_tools.rs), and the action card at the end.
 
 use leptos::prelude::*;
 
 use super::action_card::ActionCard;
+use super::cards::cards_markup;
 use super::menu_cart;
 use super::region::{self, region};
+use super::reply_tools::{Tools, tools_markup};
+use super::start::start_markup;
 use crate::html::escape;
 use crate::intents;
 use crate::state::{Bubble, Chat, Component};
 use crate::wire::i18n::Msg;
-use crate::wire::{DisplayCard, Rating, Role, WidgetBoot};
+use crate::wire::{Rating, Role, WidgetBoot};
 
 /// The conversation, as a log: assistive technology hears the
 /// announcements, not every streamed token.
@@ -58,32 +62,6 @@ pub fn MessageList() -> impl IntoView {
             <ActionCard/>
         </div>
     }
-}
-
-/// The empty chat: the workspace's greeting and its suggested prompts,
-/// which send with one click once the chat is `ready`.
-fn start_markup(greeting: &str, prompts: &[String], shown: bool, ready: bool, t: &dyn Fn(Msg) -> String) -> String {
-    use std::fmt::Write;
-    let mut html = format!(
-        "<div class=\"ca-start\"{}><p class=\"ca-empty\">{}</p>",
-        if shown { "" } else { " hidden" },
-        escape(greeting)
-    );
-    if !prompts.is_empty() {
-        let _ = write!(html, "<ul class=\"ca-prompts\" aria-label=\"{}\">", escape(&t(Msg::Suggestions)));
-        for (i, prompt) in prompts.iter().enumerate() {
-            let _ = write!(
-                html,
-                "<li><button type=\"button\" class=\"ca-prompt\" data-action=\"prompt\" data-index=\"{i}\" \
-                 data-focus=\"prompt-{i}\"{}>{}</button></li>",
-                if ready { "" } else { " disabled" },
-                escape(prompt)
-            );
-        }
-        html.push_str("</ul>");
-    }
-    html.push_str("</div>");
-    html
 }
 
 #[component]
@@ -179,122 +157,6 @@ fn text_markup(role: Role, text: &str, html: Option<&str>, t: &dyn Fn(Msg) -> St
     }
 }
 
-/// Sanitized link cards; every field is text (the server has checked the
-/// addresses).
-fn cards_markup(cards: &[DisplayCard], t: &dyn Fn(Msg) -> String) -> String {
-    use std::fmt::Write;
-    if cards.is_empty() {
-        return String::new();
-    }
-    let mut html = format!("<ul class=\"ca-cards\" aria-label=\"{}\">", escape(&t(Msg::Results)));
-    for card in cards {
-        let title = escape(&card.title);
-        html.push_str("<li class=\"ca-card\">");
-        if let Some(src) = &card.image {
-            let _ = write!(
-                html,
-                "<img class=\"ca-card-image\" src=\"{}\" alt=\"{title}\" loading=\"lazy\" referrerpolicy=\"no-referrer\">",
-                escape(src)
-            );
-        }
-        let _ = write!(
-            html,
-            "<div class=\"ca-card-body\"><a class=\"ca-card-title\" href=\"{}\" target=\"_blank\" \
-             rel=\"noopener noreferrer\">{title}</a>",
-            escape(&card.url)
-        );
-        if let Some(subtitle) = &card.subtitle {
-            let _ = write!(html, "<p class=\"ca-card-subtitle\">{}</p>", escape(subtitle));
-        }
-        if !card.badges.is_empty() {
-            html.push_str("<ul class=\"ca-badges\">");
-            for badge in &card.badges {
-                let _ = write!(html, "<li class=\"ca-badge\">{}</li>", escape(badge));
-            }
-            html.push_str("</ul>");
-        }
-        html.push_str("</div></li>");
-    }
-    html.push_str("</ul>");
-    html
-}
-
-/// What the controls under a message show.
-struct Tools {
-    /// The stream broke before the message was finished.
-    interrupted: bool,
-    /// A finished reply of the assistant: it gets the controls.
-    finished: bool,
-    copied: bool,
-    rating: Option<Rating>,
-    /// The server has named the reply (feedback needs its id).
-    rateable: bool,
-    /// The last message: it may be asked for again.
-    last: bool,
-    busy: bool,
-    commenting: bool,
-}
-
-/// A thumb up (Material Symbols' "thumb_up", Apache-2.0); turned over for down.
-const THUMB: &str = "M1 21h4V9H1v12zm22-11c0-1.1-.9-2-2-2h-6.31l.95-4.57.03-.32c0-.41-.17-.79-.44-1.06L14.17 1 \
-                     7.59 7.59C7.22 7.95 7 8.45 7 9v10c0 1.1.9 2 2 2h9c.83 0 1.54-.5 1.84-1.22l3.02-7.05c.09-.23.14-.47.14-.73v-2z";
-
-/// The cut-off note, and on a finished reply: Copy, the thumbs (pressed
-/// while they are the user's rating), Ask again on the last one, and the
-/// comment field after a thumb.
-fn tools_markup(tools: &Tools, t: &dyn Fn(Msg) -> String) -> String {
-    use std::fmt::Write;
-    let word = |m: Msg| escape(&t(m));
-    let mut html = String::new();
-    if tools.interrupted {
-        let _ = write!(html, "<p class=\"ca-interrupted\">{}</p>", word(Msg::CutOff));
-    }
-    if !tools.finished {
-        return html;
-    }
-    let (copy, copy_label) = if tools.copied { (Msg::Copied, Msg::CopiedReply) } else { (Msg::Copy, Msg::CopyReply) };
-    let _ = write!(
-        html,
-        "<div class=\"ca-reply-tools\"><button type=\"button\" class=\"ca-copy\" data-action=\"copy\" \
-         data-focus=\"copy\" aria-label=\"{}\">{}</button>",
-        word(copy_label),
-        word(copy)
-    );
-    for (rating, label, turn) in
-        [(Rating::Up, Msg::FeedbackGood, ""), (Rating::Down, Msg::FeedbackBad, " transform=\"rotate(180 12 12)\"")]
-    {
-        let label = word(label);
-        let _ = write!(
-            html,
-            "<button type=\"button\" class=\"ca-thumb\" data-action=\"rate-{0}\" data-focus=\"rate-{0}\" \
-             title=\"{label}\" aria-label=\"{label}\" aria-pressed=\"{1}\"{2}>\
-             <svg width=\"16\" height=\"16\" viewBox=\"0 0 24 24\" fill=\"currentColor\" aria-hidden=\"true\">\
-             <path{turn} d=\"{THUMB}\"></path></svg></button>",
-            rating.as_str(),
-            tools.rating == Some(rating),
-            if tools.rateable { "" } else { " disabled" },
-        );
-    }
-    let _ = write!(
-        html,
-        "<button type=\"button\" class=\"ca-copy ca-again\" data-action=\"again\" data-focus=\"again\"{}{}>{}</button></div>",
-        if tools.last { "" } else { " hidden" },
-        if tools.busy { " disabled" } else { "" },
-        word(Msg::AskAgain)
-    );
-    if tools.commenting {
-        let label = word(Msg::FeedbackComment);
-        let _ = write!(
-            html,
-            "<form class=\"ca-feedback\"><input type=\"text\" class=\"ca-feedback-comment\" maxlength=\"1000\" \
-             placeholder=\"{label}\" aria-label=\"{label}\" data-focus=\"comment\" data-keep=\"comment\">\
-             <button type=\"submit\" class=\"ca-button ca-secondary\" data-focus=\"comment-send\">{}</button></form>",
-            word(Msg::FeedbackSend)
-        );
-    }
-    html
-}
-
 /// The reply's rich components, each drawn by its kind (a kind this
 /// widget does not know shows nothing), in a `data-component` wrapper that
 /// names it by its index; focus keys are the component's own.
@@ -322,24 +184,11 @@ fn component_of(bubble: Bubble, control: &leptos::web_sys::Element) -> Option<Co
 #[cfg(test)]
 mod tests {
     use super::super::region::english;
-    use super::{Tools, cards_markup, start_markup, text_markup, tools_markup};
-    use crate::wire::{DisplayCard, Rating, Role};
+    use super::text_markup;
+    use crate::wire::Role;
 
     const HOSTILE: &str = r#"<img src=x onerror=alert(1)>"' & </p>"#;
     const ESCAPED: &str = "&lt;img src=x onerror=alert(1)&gt;&quot;&#39; &amp; &lt;/p&gt;";
-
-    fn tools() -> Tools {
-        Tools {
-            interrupted: false,
-            finished: true,
-            copied: false,
-            rating: None,
-            rateable: true,
-            last: true,
-            busy: false,
-            commenting: false,
-        }
-    }
 
     #[test]
     fn streamed_text_is_escaped_and_finished_html_is_the_servers() {
@@ -347,68 +196,5 @@ mod tests {
         assert_eq!(html, format!(r#"<span class="ca-sr-only">You: </span><p class="ca-text">{ESCAPED}</p>"#));
         let html = text_markup(Role::Assistant, HOSTILE, Some("<p>sanitized</p>"), &english);
         assert_eq!(html, r#"<span class="ca-sr-only">Assistant: </span><div class="ca-md"><p>sanitized</p></div>"#);
-    }
-
-    #[test]
-    fn link_cards_escape_every_field() {
-        assert_eq!(cards_markup(&[], &english), "", "no cards, no list");
-        let card = DisplayCard {
-            title: HOSTILE.into(),
-            url: format!("https://example.com/?q=\"{HOSTILE}"),
-            image: Some(HOSTILE.into()),
-            subtitle: Some(HOSTILE.into()),
-            badges: vec![HOSTILE.into(), "New".into()],
-        };
-        let html = cards_markup(&[card], &english);
-        assert!(!html.contains("<img src=x") && !html.contains("</p>\""), "{html}");
-        assert_eq!(html.matches(ESCAPED).count(), 6, "title, alt, src, href, subtitle, badge: {html}");
-        assert!(html.starts_with(r#"<ul class="ca-cards" aria-label="Results"><li class="ca-card"><img"#), "{html}");
-        assert!(html.contains(r#"target="_blank" rel="noopener noreferrer""#));
-        assert!(html.contains(r#"<li class="ca-badge">New</li>"#));
-    }
-
-    #[test]
-    fn a_finished_reply_gets_its_tools_and_a_streaming_one_none() {
-        assert_eq!(tools_markup(&Tools { finished: false, ..tools() }, &english), "");
-        let cut = tools_markup(&Tools { finished: false, interrupted: true, ..tools() }, &english);
-        assert!(cut.starts_with(r#"<p class="ca-interrupted">"#) && !cut.contains("ca-reply-tools"), "{cut}");
-
-        let html = tools_markup(&tools(), &english);
-        assert!(
-            html.contains(r#"data-action="copy" data-focus="copy" aria-label="Copy reply">Copy</button>"#),
-            "{html}"
-        );
-        assert_eq!(html.matches(r#"aria-pressed="false""#).count(), 2);
-        assert!(!html.contains(" disabled") && !html.contains(" hidden") && !html.contains("ca-feedback"), "{html}");
-        assert!(html.contains(r#"transform="rotate(180 12 12)""#), "the thumb down is the thumb turned over");
-    }
-
-    #[test]
-    fn the_tools_show_the_users_rating_and_what_waits() {
-        let html =
-            tools_markup(&Tools { rating: Some(Rating::Down), copied: true, commenting: true, ..tools() }, &english);
-        assert!(html.contains(r#"data-action="rate-down" data-focus="rate-down" title="Bad reply" aria-label="Bad reply" aria-pressed="true""#), "{html}");
-        assert!(html.contains(r#"data-action="rate-up" data-focus="rate-up" title="Good reply" aria-label="Good reply" aria-pressed="false""#), "{html}");
-        assert!(html.contains(">Copied</button>"), "{html}");
-        assert!(html.contains(r#"<form class="ca-feedback"><input type="text" class="ca-feedback-comment""#), "{html}");
-        assert!(html.contains(r#"data-keep="comment""#), "what the user types survives a redraw");
-
-        let html = tools_markup(&Tools { rateable: false, last: false, busy: true, ..tools() }, &english);
-        assert_eq!(html.matches(r#"aria-pressed="false" disabled>"#).count(), 2, "both thumbs wait for the id: {html}");
-        assert!(html.contains(r#"data-action="again" data-focus="again" hidden disabled>"#), "{html}");
-    }
-
-    #[test]
-    fn the_start_screen_escapes_the_workspaces_words_and_waits_for_the_chat() {
-        let prompts = vec![HOSTILE.to_owned(), "Show me the menu".to_owned()];
-        let html = start_markup(HOSTILE, &prompts, true, false, &english);
-        assert!(html.starts_with(&format!(r#"<div class="ca-start"><p class="ca-empty">{ESCAPED}</p>"#)), "{html}");
-        assert_eq!(html.matches(" disabled>").count(), 2, "{html}");
-        assert!(
-            html.contains(r#"data-action="prompt" data-index="1" data-focus="prompt-1" disabled>Show me the menu"#)
-        );
-        let ready = start_markup("Hi", &prompts, false, true, &english);
-        assert!(ready.starts_with(r#"<div class="ca-start" hidden>"#) && !ready.contains("disabled"), "{ready}");
-        assert!(!start_markup("Hi", &[], true, true, &english).contains("ca-prompts"));
     }
 }

@@ -4,11 +4,14 @@
 
 mod action_card;
 mod alert;
+mod cards;
 mod composer;
 mod history;
 mod menu_cart;
 mod messages;
 mod region;
+mod reply_tools;
+mod start;
 mod top;
 
 use leptos::prelude::*;
