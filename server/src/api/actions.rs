@@ -77,7 +77,7 @@ async fn refusal(state: &ApiState, id: &str) -> ApiError {
     tag = "chat",
     security(("embed_token" = [])),
     params(("id" = String, Path, description = "The `action_id` of a `pending_action`")),
-    responses((status = 200, body = Confirmed)),
+    responses((status = 200, description = "The delete is confirmed; Apply may follow", body = Confirmed)),
 )]
 async fn confirm_action(
     State(state): State<ApiState>,

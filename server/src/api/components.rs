@@ -45,7 +45,7 @@ async fn host_error(state: &ApiState, conversation_id: &str, error: HostError) -
     security(("embed_token" = [])),
     params(("id" = String, Path, description = "The `component_id` of a `component` event")),
     request_body = ComponentCall,
-    responses((status = 200, body = ComponentCallResult)),
+    responses((status = 200, description = "The tool ran; the component's new state when its output carries one", body = ComponentCallResult)),
 )]
 async fn call_tool(
     State(state): State<ApiState>,

@@ -36,7 +36,7 @@ struct ConversationListResponse {
     path = "/v1/conversations",
     tag = "chat",
     security(("embed_token" = [])),
-    responses((status = 200, body = ConversationListResponse)),
+    responses((status = 200, description = "The caller's conversations, newest first", body = ConversationListResponse)),
 )]
 async fn list_conversations(
     State(state): State<ApiState>,
@@ -59,7 +59,7 @@ async fn list_conversations(
     tag = "chat",
     security(("embed_token" = [])),
     params(("id" = String, Path, description = "The conversation's id")),
-    responses((status = 200, body = ConversationView)),
+    responses((status = 200, description = "The conversation with its messages, cards, components and pending actions", body = ConversationView)),
 )]
 async fn get_conversation(
     State(state): State<ApiState>,

@@ -65,7 +65,7 @@ async fn reply(state: &ApiState, caller: &Caller, id: &str) -> Result<(String, S
     security(("embed_token" = [])),
     params(("id" = String, Path, description = "An assistant message of the caller's (a reply's `message_id`)")),
     request_body = FeedbackRequest,
-    responses((status = 200, body = GivenFeedback)),
+    responses((status = 200, description = "The feedback kept on the reply", body = GivenFeedback)),
 )]
 async fn give_feedback(
     State(state): State<ApiState>,
@@ -164,7 +164,7 @@ struct FeedbackPage {
     tag = "setup",
     security(("api_key" = [])),
     params(FeedbackQuery),
-    responses((status = 200, body = FeedbackPage)),
+    responses((status = 200, description = "A page of feedback, newest first", body = FeedbackPage)),
 )]
 async fn list_feedback(
     State(state): State<ApiState>,

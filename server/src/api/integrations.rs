@@ -57,7 +57,7 @@ struct IntegrationList {
     path = "/v1/integrations",
     tag = "setup",
     security(("api_key" = [])),
-    responses((status = 200, body = IntegrationList)),
+    responses((status = 200, description = "The workspace's integrations", body = IntegrationList)),
 )]
 async fn list_integrations(
     State(state): State<ApiState>,
@@ -74,7 +74,7 @@ async fn list_integrations(
     tag = "setup",
     security(("api_key" = [])),
     params(("provider" = String, Path, description = "`generic-rest`, the one provider")),
-    responses((status = 200, body = ShownIntegration)),
+    responses((status = 200, description = "The integration: its tools and allowlist (never its secret)", body = ShownIntegration)),
 )]
 async fn show_integration(
     State(state): State<ApiState>,
@@ -113,7 +113,7 @@ struct IntegrationPatch {
     security(("api_key" = [])),
     params(("provider" = String, Path, description = "`generic-rest`, the one provider")),
     request_body = IntegrationPatch,
-    responses((status = 200, body = ShownIntegration)),
+    responses((status = 200, description = "The integration as narrowed", body = ShownIntegration)),
 )]
 async fn update_integration(
     State(state): State<ApiState>,

@@ -49,7 +49,7 @@ struct ShownModel {
     path = "/v1/workspace/model",
     tag = "setup",
     security(("api_key" = [])),
-    responses((status = 200, body = ShownModel)),
+    responses((status = 200, description = "The workspace's model (its api key never shown)", body = ShownModel)),
 )]
 async fn show_model(State(state): State<ApiState>, workspace: WorkspaceKey) -> Result<Json<ShownModel>, ApiError> {
     let row = db::workspace_model(&state.pool, &workspace.id).await?.ok_or(ApiError::NotFound)?;
@@ -67,7 +67,7 @@ async fn show_model(State(state): State<ApiState>, workspace: WorkspaceKey) -> R
     tag = "setup",
     security(("api_key" = [])),
     request_body = SetModel,
-    responses((status = 200, body = ShownModel)),
+    responses((status = 200, description = "The model as set (its api key never shown)", body = ShownModel)),
 )]
 async fn set_model(
     State(state): State<ApiState>,

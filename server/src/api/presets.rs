@@ -58,7 +58,7 @@ fn valid_name(name: &str) -> Result<(), ApiError> {
     path = "/v1/tool-presets",
     tag = "setup",
     security(("admin" = [])),
-    responses((status = 200, body = Vec<ShownPreset>)),
+    responses((status = 200, description = "Every preset, its secret never shown", body = Vec<ShownPreset>)),
 )]
 async fn list_presets(State(state): State<ApiState>, _admin: Admin) -> Result<Json<Vec<ShownPreset>>, ApiError> {
     let mut shown = Vec::new();
@@ -85,7 +85,7 @@ async fn list_presets(State(state): State<ApiState>, _admin: Admin) -> Result<Js
     security(("admin" = [])),
     params(("name" = String, Path, pattern = "^[a-z0-9_-]{1,64}$", description = "1 to 64 of a-z, 0-9, - and _")),
     request_body = SetPreset,
-    responses((status = 200, body = ShownPreset)),
+    responses((status = 200, description = "The preset as saved (its secret sealed, never shown)", body = ShownPreset)),
 )]
 async fn set_preset(
     State(state): State<ApiState>,

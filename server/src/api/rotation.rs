@@ -77,7 +77,7 @@ struct RotatedApiKey {
     tag = "setup",
     security(("api_key" = [])),
     request_body = RotateRequest,
-    responses((status = 200, body = RotatedEmbedSecret)),
+    responses((status = 200, description = "The new embed secret, shown once; the previous one works until the overlap ends", body = RotatedEmbedSecret)),
 )]
 async fn rotate_embed_secret(
     State(state): State<ApiState>,
@@ -105,7 +105,7 @@ async fn rotate_embed_secret(
     tag = "setup",
     security(("api_key" = [])),
     request_body = RotateRequest,
-    responses((status = 200, body = RotatedApiKey)),
+    responses((status = 200, description = "The new api key, shown once; the previous one works until the overlap ends (except to rotate)", body = RotatedApiKey)),
 )]
 async fn rotate_api_key(
     State(state): State<ApiState>,

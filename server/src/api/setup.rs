@@ -59,7 +59,7 @@ pub(super) struct Origin(String);
     tag = "setup",
     security(("admin" = [])),
     request_body = CreateWorkspaceRequest,
-    responses((status = 201, body = CreatedWorkspace)),
+    responses((status = 201, description = "The workspace, with its api key and embed secret shown once", body = CreatedWorkspace)),
 )]
 async fn create_workspace(
     State(state): State<ApiState>,
@@ -156,7 +156,7 @@ struct CheckRequest {
     security(("api_key" = [])),
     params(("provider" = String, Path, description = "`generic-rest`, the one provider")),
     request_body = CheckRequest,
-    responses((status = 200, body = Report)),
+    responses((status = 200, description = "The checker's report, rule by rule (nothing is stored)", body = Report)),
 )]
 async fn check_integration(
     State(state): State<ApiState>,
@@ -195,7 +195,7 @@ async fn checked_target(state: &ApiState, raw_base_url: &str, secret: &str) -> R
     security(("api_key" = [])),
     params(("provider" = String, Path, description = "`generic-rest`, the one provider")),
     request_body = ConnectRequest,
-    responses((status = 200, body = ConnectResponse)),
+    responses((status = 200, description = "The integration as connected: its tools and the checker's report", body = ConnectResponse)),
 )]
 async fn connect_integration(
     State(state): State<ApiState>,

@@ -71,7 +71,7 @@ struct ConversationPage {
     tag = "setup",
     security(("api_key" = [])),
     params(ConversationQuery),
-    responses((status = 200, body = ConversationPage)),
+    responses((status = 200, description = "A page of the workspace's conversations, newest first", body = ConversationPage)),
 )]
 async fn list_workspace_conversations(
     State(state): State<ApiState>,
@@ -119,7 +119,7 @@ struct WorkspaceConversation {
     tag = "setup",
     security(("api_key" = [])),
     params(("id" = String, Path, description = "The conversation's id")),
-    responses((status = 200, body = WorkspaceConversation)),
+    responses((status = 200, description = "The conversation's whole transcript", body = WorkspaceConversation)),
 )]
 async fn get_workspace_conversation(
     State(state): State<ApiState>,

@@ -116,7 +116,7 @@ fn day_text(day: i64) -> String {
     tag = "setup",
     security(("api_key" = [])),
     params(UsageQuery),
-    responses((status = 200, body = Usage)),
+    responses((status = 200, description = "What the workspace used, per day", body = Usage)),
 )]
 async fn workspace_usage(
     State(state): State<ApiState>,

@@ -39,7 +39,7 @@ struct Erasure {
     tag = "setup",
     security(("api_key" = [])),
     params(("external_user_id" = String, Path, description = "The `sub` of the user's embed tokens")),
-    responses((status = 200, body = Erasure)),
+    responses((status = 200, description = "What was erased, by kind", body = Erasure)),
 )]
 async fn erase_user(
     State(state): State<ApiState>,

@@ -205,7 +205,7 @@ impl LimitsPatch {
     path = "/v1/workspace",
     tag = "setup",
     security(("api_key" = [])),
-    responses((status = 200, body = ShownWorkspace)),
+    responses((status = 200, description = "The workspace's settings", body = ShownWorkspace)),
 )]
 async fn show_workspace(
     State(state): State<ApiState>,
@@ -225,7 +225,7 @@ async fn show_workspace(
     tag = "setup",
     security(("api_key" = [])),
     request_body = WorkspacePatch,
-    responses((status = 200, body = ShownWorkspace)),
+    responses((status = 200, description = "The settings as saved", body = ShownWorkspace)),
 )]
 async fn update_workspace(
     State(state): State<ApiState>,

@@ -74,6 +74,11 @@ async fn the_document_describes_every_route_its_credential_and_its_errors() {
             assert_eq!(schema, "#/components/schemas/ErrorBody", "{method} {path} {range}");
         }
         assert!(operation["summary"].is_string(), "{method} {path} has a summary");
+        for (status, answer) in operation["responses"].as_object().unwrap() {
+            // OpenAPI 3.1 requires it; client generators and validators refuse a document without.
+            let described = answer["description"].as_str().is_some_and(|d| !d.trim().is_empty());
+            assert!(described, "{method} {path} {status} has a description");
+        }
     }
     let error = &doc["components"]["schemas"]["ErrorBody"];
     assert_eq!(error["required"], serde_json::json!(["error", "code"]));
