@@ -1,21 +1,4 @@
-//! The widget's reader of the turn stream: however the network cuts the
-//! bytes, the same events come out; nothing panics.
+//! The `sse_widget` target: fuzz_checks::sse_widget says what must hold.
 #![no_main]
 
-use arbitrary::Unstructured;
-use context_assistant_fuzz::chunks;
-use libfuzzer_sys::fuzz_target;
-use widget::sse::SseParser;
-
-fuzz_target!(|data: &[u8]| {
-    let (cuts, stream) = data.split_at(data.len().min(16));
-    let whole = SseParser::default().feed(stream);
-    let mut parser = SseParser::default();
-    let mut u = Unstructured::new(cuts);
-    let pieces = chunks(&mut u, stream).expect("cutting never fails");
-    let chunked: Vec<_> = pieces.into_iter().flat_map(|piece| parser.feed(piece)).collect();
-    assert_eq!(whole, chunked, "the cuts changed the events");
-    for event in &whole {
-        assert!(!event.event.is_empty() && !event.event.contains('\n'), "{event:?}");
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_checks::sse_widget::check(data));

@@ -17,9 +17,16 @@ async fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         None | Some("serve") => {}
         Some("check-host") => return check_host(&args[1..]).await,
+        Some("openapi") => {
+            // The document `GET /v1/openapi.json` serves, without a server:
+            // for client generators and validators.
+            println!("{:#}", server::api::document());
+            return ExitCode::SUCCESS;
+        }
         Some(other) => {
             eprintln!(
-                "context-assistant: unknown command `{other}`; the commands are `serve` (the default) and `check-host`"
+                "context-assistant: unknown command `{other}`; the commands are `serve` (the default), `check-host` \
+                 and `openapi`"
             );
             return ExitCode::from(2);
         }

@@ -156,20 +156,23 @@ impl TestApp {
     /// `POST path` as `bearer`: the status and the JSON answer (`Null` when
     /// the answer is not JSON).
     pub async fn post_json(&self, path: &str, bearer: &str, body: &Value) -> (u16, Value) {
-        status_and_json(self.post(path, bearer, body).await).await
+        documented("POST", path, self.post(path, bearer, body).await).await
     }
 
-    /// `GET path` as `bearer`: the status and the JSON answer.
+    /// `PUT path` as `bearer`, with a JSON body: the status and the JSON
+    /// answer, checked against the OpenAPI document (so are the three below).
     pub async fn put_json(&self, path: &str, bearer: &str, body: &Value) -> (u16, Value) {
-        status_and_json(self.client.put(self.url(path)).bearer_auth(bearer).json(body).send().await.unwrap()).await
+        let response = self.client.put(self.url(path)).bearer_auth(bearer).json(body).send().await.unwrap();
+        documented("PUT", path, response).await
     }
 
     pub async fn patch_json(&self, path: &str, bearer: &str, body: &Value) -> (u16, Value) {
-        status_and_json(self.client.patch(self.url(path)).bearer_auth(bearer).json(body).send().await.unwrap()).await
+        let response = self.client.patch(self.url(path)).bearer_auth(bearer).json(body).send().await.unwrap();
+        documented("PATCH", path, response).await
     }
 
     pub async fn get_json(&self, path: &str, bearer: &str) -> (u16, Value) {
-        status_and_json(self.get(path, bearer).await).await
+        documented("GET", path, self.get(path, bearer).await).await
     }
 
     /// Posts a chat turn and reads the whole event stream.
@@ -181,6 +184,16 @@ impl TestApp {
         assert_eq!(response.headers()["x-accel-buffering"], "no", "a buffering proxy must pass events at once");
         parse_sse(&response.text().await.unwrap())
     }
+}
+
+/// The status and JSON answer (`Null` when it is not JSON) of `method path`,
+/// checked against the OpenAPI document (documented.rs).
+async fn documented(method: &str, path: &str, response: reqwest::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+    let text = response.text().await.unwrap();
+    crate::documented::check(method, path, status, &content_type, &text);
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
 /// A response's status and JSON body (`Null` when the body is not JSON).

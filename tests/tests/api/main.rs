@@ -1,6 +1,7 @@
 //! Integration tests: the real server on a random port, with a fresh
 //! SQLite file or a fresh PostgreSQL database per test.
 
+mod documented;
 mod helpers;
 
 mod actions;
@@ -17,6 +18,7 @@ mod contract;
 mod embed;
 mod erasure;
 mod feedback;
+mod fuzzing;
 mod idp;
 mod keys;
 mod languages;

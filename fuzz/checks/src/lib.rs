@@ -1,11 +1,39 @@
-//! What the fuzz targets share: JSON built from the fuzzer's bytes with
-//! the keys our readers look for, so the fuzzer reaches past "not JSON";
-//! and a way to cut one input into chunks as a network would.
+//! The properties the fuzzers check, one module per target: each `check`
+//! takes the fuzzer's bytes and panics when a rule breaks. The cargo fuzz
+//! targets (`fuzz/fuzz_targets/`, nightly, address sanitizer) call them, and
+//! so does the ordinary test build (`tests/tests/api/fuzzing.rs`), which
+//! replays the committed seeds and a fixed set of inputs made from them on
+//! every `./dev test` without a second build of the server.
+//!
+//! What they share: JSON built from the fuzzer's bytes with the keys our
+//! readers look for, so the fuzzer reaches past "not JSON"; and a way to cut
+//! one input into chunks as a network would.
 
 use arbitrary::{Result, Unstructured};
 use serde_json::{Map, Number, Value};
 
 pub mod claims;
+pub mod component;
+pub mod display_cards;
+pub mod embed_token;
+pub mod launch_token;
+pub mod markdown;
+pub mod sse_provider;
+pub mod sse_widget;
+
+/// A target's rule: panics when the input breaks it.
+pub type Check = fn(&[u8]);
+
+/// Every target by name (the name of its fuzz target and seed folder).
+pub const TARGETS: &[(&str, Check)] = &[
+    ("component", component::check),
+    ("display_cards", display_cards::check),
+    ("embed_token", embed_token::check),
+    ("launch_token", launch_token::check),
+    ("markdown", markdown::check),
+    ("sse_provider", sse_provider::check),
+    ("sse_widget", sse_widget::check),
+];
 
 /// Keys the readers under test look for, and a few neighbours.
 const KEYS: &[&str] = &[
