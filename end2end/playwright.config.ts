@@ -97,7 +97,12 @@ export default defineConfig({
       command: "node ../tests/oidc/op.mjs",
       url: `${idp}/.well-known/openid-configuration`,
       reuseExistingServer: false,
-      timeout: 30_000,
+      // Once (2026-12-02, after a whole ./dev test) it was not up within
+      // 30 s while the machine sat idle; its output (the OIDC_OP_READY line,
+      // any error) is shown so a recurrence says why.
+      timeout: 60_000,
+      stdout: "pipe",
+      stderr: "pipe",
       env: {
         OP_PORT: idpPort,
         OP_CLIENT_ID: "assistant-e2e",

@@ -53,6 +53,8 @@ cleanup() {
   exit "$status"
 }
 trap cleanup EXIT
+# Stopped (./dev test ends early): clean up all the same.
+trap 'exit 143' TERM INT
 ip netns add "$NS"
 ip netns exec "$NS" ip link set lo up
 in_ns() { ip netns exec "$NS" "$@"; }
