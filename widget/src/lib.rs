@@ -33,7 +33,7 @@ pub use components::{App, shell};
 pub fn hydrate() {
     use leptos::prelude::*;
     // A debug build says a panic in the console; the release build's panics
-    // trap at once (scripts/wasm-release/cargo), so it has no hook to call.
+    // trap at once (scripts/build-site.sh), so it has no hook to call.
     #[cfg(debug_assertions)]
     console_error_panic_hook::set_once();
     client::mark("ca:hydrate");
