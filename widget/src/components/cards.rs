@@ -46,12 +46,9 @@ pub(super) fn cards_markup(cards: &[DisplayCard], t: &dyn Fn(Msg) -> String) -> 
 
 #[cfg(test)]
 mod tests {
-    use super::super::region::english;
+    use super::super::region::{ESCAPED, HOSTILE, english};
     use super::cards_markup;
     use crate::wire::DisplayCard;
-
-    const HOSTILE: &str = r#"<img src=x onerror=alert(1)>"' & </p>"#;
-    const ESCAPED: &str = "&lt;img src=x onerror=alert(1)&gt;&quot;&#39; &amp; &lt;/p&gt;";
 
     #[test]
     fn link_cards_escape_every_field() {

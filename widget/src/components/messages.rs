@@ -183,12 +183,9 @@ fn component_of(bubble: Bubble, control: &leptos::web_sys::Element) -> Option<Co
 
 #[cfg(test)]
 mod tests {
-    use super::super::region::english;
+    use super::super::region::{ESCAPED, HOSTILE, english};
     use super::text_markup;
     use crate::wire::Role;
-
-    const HOSTILE: &str = r#"<img src=x onerror=alert(1)>"' & </p>"#;
-    const ESCAPED: &str = "&lt;img src=x onerror=alert(1)&gt;&quot;&#39; &amp; &lt;/p&gt;";
 
     #[test]
     fn streamed_text_is_escaped_and_finished_html_is_the_servers() {

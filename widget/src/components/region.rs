@@ -135,6 +135,13 @@ fn focus_by_key(
     false
 }
 
+/// Host text that would run or break out if it were not escaped, and the
+/// same text escaped (for the markup's tests).
+#[cfg(test)]
+pub const HOSTILE: &str = r#"<img src=x onerror=alert(1)>"' & </p>"#;
+#[cfg(test)]
+pub const ESCAPED: &str = "&lt;img src=x onerror=alert(1)&gt;&quot;&#39; &amp; &lt;/p&gt;";
+
 /// The English catalogue's words, as the server hands them over (for the
 /// markup's tests).
 #[cfg(test)]

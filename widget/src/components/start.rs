@@ -38,11 +38,8 @@ pub(super) fn start_markup(
 
 #[cfg(test)]
 mod tests {
-    use super::super::region::english;
+    use super::super::region::{ESCAPED, HOSTILE, english};
     use super::start_markup;
-
-    const HOSTILE: &str = r#"<img src=x onerror=alert(1)>"' & </p>"#;
-    const ESCAPED: &str = "&lt;img src=x onerror=alert(1)&gt;&quot;&#39; &amp; &lt;/p&gt;";
 
     #[test]
     fn the_start_screen_escapes_the_workspaces_words_and_waits_for_the_chat() {
