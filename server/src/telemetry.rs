@@ -32,7 +32,17 @@ pub fn init(format: LogFormat) {
 }
 
 fn filter() -> EnvFilter {
-    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,hyper=warn,tower_http=info"))
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,hyper=warn,tower_http=info"));
+    quiet_model_client(filter)
+}
+
+/// async-openai logs an event it cannot parse whole, at error level: that
+/// is the model's text, which may quote what a visitor wrote. Off even when
+/// `RUST_LOG` asks for it; the model client logs each failure itself,
+/// without content.
+fn quiet_model_client(filter: EnvFilter) -> EnvFilter {
+    filter.add_directive("async_openai=off".parse().expect("a valid directive"))
 }
 
 /// The subscriber for `format`, writing to `writer`.
@@ -103,6 +113,23 @@ mod tests {
         let turn = &line["spans"][0];
         assert_eq!((turn["name"].as_str(), turn["turn_id"].as_str()), (Some("turn"), Some("turn_1")));
         assert_eq!((turn["conversation_id"].as_str(), turn["workspace_id"].as_str()), (Some("conv_1"), Some("ws_1")));
+    }
+
+    #[test]
+    fn the_model_clients_payload_logs_stay_off_whatever_rust_log_says() {
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let asked = EnvFilter::new("trace,async_openai=trace");
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(quiet_model_client(asked))
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::error!(target: "async_openai::error", "failed deserialization of: my card is 4111");
+            tracing::error!(target: "server::llm", "the model sent a stream event that is not JSON");
+        });
+        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        assert!(text.contains("not JSON") && !text.contains("4111"), "{text}");
     }
 
     #[test]

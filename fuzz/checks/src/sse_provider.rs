@@ -1,27 +1,38 @@
-//! The model provider's stream: however the network cuts the bytes, the
-//! same `data` payloads come out, and merging them never panics and keeps
-//! its bounds (the step's tool calls).
+//! The model provider's stream as the model client reads it:
+//! `eventsource-stream` (what async-openai frames events with) gives the
+//! same events however the network cuts the bytes, and merging their JSON
+//! never panics and keeps its bounds (the step's tool calls).
+
+use std::convert::Infallible;
 
 use crate::chunks;
 use arbitrary::Unstructured;
-use server::llm::stream::{Accumulator, SseLines};
+use futures::StreamExt;
+use server::llm::stream::Accumulator;
+
+/// The `data` of each event of `pieces`, read in that order.
+fn events(pieces: Vec<&[u8]>) -> Vec<String> {
+    let bytes = futures::stream::iter(pieces.into_iter().map(Ok::<_, Infallible>));
+    futures::executor::block_on(
+        eventsource_stream::EventStream::new(bytes)
+            .take_while(|event| std::future::ready(event.is_ok()))
+            .map(|event| event.expect("taken while ok").data)
+            .collect(),
+    )
+}
 
 /// One input: the fuzzer's bytes.
 pub fn check(data: &[u8]) {
     let (cuts, stream) = data.split_at(data.len().min(16));
-    let mut once = SseLines::default();
-    let mut whole = once.push(stream);
-    whole.extend(once.finish());
-    let mut lines = SseLines::default();
+    let whole = events(vec![stream]);
     let mut u = Unstructured::new(cuts);
-    let mut chunked: Vec<String> =
-        chunks(&mut u, stream).expect("cutting never fails").into_iter().flat_map(|piece| lines.push(piece)).collect();
-    chunked.extend(lines.finish());
-    assert_eq!(whole, chunked, "the cuts changed the payloads");
+    let chunked = events(chunks(&mut u, stream).expect("cutting never fails"));
+    assert_eq!(whole, chunked, "the cuts changed the events");
 
     let mut step = Accumulator::default();
-    for payload in &whole {
-        if step.push(payload).is_err() {
+    for data in whole.iter().take_while(|d| *d != "[DONE]") {
+        let Ok(chunk) = serde_json::from_str(data) else { break };
+        if step.merge_chunk(&chunk).is_err() {
             break;
         }
     }

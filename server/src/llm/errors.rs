@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 /// Longest error body read, in bytes.
-const MAX_ERROR_BYTES: usize = 64 * 1024;
+pub const MAX_ERROR_BYTES: usize = 64 * 1024;
 /// Longest stream read for one step, in bytes.
 pub const MAX_STREAM_BYTES: usize = 16 * 1024 * 1024;
 
@@ -145,19 +145,6 @@ pub fn parse_retry_after(value: &reqwest::header::HeaderValue) -> Option<Duratio
     }
     let at = httpdate::parse_http_date(text).ok()?;
     Some(at.duration_since(std::time::SystemTime::now()).unwrap_or(Duration::ZERO))
-}
-
-/// The body of an error answer, at most [`MAX_ERROR_BYTES`].
-pub async fn read_capped(mut response: reqwest::Response) -> String {
-    let mut body = Vec::new();
-    while let Ok(Some(chunk)) = response.chunk().await {
-        body.extend_from_slice(&chunk);
-        if body.len() > MAX_ERROR_BYTES {
-            body.truncate(MAX_ERROR_BYTES);
-            break;
-        }
-    }
-    String::from_utf8_lossy(&body).into_owned()
 }
 
 #[cfg(test)]

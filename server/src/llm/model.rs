@@ -4,25 +4,32 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use async_openai::config::{AzureConfig, Config, OpenAIConfig};
+use async_openai::error::OpenAIError;
+use async_openai::traits::RequestOptionsBuilder;
 use futures::StreamExt;
+use serde_json::Value;
 
 use super::errors::{self, ModelError};
 use super::history;
-use super::stream::{Accumulator, SseLines};
+use super::stream::Accumulator;
+use super::transport;
 use super::types::{ChatMessage, StepOutput, ToolCall};
 use super::wire::{self, ToolNames};
 use crate::host::ToolSpec;
-use crate::secret::Secret;
+
+/// The chunks of one streamed step, as loose JSON.
+type Chunks = std::pin::Pin<Box<dyn futures::Stream<Item = Result<Value, OpenAIError>> + Send>>;
 
 /// A configured model endpoint.
 #[derive(Clone)]
 pub struct Model {
-    http: reqwest::Client,
-    endpoint: url::Url,
-    api_key: Secret,
+    /// async-openai, sending through our own client ([`transport`]).
+    client: async_openai::Client<Arc<dyn Config>>,
+    /// The configured base URL's query (a proxy's own parameters), sent
+    /// with every request.
+    query: Vec<(String, String)>,
     model: String,
-    /// Azure authenticates with an `api-key` header.
-    azure: bool,
     /// True when the built-in offline demo model answers.
     pub is_demo: bool,
     /// Cleared when the server refused `stream_options` once.
@@ -92,19 +99,17 @@ impl Model {
         if !matches!(base.scheme(), "http" | "https") || base.host_str().is_none() {
             anyhow::bail!("the model's base URL must be an absolute http(s) URL");
         }
-        let mut endpoint = base.clone();
-        endpoint.set_path(&format!("{}/chat/completions", base.path().trim_end_matches('/')));
-        let azure = base.host_str().is_some_and(|h| {
-            [".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"]
-                .iter()
-                .any(|suffix| h.ends_with(suffix))
-        });
+        // async-openai writes the key into a header and panics on one it
+        // cannot carry: refuse it here, with an error that does not show it.
+        if reqwest::header::HeaderValue::from_str(api_key).is_err() {
+            anyhow::bail!("the model's API key has characters an HTTP header cannot carry");
+        }
+        let (config, query) = endpoint(&base, api_key);
+        let client = transport::install(async_openai::Client::build(http.clone(), config), http);
         Ok(Self {
-            http,
-            endpoint,
-            api_key: Secret::new(api_key),
+            client,
+            query,
             model: model.to_owned(),
-            azure,
             is_demo,
             usage_option: Arc::new(AtomicBool::new(true)),
             chars_per_token: Arc::new(AtomicU64::new(400)),
@@ -163,7 +168,7 @@ impl Model {
             let usage = self.usage_option.load(Ordering::Relaxed);
             let body = wire::body(&self.model, &sent, tools, &names, usage);
             let error = match self.open(&body).await {
-                Ok(response) => return self.read(response, &sent, &names, on_text, started, first_delta).await,
+                Ok(chunks) => return self.read(chunks, &sent, &names, on_text, started, first_delta).await,
                 Err(error) => error,
             };
             match &error {
@@ -194,81 +199,41 @@ impl Model {
         }
     }
 
-    /// Sends the request; an error status is read and classified.
-    async fn open(&self, body: &serde_json::Value) -> Result<reqwest::Response, ModelError> {
-        let mut request = self.http.post(self.endpoint.clone()).json(body);
-        request = if self.azure {
-            request.header("api-key", self.api_key.expose())
-        } else {
-            request.bearer_auth(self.api_key.expose())
-        };
-        let response = request.send().await.map_err(|e| ModelError::Unreachable(crate::host::error_chain(&e)))?;
-        if response.status().is_success() {
-            return Ok(response);
+    /// Sends the request through async-openai; an error status comes back
+    /// classified ([`transport`]).
+    async fn open(&self, body: &Value) -> Result<Chunks, ModelError> {
+        let mut chat = self.client.chat();
+        if !self.query.is_empty() {
+            chat = chat.query(&self.query).map_err(transport::model_error)?;
         }
-        let status = response.status().as_u16();
-        let retry_after = response.headers().get(reqwest::header::RETRY_AFTER).and_then(errors::parse_retry_after);
-        let body = errors::read_capped(response).await;
-        Err(ModelError::from_status(status, retry_after, &body))
+        chat.create_stream_byot(body).await.map_err(transport::model_error)
     }
 
-    /// Reads the answer: a stream of chunks, or (a server that ignores
-    /// `stream`) one JSON completion.
+    /// Reads the answer: its chunks as loose JSON, merged as they come
+    /// (`[DONE]`, or the end of the body without it, ends the step).
     async fn read(
         &self,
-        response: reqwest::Response,
+        mut chunks: Chunks,
         sent: &[ChatMessage],
         names: &ToolNames,
         on_text: &mut (dyn FnMut(&str) + Send),
         started: Instant,
         first_delta: &mut Option<Duration>,
     ) -> Result<StepOutput, ModelError> {
-        let json = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/json"));
         let mut acc = Accumulator::default();
-        if json {
-            let body = errors::read_capped(response).await;
-            let completion: serde_json::Value =
-                serde_json::from_str(&body).map_err(|_| ModelError::Broken("the model's answer is not JSON".into()))?;
-            let text = acc.merge_chunk(&completion)?;
-            if !text.is_empty() {
+        while let Some(chunk) = chunks.next().await {
+            let chunk = match chunk {
+                Ok(chunk) => chunk,
+                // An event with an empty `data:` says nothing (a keep-alive).
+                Err(OpenAIError::JSONDeserialize(_, data)) if data.trim().is_empty() => continue,
+                Err(error) => return Err(transport::model_error(error)),
+            };
+            let text = acc.merge_chunk(&chunk)?;
+            if acc.started {
                 first_delta.get_or_insert_with(|| started.elapsed());
-                on_text(&text);
             }
-        } else {
-            let mut lines = SseLines::default();
-            let mut bytes = response.bytes_stream();
-            let mut received = 0usize;
-            loop {
-                let (payloads, over) = match bytes.next().await {
-                    Some(Ok(chunk)) => {
-                        received += chunk.len();
-                        if received > errors::MAX_STREAM_BYTES {
-                            return Err(ModelError::Broken("the model's answer is too long".into()));
-                        }
-                        (lines.push(&chunk), false)
-                    }
-                    Some(Err(e)) => {
-                        return Err(ModelError::Broken(format!("the stream broke: {}", crate::host::error_chain(&e))));
-                    }
-                    // No `[DONE]`: the end of the body ends the step.
-                    None => (lines.finish(), true),
-                };
-                for payload in payloads {
-                    let text = acc.push(&payload)?;
-                    if acc.started {
-                        first_delta.get_or_insert_with(|| started.elapsed());
-                    }
-                    if !text.is_empty() {
-                        on_text(&text);
-                    }
-                }
-                if acc.done || over {
-                    break;
-                }
+            if !text.is_empty() {
+                on_text(&text);
             }
         }
         Ok(self.finish(acc, sent, names))
@@ -310,9 +275,103 @@ impl Model {
     }
 }
 
+/// async-openai's configuration for `base` and the query to send with
+/// each request. An Azure deployment's URL
+/// (`https://{resource}.openai.azure.com/openai/deployments/{name}?api-version=…`)
+/// is [`AzureConfig`] (its `api-key` header and `api-version`); anything
+/// else, Azure's own `/openai/v1` included, is [`OpenAIConfig`] (a bearer
+/// key) at `base`.
+fn endpoint(base: &url::Url, api_key: &str) -> (Arc<dyn Config>, Vec<(String, String)>) {
+    let mut query: Vec<(String, String)> = base.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+    let azure = base.host_str().is_some_and(|h| {
+        [".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"]
+            .iter()
+            .any(|suffix| h.ends_with(suffix))
+    });
+    let segments: Vec<&str> = base.path_segments().into_iter().flatten().filter(|s| !s.is_empty()).collect();
+    if azure && let ["openai", "deployments", deployment] = segments[..] {
+        let version = query.iter().position(|(k, _)| k == "api-version").map(|i| query.remove(i).1);
+        let config = AzureConfig::new()
+            .with_api_base(base.origin().ascii_serialization())
+            .with_deployment_id(deployment)
+            .with_api_version(version.unwrap_or_else(|| AZURE_API_VERSION.to_owned()))
+            .with_api_key(api_key);
+        return (Arc::new(config), query);
+    }
+    let mut at = base.clone();
+    at.set_query(None);
+    at.set_fragment(None);
+    // Not the process's `OPENAI_ORG_ID`/`OPENAI_PROJECT_ID`, which
+    // `OpenAIConfig::new` reads: a workspace's model must not get them.
+    let config = OpenAIConfig::new()
+        .with_api_base(at.as_str().trim_end_matches('/'))
+        .with_api_key(api_key)
+        .with_org_id("")
+        .with_project_id("");
+    (Arc::new(config), query)
+}
+
+/// Azure's `api-version` when a deployment's URL names none (the latest
+/// generally available one).
+const AZURE_API_VERSION: &str = "2024-10-21";
+
 /// About four characters a token, (input, output): used when a provider
 /// reports no usage.
 pub fn estimate_tokens(messages: &[ChatMessage], out: &StepOutput) -> (u64, u64) {
     let output = out.text.len() + out.tool_calls.iter().map(|c| c.name.len() + c.arguments.len()).sum::<usize>();
     ((history::chars(messages) as u64).div_ceil(4), (output as u64).div_ceil(4))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(base: &str) -> (Arc<dyn Config>, Vec<(String, String)>) {
+        endpoint(&url::Url::parse(base).unwrap(), "sk-key")
+    }
+
+    #[test]
+    fn an_azure_deployment_gets_its_api_key_header_and_api_version() {
+        let (config, query) = at("https://res.openai.azure.com/openai/deployments/gpt-4o/?api-version=2025-01-01");
+        assert_eq!(
+            config.url("/chat/completions"),
+            "https://res.openai.azure.com/openai/deployments/gpt-4o/chat/completions"
+        );
+        assert_eq!(config.query(), [("api-version", "2025-01-01")]);
+        assert!(query.is_empty(), "{query:?}");
+        let headers = config.headers();
+        assert_eq!(headers["api-key"], "sk-key");
+        assert!(headers.get("authorization").is_none());
+
+        let (config, _) = at("https://res.openai.azure.com/openai/deployments/gpt-4o");
+        assert_eq!(config.query(), [("api-version", AZURE_API_VERSION)], "a version when none is named");
+    }
+
+    #[test]
+    fn any_other_endpoint_gets_a_bearer_key_and_keeps_its_query() {
+        for (base, url) in [
+            ("https://api.openai.com/v1", "https://api.openai.com/v1/chat/completions"),
+            ("http://127.0.0.1:11434/v1/", "http://127.0.0.1:11434/v1/chat/completions"),
+            ("https://res.openai.azure.com/openai/v1", "https://res.openai.azure.com/openai/v1/chat/completions"),
+        ] {
+            let (config, query) = at(base);
+            assert_eq!(config.url("/chat/completions"), url);
+            assert!(query.is_empty() && config.query().is_empty(), "{base}");
+            let headers = config.headers();
+            assert_eq!(headers["authorization"], "Bearer sk-key", "{base}");
+            assert_eq!(headers.len(), 1, "no organization or project of the process: {headers:?}");
+        }
+        let (config, query) = at("https://gateway.example/v1?team=shop&region=eu");
+        assert_eq!(config.url("/chat/completions"), "https://gateway.example/v1/chat/completions");
+        assert_eq!(query, [("team".to_owned(), "shop".to_owned()), ("region".to_owned(), "eu".to_owned())]);
+    }
+
+    #[test]
+    fn a_key_no_header_can_carry_is_refused_without_showing_it() {
+        let error = Model::new("https://api.example/v1", "sk-secret\r\nX-Evil: 1", "m", false).err().unwrap();
+        let message = error.to_string();
+        assert!(message.contains("header") && !message.contains("sk-secret"), "{message}");
+        assert!(Model::new("ftp://api.example/v1", "sk", "m", false).is_err());
+        assert!(Model::new("https://api.example/v1", "sk-fine", "m", false).is_ok());
+    }
 }

@@ -1,71 +1,19 @@
-//! Reading a chat-completions stream the way providers really send it.
-//!
-//! Server-sent events are split by hand rather than by a strict parser:
-//! CRLF or LF line ends, `data:` with or without its space, comment lines
-//! (OpenRouter's `: OPENROUTER PROCESSING`), and a last event that the
-//! stream closes without a blank line all count. Each `data:` is read as
-//! loose JSON and merged into our own types ([`Accumulator`]): missing or
-//! empty `id`/`model`/`object`, `choices: []` (Azure's prompt filter
-//! results), tool-call deltas without `index`, several calls in one delta,
-//! `reasoning_content` (never part of the answer), usage wherever it comes
-//! (the chunk, or a vendor field such as `x_groq.usage`), and provider
-//! fields of a tool call (Gemini's `extra_content`) kept for the next request.
+//! What the chunks of a chat-completions stream add up to, read the way
+//! providers really send them. async-openai does the HTTP and the
+//! server-sent events (`eventsource-stream`: CRLF, comments, `data:`
+//! without its space) and hands each event over as loose JSON; the
+//! [`Accumulator`] merges it into our own types rather than strict ones:
+//! missing or empty `id`/`model`/`object`, `choices: []` (Azure's prompt
+//! filter results), tool-call deltas without `index`, several calls in
+//! one delta, `reasoning_content` (never part of the answer), usage
+//! wherever it comes (the chunk, a choice, or a vendor field such as
+//! `x_groq.usage`), and provider fields of a tool call (Gemini's
+//! `extra_content`) kept for the next request.
 
 use serde_json::{Map, Value};
 
 use super::errors::ModelError;
 use super::types::{Finish, ToolCall};
-
-/// Splits a byte stream into SSE `data` payloads.
-#[derive(Default)]
-pub struct SseLines {
-    buffer: Vec<u8>,
-    data: Vec<String>,
-}
-
-impl SseLines {
-    /// Feeds bytes; returns the payloads of the events they completed.
-    pub fn push(&mut self, bytes: &[u8]) -> Vec<String> {
-        self.buffer.extend_from_slice(bytes);
-        let mut events = Vec::new();
-        while let Some(end) = self.buffer.iter().position(|b| *b == b'\n' || *b == b'\r') {
-            // CRLF is one line end: a CR whose LF has not arrived yet waits.
-            if self.buffer[end] == b'\r' && end + 1 == self.buffer.len() {
-                break;
-            }
-            let skip = if self.buffer[end] == b'\r' && self.buffer.get(end + 1) == Some(&b'\n') { 2 } else { 1 };
-            let line: Vec<u8> = self.buffer.drain(..end + skip).take(end).collect();
-            self.line(&String::from_utf8_lossy(&line), &mut events);
-        }
-        events
-    }
-
-    /// The stream ended: a last event without its blank line still counts.
-    pub fn finish(&mut self) -> Vec<String> {
-        let mut events = Vec::new();
-        if !self.buffer.is_empty() {
-            let line = String::from_utf8_lossy(&std::mem::take(&mut self.buffer)).into_owned();
-            self.line(&line, &mut events);
-        }
-        self.dispatch(&mut events);
-        events
-    }
-
-    fn line(&mut self, line: &str, events: &mut Vec<String>) {
-        if line.is_empty() {
-            self.dispatch(events);
-        } else if let Some(value) = line.strip_prefix("data:") {
-            self.data.push(value.strip_prefix(' ').unwrap_or(value).to_owned());
-        }
-        // Comments (`:`), `event:`, `id:` and `retry:` carry nothing we use.
-    }
-
-    fn dispatch(&mut self, events: &mut Vec<String>) {
-        if !self.data.is_empty() {
-            events.push(std::mem::take(&mut self.data).join("\n"));
-        }
-    }
-}
 
 /// What the chunks of one step add up to.
 #[derive(Debug, Default)]
@@ -79,31 +27,14 @@ pub struct Accumulator {
     indexes: Vec<Option<u64>>,
     /// True once the answer began (text or a tool call).
     pub started: bool,
-    /// `[DONE]` arrived.
-    pub done: bool,
 }
 
 /// Longest tool-call list a step may build (a hostile stream cannot grow it further).
 const MAX_CALLS: usize = 64;
 
 impl Accumulator {
-    /// Merges one `data:` payload; returns the text it added.
-    pub fn push(&mut self, data: &str) -> Result<String, ModelError> {
-        let data = data.trim();
-        if data == "[DONE]" {
-            self.done = true;
-            return Ok(String::new());
-        }
-        if data.is_empty() {
-            return Ok(String::new());
-        }
-        let chunk: Value = serde_json::from_str(data)
-            .map_err(|_| ModelError::Broken("the model sent a stream event that is not JSON".into()))?;
-        self.merge_chunk(&chunk)
-    }
-
     /// Merges a chunk, or a whole non-streamed completion (a `message` in
-    /// place of a `delta`).
+    /// place of a `delta`); returns the text it added.
     pub fn merge_chunk(&mut self, chunk: &Value) -> Result<String, ModelError> {
         if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
             return Err(ModelError::from_error_body(None, error));
@@ -205,26 +136,6 @@ fn read_usage(usage: &Value) -> Option<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn payloads(raw: &str) -> Vec<String> {
-        let mut lines = SseLines::default();
-        // Byte by byte: line ends split across reads are the hard case.
-        let mut out: Vec<String> = raw.as_bytes().iter().flat_map(|b| lines.push(&[*b])).collect();
-        out.extend(lines.finish());
-        out
-    }
-
-    #[test]
-    fn sse_framing_of_every_dialect_yields_the_same_payloads() {
-        let plain = "data: {\"a\":1}\n\ndata: [DONE]\n\n";
-        let crlf = "data: {\"a\":1}\r\n\r\ndata: [DONE]\r\n\r\n";
-        let no_space = ": OPENROUTER PROCESSING\n\ndata:{\"a\":1}\n\n: keep-alive\ndata:[DONE]\n\n";
-        let unterminated = "data: {\"a\":1}\n\ndata: [DONE]";
-        for raw in [plain, crlf, no_space, unterminated] {
-            assert_eq!(payloads(raw), ["{\"a\":1}", "[DONE]"], "{raw:?}");
-        }
-        assert_eq!(payloads("data: {\"a\":\ndata: 1}\n\n"), ["{\"a\":\n1}"], "multi-line data joins with LF");
-    }
 
     fn merged(chunks: &[Value]) -> Accumulator {
         let mut acc = Accumulator::default();

@@ -153,7 +153,7 @@ fn the_turn_stream_reader_gives_the_same_events_however_the_bytes_are_cut() {
 }
 
 #[test]
-fn the_provider_stream_gives_the_same_payloads_however_cut_and_merges_within_bounds() {
+fn the_provider_stream_gives_the_same_events_however_cut_and_merges_within_bounds() {
     replay("sse_provider");
 }
 

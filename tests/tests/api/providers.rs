@@ -35,6 +35,8 @@ enum Answer {
     Stream(String),
     /// An error status with headers and a body.
     Status(u16, Vec<(&'static str, &'static str)>, String),
+    /// One `application/json` completion: a server that ignores `stream`.
+    Json(Value),
 }
 
 /// A model endpoint that answers request n with answer n (the last one
@@ -77,6 +79,10 @@ impl FakeModel {
 fn respond(answer: Answer) -> Response {
     match answer {
         Answer::Stream(body) => ([("content-type", "text/event-stream")], body).into_response(),
+        Answer::Json(completion) => {
+            let pretty = serde_json::to_string_pretty(&completion).unwrap();
+            ([("content-type", "application/json")], pretty).into_response()
+        }
         Answer::Status(status, headers, body) => {
             let mut response = (axum::http::StatusCode::from_u16(status).unwrap(), body).into_response();
             for (name, value) in headers {
@@ -250,6 +256,51 @@ async fn after_the_first_token_nothing_is_retried() {
     assert_eq!(of(&events, "error")[0]["code"], "model_failed");
     assert_eq!(of(&events, "text")[0]["delta"], "Half an ans", "what arrived was shown");
     assert_eq!(*requests.lock().unwrap(), 1, "a half-streamed answer is not paid for twice");
+}
+
+#[tokio::test]
+async fn a_server_that_ignores_stream_is_read_from_its_whole_completions() {
+    let call = |id: &str, q: &str| json!({"id": id, "type": "function", "function": {"name": "lookup", "arguments": json!({"q": q}).to_string()}});
+    let calls = json!({"id": "c1", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "tool_calls",
+        "message": {"role": "assistant", "content": null, "tool_calls": [call("a", "milk"), call("b", "eggs")]}}],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 12}});
+    let reply = json!({"id": "c2", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop",
+        "message": {"role": "assistant", "content": "Found milk and eggs."}}]});
+    let model = FakeModel::start(vec![Answer::Json(calls), Answer::Json(reply)]).await;
+    let (app, host, token) = setup(&model, lookup_tools(), &[]).await;
+
+    let events = app.turn(&token, None, "find milk and eggs").await;
+
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "completed", "{events:?}");
+    assert_eq!(of(&events, "message")[0]["text"], "Found milk and eggs.");
+    assert_eq!(host.calls_of("execute").len(), 2);
+    assert_eq!(model.request(0)["stream"], true, "it was asked to stream");
+}
+
+#[tokio::test]
+async fn keep_alives_of_every_kind_are_skipped() {
+    let chunk = json!({"choices": [{"index": 0, "delta": {"content": "Still here."}, "finish_reason": "stop"}]});
+    let body =
+        format!(": ping\n\ndata:\n\ndata: \n\nevent: keepalive\ndata: {{}}\n\ndata: {chunk}\n\ndata: [DONE]\n\n");
+    let model = FakeModel::start(vec![Answer::Stream(body)]).await;
+    let (app, _, token) = setup(&model, lookup_tools(), &[]).await;
+    let events = app.turn(&token, None, "hello").await;
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "completed", "{events:?}");
+    assert_eq!(of(&events, "message")[0]["text"], "Still here.");
+}
+
+#[tokio::test]
+async fn a_stream_longer_than_a_step_may_be_is_cut_off() {
+    let chunk = json!({"choices": [{"index": 0, "delta": {"content": "Endless"}}]});
+    // 17 MiB of comments after one piece of text: over the 16 MiB a step may read.
+    let padding = format!(": {}\n", "x".repeat(1021)).repeat(17 * 1024);
+    let model = FakeModel::start(vec![Answer::Stream(format!("data: {chunk}\n\n{padding}"))]).await;
+    let (app, _, token) = setup(&model, lookup_tools(), &[]).await;
+    let events = app.turn(&token, None, "hello").await;
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "error", "{:?}", of(&events, "done"));
+    assert_eq!(of(&events, "error")[0]["code"], "model_failed");
+    assert_eq!(of(&events, "text")[0]["delta"], "Endless", "what arrived was shown");
+    assert_eq!(model.count(), 1, "not retried after the first token");
 }
 
 #[tokio::test]
