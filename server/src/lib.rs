@@ -36,6 +36,7 @@ pub mod ids;
 pub mod limits;
 pub mod llm;
 pub mod markdown;
+pub mod mcp;
 pub mod metrics;
 pub mod ops;
 pub mod precompress;

@@ -17,6 +17,7 @@ const SERVER_LAYERS: &[(&str, &[&str])] = &[
         "services",
         &[
             "host",
+            "mcp",
             "llm",
             "limits",
             "display",

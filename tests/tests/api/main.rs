@@ -23,6 +23,7 @@ mod idp;
 mod keys;
 mod languages;
 mod limits;
+mod mcp;
 mod op;
 mod openapi;
 mod ops;

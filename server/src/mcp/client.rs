@@ -1,0 +1,295 @@
+//! One connection to an MCP server: rmcp's client over Streamable HTTP,
+//! sending through our own reqwest client (the one TLS stack; no
+//! redirects; for a server that must be public, the resolver that returns
+//! only public addresses). Protocol `2025-11-25` is asked for (rmcp's
+//! default, `2026-07-28`, has no `initialize`); the session is rmcp's.
+//! Every failure is an [`McpError`] that names its cause, never a header.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use reqwest::header::{HeaderName, HeaderValue};
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams, ProtocolVersion,
+    RequestMetaObject,
+};
+use rmcp::service::{ClientInitializeError, NotificationContext, RoleClient, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::common::client_side_sse::ExponentialBackoff;
+use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{Map, Value};
+use url::Url;
+
+/// Most pages of `tools/list` read (a server that pages for ever stops here).
+const MAX_PAGES: usize = 20;
+/// Most tools kept from a server.
+pub const MAX_TOOLS: usize = 512;
+
+/// Why an MCP server could not be used. `Display` is for logs.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    #[error("the MCP server cannot be reached: {0}")]
+    Unreachable(String),
+    #[error("the MCP server refused us ({0})")]
+    Unauthorized(u16),
+    #[error("not an MCP server, or its handshake failed: {0}")]
+    Protocol(String),
+    #[error("the MCP server did not answer within {0:?}")]
+    Timeout(Duration),
+    #[error("the MCP server's tool failed: {0}")]
+    Failed(String),
+    /// A header the host gave cannot be sent (never its value).
+    #[error("{0}")]
+    Headers(String),
+}
+
+impl McpError {
+    /// The machine code of the error (`mcp_unreachable`, …).
+    pub fn code(&self) -> &'static str {
+        match self {
+            McpError::Unreachable(_) => "mcp_unreachable",
+            McpError::Unauthorized(_) => "mcp_unauthorized",
+            McpError::Protocol(_) => "mcp_protocol",
+            McpError::Timeout(_) => "mcp_timeout",
+            McpError::Failed(_) => "mcp_failed",
+            McpError::Headers(_) => "mcp_headers",
+        }
+    }
+}
+
+/// What rmcp calls us for: a changed tool list is remembered until read.
+#[derive(Clone, Default)]
+pub struct Handler {
+    tools_changed: Arc<AtomicBool>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        // Nothing beyond tools yet: no sampling, no roots, no elicitation.
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("context-assistant", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Where and how to connect.
+pub struct Endpoint<'a> {
+    pub url: &'a Url,
+    /// Sent with every request (a bearer token, say); never logged.
+    pub headers: &'a [(String, String)],
+    /// Our client for this server (public-only unless private hosts are allowed).
+    pub http: reqwest::Client,
+    /// How long the handshake and each call may take.
+    pub timeout: Duration,
+}
+
+/// A live connection.
+pub struct Server {
+    service: RunningService<RoleClient, Handler>,
+    handler: Handler,
+    timeout: Duration,
+}
+
+/// Headers the transport sets itself; a host may not.
+const RESERVED: &[&str] = &["accept", "mcp-session-id", "last-event-id", "mcp-protocol-version", "content-type"];
+
+/// The headers as HTTP headers (marked sensitive), or why one cannot be
+/// (naming the header, never its value).
+pub fn headers(given: &[(String, String)]) -> Result<HashMap<HeaderName, HeaderValue>, String> {
+    let mut out = HashMap::new();
+    for (name, value) in given {
+        let header =
+            HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| format!("`{name}` is not a header name"))?;
+        if RESERVED.contains(&header.as_str()) {
+            return Err(format!("the `{header}` header is the protocol's own"));
+        }
+        let mut value =
+            HeaderValue::from_str(value).map_err(|_| format!("the `{header}` header's value cannot be sent"))?;
+        value.set_sensitive(true);
+        out.insert(header, value);
+    }
+    Ok(out)
+}
+
+/// Connects and shakes hands.
+pub async fn connect(endpoint: Endpoint<'_>) -> Result<Server, McpError> {
+    let headers = headers(endpoint.headers).map_err(McpError::Headers)?;
+    let mut config = StreamableHttpClientTransportConfig::with_uri(endpoint.url.as_str()).custom_headers(headers);
+    // A stream the server cut is resumed a few times, not for ever.
+    let mut backoff = ExponentialBackoff::default();
+    backoff.max_times = Some(3);
+    backoff.max_delay = Some(Duration::from_secs(5));
+    config.retry_config = Arc::new(backoff);
+    let transport = StreamableHttpClientTransport::with_client(endpoint.http, config);
+    let handler = Handler::default();
+    let started = tokio::time::timeout(endpoint.timeout, handler.clone().serve(transport)).await;
+    let service = match started {
+        Err(_) => return Err(McpError::Timeout(endpoint.timeout)),
+        Ok(Err(error)) => return Err(initialize_error(&error)),
+        Ok(Ok(service)) => service,
+    };
+    Ok(Server { service, handler, timeout: endpoint.timeout })
+}
+
+impl Server {
+    /// Every tool the server lists (its pages followed, at most
+    /// [`MAX_TOOLS`]), each as its JSON; clears the changed flag.
+    pub async fn tools(&self) -> Result<Vec<Value>, McpError> {
+        self.handler.tools_changed.store(false, Ordering::Relaxed);
+        let mut tools = Vec::new();
+        let mut cursor = None;
+        for _ in 0..MAX_PAGES {
+            let params = PaginatedRequestParams::default().with_cursor(cursor);
+            let page = tokio::time::timeout(self.timeout, self.service.list_tools(Some(params)))
+                .await
+                .map_err(|_| McpError::Timeout(self.timeout))?
+                .map_err(|e| service_error(&e))?;
+            for tool in page.tools {
+                if tools.len() == MAX_TOOLS {
+                    return Ok(tools);
+                }
+                tools.push(serde_json::to_value(&tool).map_err(|e| McpError::Protocol(e.to_string()))?);
+            }
+            cursor = page.next_cursor.filter(|c| !c.is_empty());
+            if cursor.is_none() {
+                return Ok(tools);
+            }
+        }
+        Ok(tools)
+    }
+
+    /// True when the server said its tools changed since they were last listed.
+    pub fn tools_changed(&self) -> bool {
+        self.handler.tools_changed.load(Ordering::Relaxed)
+    }
+
+    /// The server's name and version as it gave them.
+    pub fn server_info(&self) -> Option<(String, String)> {
+        let info = self.service.peer_info()?;
+        let server = info.server_info.as_ref()?;
+        Some((server.name.clone(), server.version.clone()))
+    }
+
+    /// Whether the server said it announces changes to its tools.
+    pub fn announces_tool_changes(&self) -> bool {
+        self.service
+            .peer_info()
+            .and_then(|info| info.capabilities.tools.as_ref().and_then(|t| t.list_changed))
+            .unwrap_or(false)
+    }
+
+    /// False once the connection is gone for good.
+    pub fn is_open(&self) -> bool {
+        !self.service.is_transport_closed()
+    }
+
+    /// `tools/call` with `arguments` and our `_meta` (the caller's scope);
+    /// the result as its JSON. A call that outlives the timeout is
+    /// abandoned, and rmcp tells the server (`notifications/cancelled`).
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        meta: Map<String, Value>,
+    ) -> Result<Value, McpError> {
+        let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        params.meta = Some(RequestMetaObject::from(meta));
+        let result = tokio::time::timeout(self.timeout, self.service.call_tool(params))
+            .await
+            .map_err(|_| McpError::Timeout(self.timeout))?
+            .map_err(|e| service_error(&e))?;
+        serde_json::to_value(&result).map_err(|e| McpError::Protocol(e.to_string()))
+    }
+
+    /// Ends the session (rmcp asks the server to forget it).
+    pub async fn close(self) {
+        let _ = self.service.cancel().await;
+    }
+}
+
+type HttpError = StreamableHttpError<reqwest::Error>;
+
+/// The status at the head of rmcp's "HTTP 401 Unauthorized: …" messages
+/// (the only place a 401 without a challenge shows its status).
+fn status_in(message: &str) -> Option<u16> {
+    message.strip_prefix("HTTP ")?.get(..3)?.parse().ok()
+}
+
+fn http_error(error: &HttpError) -> McpError {
+    match error {
+        StreamableHttpError::Client(e) if e.is_timeout() => McpError::Unreachable("timed out connecting".into()),
+        StreamableHttpError::Client(e) => McpError::Unreachable(crate::host::error_chain(e)),
+        StreamableHttpError::AuthRequired(_) => McpError::Unauthorized(401),
+        StreamableHttpError::InsufficientScope(_) => McpError::Unauthorized(403),
+        StreamableHttpError::HttpStatus(status) => match status.status {
+            code @ (401 | 403) => McpError::Unauthorized(code),
+            code => McpError::Protocol(format!("the server answered {code}")),
+        },
+        StreamableHttpError::UnexpectedServerResponse(message) => match status_in(message) {
+            Some(code @ (401 | 403)) => McpError::Unauthorized(code),
+            Some(code) => McpError::Protocol(format!("the server answered {code}")),
+            None => McpError::Protocol("the server's answer is not MCP".into()),
+        },
+        StreamableHttpError::UnexpectedContentType(kind) => {
+            McpError::Protocol(format!("the server answered {}", kind.as_deref().unwrap_or("without a content type")))
+        }
+        other => McpError::Protocol(other.to_string()),
+    }
+}
+
+fn transport_error(error: &rmcp::transport::DynamicTransportError) -> McpError {
+    match error.error.downcast_ref::<HttpError>() {
+        Some(http) => http_error(http),
+        None => McpError::Unreachable(error.to_string()),
+    }
+}
+
+fn initialize_error(error: &ClientInitializeError) -> McpError {
+    match error {
+        ClientInitializeError::TransportError { error, .. } => transport_error(error),
+        ClientInitializeError::JsonRpcError(e) => {
+            McpError::Protocol(format!("the server refused to start: {}", e.message))
+        }
+        other => McpError::Protocol(other.to_string()),
+    }
+}
+
+fn service_error(error: &ServiceError) -> McpError {
+    match error {
+        ServiceError::TransportSend(e) => transport_error(e),
+        ServiceError::TransportClosed => McpError::Unreachable("the connection closed".into()),
+        ServiceError::Timeout { timeout } => McpError::Timeout(*timeout),
+        ServiceError::McpError(e) => McpError::Failed(e.message.to_string()),
+        other => McpError::Protocol(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hosts_headers_are_checked_by_name_and_never_echoed() {
+        let ok = headers(&[("Authorization".into(), "Bearer s3cret".into()), ("X-Tenant".into(), "a".into())]).unwrap();
+        assert!(ok.values().all(HeaderValue::is_sensitive));
+        for (name, value) in [("Mcp-Session-Id", "x"), ("Accept", "x"), ("bad name", "x"), ("X-Ok", "s3cret\r\nX: y")] {
+            let error = headers(&[(name.into(), value.into())]).unwrap_err();
+            assert!(!error.contains("s3cret"), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_status_is_read_from_rmcps_message() {
+        assert_eq!(status_in("HTTP 401 Unauthorized: go away"), Some(401));
+        assert_eq!(status_in("could not parse JSON"), None);
+    }
+}

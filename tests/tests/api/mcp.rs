@@ -1,0 +1,199 @@
+//! The MCP client against a server written with rmcp's own server side
+//! (Streamable HTTP, in this process): the handshake, paged tool lists,
+//! the classification of what it lists, a call with our `_meta`, its
+//! result as the engine reads it, a call that outlives its time (the
+//! server is told), and the errors that name their cause.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::response::IntoResponse;
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Map, Value, json};
+use server::mcp::classify::{Hints, verb};
+use server::mcp::client::{Endpoint, McpError, connect};
+use server::mcp::content::{Outcome, outcome};
+use widget::wire::Verb;
+
+use crate::helpers::serve;
+
+/// A shop's MCP server: two pages of tools; `search_orders` answers with
+/// text and a link, `fail` with `isError`, `hang` until it is cancelled.
+#[derive(Clone, Default)]
+struct Shop {
+    /// The `_meta` of every call, and the calls cancelled.
+    metas: Arc<Mutex<Vec<Value>>>,
+    cancelled: Arc<Mutex<Vec<String>>>,
+}
+
+fn tool(value: Value) -> Tool {
+    serde_json::from_value(value).unwrap()
+}
+
+impl ServerHandler for Shop {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+            .with_server_info(Implementation::new("shop", "1.2.3"))
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let schema = json!({"type": "object", "properties": {"q": {"type": "string"}}});
+        let second_page = request.and_then(|r| r.cursor).as_deref() == Some("page-2");
+        let mut page = ListToolsResult::default();
+        if second_page {
+            page.tools = vec![
+                tool(json!({"name": "cancel_order", "inputSchema": schema,
+                            "annotations": {"readOnlyHint": false, "destructiveHint": true}})),
+                tool(json!({"name": "hang", "inputSchema": schema, "annotations": {"readOnlyHint": true}})),
+                tool(json!({"name": "fail", "inputSchema": schema, "annotations": {"readOnlyHint": true}})),
+            ];
+        } else {
+            page.tools = vec![
+                tool(json!({"name": "search_orders", "title": "Search orders", "description": "Finds orders",
+                            "inputSchema": schema, "annotations": {"readOnlyHint": true}})),
+                tool(json!({"name": "add_note", "inputSchema": schema,
+                            "annotations": {"readOnlyHint": false, "destructiveHint": false}})),
+            ];
+            page.next_cursor = Some("page-2".into());
+        }
+        Ok(page)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // rmcp hands a request's `_meta` over in its context.
+        let meta = serde_json::to_value(&context.meta).unwrap();
+        self.metas.lock().unwrap().push(meta);
+        let result = match request.name.as_ref() {
+            "search_orders" => json!({"content": [
+                {"type": "text", "text": "Order 7 shipped."},
+                {"type": "resource_link", "uri": "https://shop.example/orders/7", "name": "order-7", "title": "Order 7"}
+            ]}),
+            "fail" => json!({"isError": true, "content": [{"type": "text", "text": "no such order"}]}),
+            "hang" => {
+                context.ct.cancelled().await;
+                self.cancelled.lock().unwrap().push(request.name.to_string());
+                return Err(ErrorData::internal_error("cancelled", None));
+            }
+            _ => json!({"content": [{"type": "text", "text": "done"}]}),
+        };
+        Ok(serde_json::from_value::<CallToolResult>(result).unwrap().into())
+    }
+}
+
+/// The shop on a port of its own; its MCP endpoint's URL.
+async fn start(shop: Shop) -> url::Url {
+    let service = StreamableHttpService::new(
+        move || Ok(shop.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let address = serve(Router::new().nest_service("/mcp", service)).await;
+    url::Url::parse(&format!("http://{address}/mcp")).unwrap()
+}
+
+fn endpoint<'a>(url: &'a url::Url, headers: &'a [(String, String)], timeout: Duration) -> Endpoint<'a> {
+    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    Endpoint { url, headers, http, timeout }
+}
+
+#[tokio::test]
+async fn a_server_is_connected_its_pages_listed_and_its_tools_classified() {
+    let url = start(Shop::default()).await;
+    let server = connect(endpoint(&url, &[], Duration::from_secs(10))).await.unwrap();
+    assert_eq!(server.server_info(), Some(("shop".into(), "1.2.3".into())));
+    assert!(server.announces_tool_changes());
+
+    let tools = server.tools().await.unwrap();
+
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["search_orders", "add_note", "cancel_order", "hang", "fail"], "both pages");
+    let verbs = |trust: bool| -> Vec<Verb> { tools.iter().map(|t| verb(Hints::of(t), trust, None)).collect() };
+    assert_eq!(verbs(true)[..3], [Verb::Get, Verb::Create, Verb::Delete]);
+    assert_eq!(verbs(false)[..3], [Verb::Create, Verb::Create, Verb::Delete], "nothing runs by itself untrusted");
+    server.close().await;
+}
+
+#[tokio::test]
+async fn a_call_carries_the_callers_scope_and_its_result_is_sorted() {
+    let shop = Shop::default();
+    let url = start(shop.clone()).await;
+    let server = connect(endpoint(&url, &[], Duration::from_secs(10))).await.unwrap();
+    let arguments = json!({"q": "7"}).as_object().cloned().unwrap();
+    let scope = json!({"context-assistant/execution": {"workspaceId": "ws_1", "externalUserId": "u_1",
+                       "permissions": ["orders:read"], "requestId": "req_1"}});
+
+    let result = server.call("search_orders", arguments, scope.as_object().cloned().unwrap()).await.unwrap();
+
+    let Outcome::Output(output) = outcome(&result) else { panic!("{result}") };
+    assert_eq!(output["text"], "Order 7 shipped.");
+    assert_eq!(output["display"][0]["url"], "https://shop.example/orders/7");
+    let meta = shop.metas.lock().unwrap()[0].clone();
+    assert_eq!(meta["context-assistant/execution"]["externalUserId"], "u_1", "{meta}");
+
+    let failed = server.call("fail", Map::new(), Map::new()).await.unwrap();
+    assert_eq!(outcome(&failed), Outcome::Failed("no such order".into()));
+}
+
+#[tokio::test]
+async fn a_call_that_outlives_its_time_is_cancelled_on_the_server() {
+    let shop = Shop::default();
+    let url = start(shop.clone()).await;
+    let server = connect(endpoint(&url, &[], Duration::from_millis(500))).await.unwrap();
+
+    let error = server.call("hang", Map::new(), Map::new()).await.unwrap_err();
+
+    assert!(matches!(error, McpError::Timeout(_)), "{error:?}");
+    for _ in 0..100 {
+        if !shop.cancelled.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(*shop.cancelled.lock().unwrap(), ["hang"], "notifications/cancelled reached the server");
+}
+
+#[tokio::test]
+async fn a_refusal_a_stranger_and_silence_are_told_apart() {
+    let refusing = serve(
+        Router::new().fallback(|| async { (axum::http::StatusCode::UNAUTHORIZED, "who are you?").into_response() }),
+    )
+    .await;
+    let url = url::Url::parse(&format!("http://{refusing}/mcp")).unwrap();
+    let error = connect(endpoint(&url, &[], Duration::from_secs(10))).await.err().unwrap();
+    assert!(matches!(error, McpError::Unauthorized(401)), "{error:?}");
+    assert_eq!(error.code(), "mcp_unauthorized");
+
+    let stranger =
+        serve(Router::new().fallback(|| async { axum::response::Html("<h1>Welcome to our shop</h1>") })).await;
+    let url = url::Url::parse(&format!("http://{stranger}/")).unwrap();
+    let error = connect(endpoint(&url, &[], Duration::from_secs(10))).await.err().unwrap();
+    assert_eq!(error.code(), "mcp_protocol", "{error:?}");
+
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let url = url::Url::parse(&format!("http://{closed}/mcp")).unwrap();
+    let error = connect(endpoint(&url, &[], Duration::from_secs(10))).await.err().unwrap();
+    assert_eq!(error.code(), "mcp_unreachable", "{error:?}");
+
+    let headers = [("Mcp-Session-Id".to_owned(), "forged".to_owned())];
+    let error = connect(endpoint(&url, &headers, Duration::from_secs(10))).await.err().unwrap();
+    assert_eq!(error.code(), "mcp_headers", "a reserved header is refused before any call");
+}
