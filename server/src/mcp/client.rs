@@ -82,10 +82,10 @@ impl ClientHandler for Handler {
 }
 
 /// Where and how to connect.
-pub struct Endpoint<'a> {
-    pub url: &'a Url,
+pub struct Endpoint {
+    pub url: Url,
     /// Sent with every request (a bearer token, say); never logged.
-    pub headers: &'a [(String, String)],
+    pub headers: Vec<(String, String)>,
     /// Our client for this server (public-only unless private hosts are allowed).
     pub http: reqwest::Client,
     /// How long the handshake and each call may take.
@@ -121,8 +121,8 @@ pub fn headers(given: &[(String, String)]) -> Result<HashMap<HeaderName, HeaderV
 }
 
 /// Connects and shakes hands.
-pub async fn connect(endpoint: Endpoint<'_>) -> Result<Server, McpError> {
-    let headers = headers(endpoint.headers).map_err(McpError::Headers)?;
+pub async fn connect(endpoint: Endpoint) -> Result<Server, McpError> {
+    let headers = headers(&endpoint.headers).map_err(McpError::Headers)?;
     let mut config = StreamableHttpClientTransportConfig::with_uri(endpoint.url.as_str()).custom_headers(headers);
     // A stream the server cut is resumed a few times, not for ever.
     let mut backoff = ExponentialBackoff::default();

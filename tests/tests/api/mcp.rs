@@ -4,6 +4,7 @@
 //! result as the engine reads it, a call that outlives its time (the
 //! server is told), and the errors that name their cause.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,13 +15,14 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Map, Value, json};
 use server::mcp::classify::{Hints, verb};
 use server::mcp::client::{Endpoint, McpError, connect};
 use server::mcp::content::{Outcome, outcome};
+use server::mcp::pool::{Connections, Key};
 use widget::wire::Verb;
 
 use crate::helpers::serve;
@@ -32,6 +34,9 @@ struct Shop {
     /// The `_meta` of every call, and the calls cancelled.
     metas: Arc<Mutex<Vec<Value>>>,
     cancelled: Arc<Mutex<Vec<String>>>,
+    /// Handshakes and `tools/list` pages served.
+    inits: Arc<AtomicUsize>,
+    lists: Arc<AtomicUsize>,
 }
 
 fn tool(value: Value) -> Tool {
@@ -44,11 +49,16 @@ impl ServerHandler for Shop {
             .with_server_info(Implementation::new("shop", "1.2.3"))
     }
 
+    async fn on_initialized(&self, _: NotificationContext<RoleServer>) {
+        self.inits.fetch_add(1, Ordering::SeqCst);
+    }
+
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
         _: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        self.lists.fetch_add(1, Ordering::SeqCst);
         let schema = json!({"type": "object", "properties": {"q": {"type": "string"}}});
         let second_page = request.and_then(|r| r.cursor).as_deref() == Some("page-2");
         let mut page = ListToolsResult::default();
@@ -85,6 +95,10 @@ impl ServerHandler for Shop {
                 {"type": "resource_link", "uri": "https://shop.example/orders/7", "name": "order-7", "title": "Order 7"}
             ]}),
             "fail" => json!({"isError": true, "content": [{"type": "text", "text": "no such order"}]}),
+            "restock" => {
+                context.peer.notify_tool_list_changed().await.unwrap();
+                json!({"content": [{"type": "text", "text": "restocked"}]})
+            }
             "hang" => {
                 context.ct.cancelled().await;
                 self.cancelled.lock().unwrap().push(request.name.to_string());
@@ -98,18 +112,31 @@ impl ServerHandler for Shop {
 
 /// The shop on a port of its own; its MCP endpoint's URL.
 async fn start(shop: Shop) -> url::Url {
-    let service = StreamableHttpService::new(
-        move || Ok(shop.clone()),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
-    );
-    let address = serve(Router::new().nest_service("/mcp", service)).await;
-    url::Url::parse(&format!("http://{address}/mcp")).unwrap()
+    start_with_sessions(shop).await.0
 }
 
-fn endpoint<'a>(url: &'a url::Url, headers: &'a [(String, String)], timeout: Duration) -> Endpoint<'a> {
+/// The same, with the server's sessions (to make it forget them).
+async fn start_with_sessions(shop: Shop) -> (url::Url, Arc<LocalSessionManager>) {
+    let sessions = Arc::new(LocalSessionManager::default());
+    let service =
+        StreamableHttpService::new(move || Ok(shop.clone()), sessions.clone(), StreamableHttpServerConfig::default());
+    let address = serve(Router::new().nest_service("/mcp", service)).await;
+    (url::Url::parse(&format!("http://{address}/mcp")).unwrap(), sessions)
+}
+
+/// Waits (at most 10 s) until `done` holds.
+async fn until(mut done: impl FnMut() -> bool) {
+    for _ in 0..200 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn endpoint(url: &url::Url, headers: &[(String, String)], timeout: Duration) -> Endpoint {
     let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    Endpoint { url, headers, http, timeout }
+    Endpoint { url: url.clone(), headers: headers.to_vec(), http, timeout }
 }
 
 #[tokio::test]
@@ -159,12 +186,7 @@ async fn a_call_that_outlives_its_time_is_cancelled_on_the_server() {
     let error = server.call("hang", Map::new(), Map::new()).await.unwrap_err();
 
     assert!(matches!(error, McpError::Timeout(_)), "{error:?}");
-    for _ in 0..100 {
-        if !shop.cancelled.lock().unwrap().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until(|| !shop.cancelled.lock().unwrap().is_empty()).await;
     assert_eq!(*shop.cancelled.lock().unwrap(), ["hang"], "notifications/cancelled reached the server");
 }
 
@@ -196,4 +218,47 @@ async fn a_refusal_a_stranger_and_silence_are_told_apart() {
     let headers = [("Mcp-Session-Id".to_owned(), "forged".to_owned())];
     let error = connect(endpoint(&url, &headers, Duration::from_secs(10))).await.err().unwrap();
     assert_eq!(error.code(), "mcp_headers", "a reserved header is refused before any call");
+}
+
+#[tokio::test]
+async fn one_connection_per_integration_is_reused_and_its_tools_kept_until_they_change() {
+    let shop = Shop::default();
+    let (url, sessions) = start_with_sessions(shop.clone()).await;
+    let connections = Connections::default();
+    let key = Key { workspace_id: "ws_1".into(), name: "shop".into(), version: 1 };
+    let open = || endpoint(&url, &[], Duration::from_secs(10));
+
+    let first = connections.get(&key, open).await.unwrap();
+    let tools = first.tools().await.unwrap();
+    let again = connections.get(&key, open).await.unwrap();
+    let kept = again.tools().await.unwrap();
+
+    // `notifications/initialized` is handled in a task of the server's own.
+    until(|| shop.inits.load(Ordering::SeqCst) >= 1).await;
+    assert_eq!(shop.inits.load(Ordering::SeqCst), 1, "one handshake for two turns");
+    assert_eq!(shop.lists.load(Ordering::SeqCst), 2, "two pages, listed once");
+    assert_eq!(tools, kept);
+
+    // The server says its tools changed: the next turn lists them again.
+    again.server.call("restock", Map::new(), Map::new()).await.unwrap();
+    until(|| again.server.tools_changed()).await;
+    assert!(again.server.tools_changed(), "notifications/tools/list_changed arrived");
+    again.tools().await.unwrap();
+    assert_eq!(shop.lists.load(Ordering::SeqCst), 4);
+    again.tools().await.unwrap();
+    assert_eq!(shop.lists.load(Ordering::SeqCst), 4, "kept again");
+
+    // The server forgets the session: the next call starts a new one by itself.
+    sessions.sessions.write().await.clear();
+    let answer = again.server.call("search_orders", Map::new(), Map::new()).await.unwrap();
+    assert_eq!(answer["content"][0]["text"], "Order 7 shipped.");
+    until(|| shop.inits.load(Ordering::SeqCst) >= 2).await;
+    assert_eq!(shop.inits.load(Ordering::SeqCst), 2, "re-initialized once");
+
+    // A new version of the integration: a new connection, the old one closed.
+    let newer = Key { version: 2, ..key.clone() };
+    connections.get(&newer, open).await.unwrap();
+    assert_eq!(connections.len(), 1);
+    connections.forget("ws_1", "shop");
+    assert!(connections.is_empty());
 }

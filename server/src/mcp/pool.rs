@@ -1,0 +1,110 @@
+//! One connection per integration per process, reused across turns (not a
+//! handshake per turn), and its tool list kept while the server says
+//! nothing changed (`notifications/tools/list_changed`). A connection that
+//! closed is replaced on its next use; one of an older version of the
+//! integration (it was connected anew) is closed when the new one opens.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::Value;
+
+use super::client::{Endpoint, McpError, Server, connect};
+
+/// Which integration a connection is for.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub workspace_id: String,
+    pub name: String,
+    /// Changes on every (re)connection of the integration.
+    pub version: i64,
+}
+
+/// A live connection and the tools it last listed.
+pub struct Connection {
+    pub server: Server,
+    tools: tokio::sync::Mutex<Option<Arc<Vec<Value>>>>,
+}
+
+impl Connection {
+    /// The server's tools: listed once, then kept until the server says
+    /// they changed.
+    pub async fn tools(&self) -> Result<Arc<Vec<Value>>, McpError> {
+        let mut kept = self.tools.lock().await;
+        if let Some(tools) = kept.as_ref()
+            && !self.server.tools_changed()
+        {
+            return Ok(tools.clone());
+        }
+        let tools = Arc::new(self.server.tools().await?);
+        *kept = Some(tools.clone());
+        Ok(tools)
+    }
+}
+
+type Slot = Arc<tokio::sync::Mutex<Option<Arc<Connection>>>>;
+
+/// The process's connections.
+#[derive(Clone, Default)]
+pub struct Connections {
+    slots: Arc<Mutex<HashMap<Key, Slot>>>,
+}
+
+impl Connections {
+    /// The open connection for `key`, or a new one to `endpoint()`. Two
+    /// turns asking at once share one handshake.
+    pub async fn get(&self, key: &Key, endpoint: impl FnOnce() -> Endpoint) -> Result<Arc<Connection>, McpError> {
+        let (slot, older) = {
+            let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+            let older: Vec<Slot> = slots
+                .extract_if(|k, _| k.workspace_id == key.workspace_id && k.name == key.name && k.version != key.version)
+                .map(|(_, slot)| slot)
+                .collect();
+            (slots.entry(key.clone()).or_default().clone(), older)
+        };
+        for old in older {
+            close(old);
+        }
+        let mut open = slot.lock().await;
+        if let Some(connection) = open.as_ref()
+            && connection.server.is_open()
+        {
+            return Ok(connection.clone());
+        }
+        let connection = Arc::new(Connection { server: connect(endpoint()).await?, tools: Default::default() });
+        *open = Some(connection.clone());
+        Ok(connection)
+    }
+
+    /// Closes and forgets every connection of an integration (it was
+    /// removed or replaced).
+    pub fn forget(&self, workspace_id: &str, name: &str) {
+        let gone: Vec<Slot> = {
+            let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+            slots.extract_if(|k, _| k.workspace_id == workspace_id && k.name == name).map(|(_, slot)| slot).collect()
+        };
+        for slot in gone {
+            close(slot);
+        }
+    }
+
+    /// How many connections are kept (metrics, tests).
+    pub fn len(&self) -> usize {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Ends a connection's session in the background, once no call holds it.
+fn close(slot: Slot) {
+    tokio::spawn(async move {
+        let Some(connection) = slot.lock().await.take() else { return };
+        if let Ok(connection) = Arc::try_unwrap(connection) {
+            connection.server.close().await;
+        }
+        // Still held by a call: it closes when the last holder drops it.
+    });
+}
