@@ -262,3 +262,90 @@ async fn one_connection_per_integration_is_reused_and_its_tools_kept_until_they_
     connections.forget("ws_1", "shop");
     assert!(connections.is_empty());
 }
+
+/// npm `@modelcontextprotocol/server-everything` (the protocol's reference
+/// server, which nobody here wrote) over Streamable HTTP, run with node on
+/// a port of its own until dropped. `./dev test` installs it.
+struct Everything {
+    child: std::process::Child,
+    url: url::Url,
+}
+
+impl Everything {
+    fn start() -> Everything {
+        use std::io::{BufRead, BufReader};
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+        );
+        assert!(std::path::Path::new(script).exists(), "not installed: run ./dev test (npm ci in tests/mcp)");
+        // It listens on the PORT it is given: a free one, tried again if
+        // another process took it meanwhile.
+        for _ in 0..3 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let mut child = std::process::Command::new("node")
+                .args([script, "streamableHttp"])
+                .env("PORT", port.to_string())
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("node runs");
+            let stderr = child.stderr.take().unwrap();
+            let (ready_tx, ready) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    if line.contains("listening on port") {
+                        let _ = ready_tx.send(());
+                    }
+                }
+            });
+            if ready.recv_timeout(Duration::from_secs(30)).is_ok() {
+                let url = url::Url::parse(&format!("http://127.0.0.1:{port}/mcp")).unwrap();
+                return Everything { child, url };
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("server-everything did not start three times");
+    }
+}
+
+impl Drop for Everything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn the_reference_server_everything_is_listed_classified_and_called() {
+    let everything = Everything::start();
+    let server = connect(endpoint(&everything.url, &[], Duration::from_secs(20))).await.unwrap();
+
+    let tools = server.tools().await.unwrap();
+
+    let find =
+        |name: &str| tools.iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("no {name} in {tools:?}"));
+    let echo = find("echo");
+    assert_eq!(verb(Hints::of(echo), true, None), Verb::Get, "read-only, trusted");
+    assert_eq!(verb(Hints::of(echo), false, None), Verb::Update, "untrusted: Apply, idempotent");
+    let arguments = json!({"message": "hello from Rust"}).as_object().cloned().unwrap();
+    let result = server.call("echo", arguments, Map::new()).await.unwrap();
+    assert_eq!(outcome(&result), Outcome::Output(json!({"text": "Echo: hello from Rust"})));
+
+    let links = json!({"count": 2}).as_object().cloned().unwrap();
+    let result = server.call("get-resource-links", links, Map::new()).await.unwrap();
+    let Outcome::Output(output) = outcome(&result) else { panic!("{result}") };
+    let uris: Vec<&str> = output["links"].as_array().unwrap().iter().map(|l| l["uri"].as_str().unwrap()).collect();
+    assert_eq!(uris.len(), 2, "{output}");
+    assert!(
+        server::display::cards_from_output(&output).is_empty(),
+        "its demo:// links are named to the model, never shown as cards: {output}"
+    );
+
+    let unknown = server.call("no-such-tool", Map::new(), Map::new()).await.unwrap();
+    let Outcome::Failed(said) = outcome(&unknown) else { panic!("{unknown}") };
+    assert!(said.contains("not found"), "the model is told why: {said}");
+    server.close().await;
+}
