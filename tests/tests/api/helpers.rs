@@ -317,6 +317,52 @@ pub async fn serve(router: axum::Router) -> SocketAddr {
     address
 }
 
+/// Which of a child's outputs says it is ready.
+pub enum Says {
+    Stdout,
+    Stderr,
+}
+
+/// Starts `command` (a node server the tests run) with the output `says`
+/// piped and read to its end on a thread of its own (so the child never
+/// blocks on a full pipe), and waits up to `within` for the first line
+/// `ready` accepts; returns the child and what `ready` made of the line. A
+/// child that never says so is killed: `None`.
+pub fn spawn_until_ready(
+    mut command: std::process::Command,
+    says: Says,
+    ready: impl Fn(&str) -> Option<String> + Send + 'static,
+    within: std::time::Duration,
+) -> Option<(std::process::Child, String)> {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+    let (stdout, stderr) = match says {
+        Says::Stdout => (Stdio::piped(), Stdio::null()),
+        Says::Stderr => (Stdio::null(), Stdio::piped()),
+    };
+    let mut child = command.stdin(Stdio::null()).stdout(stdout).stderr(stderr).spawn().expect("node runs");
+    let output: Box<dyn Read + Send> = match says {
+        Says::Stdout => Box::new(child.stdout.take().unwrap()),
+        Says::Stderr => Box::new(child.stderr.take().unwrap()),
+    };
+    let (ready_tx, said) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(output).lines().map_while(Result::ok) {
+            if let Some(what) = ready(&line) {
+                let _ = ready_tx.send(what);
+            }
+        }
+    });
+    match said.recv_timeout(within) {
+        Ok(what) => Some((child, what)),
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            None
+        }
+    }
+}
+
 /// A fake tool host: serves the given tools, a context, previews and
 /// executes as configured, and records every call it receives.
 #[derive(Clone)]

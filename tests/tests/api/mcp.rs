@@ -25,7 +25,7 @@ use server::mcp::content::{Outcome, outcome};
 use server::mcp::pool::{Connections, Key};
 use widget::wire::Verb;
 
-use crate::helpers::serve;
+use crate::helpers::{Says, serve, spawn_until_ready};
 
 /// A shop's MCP server: two pages of tools; `search_orders` answers with
 /// text and a link, `fail` with `isError`, `hang` until it is cancelled.
@@ -273,7 +273,6 @@ struct Everything {
 
 impl Everything {
     fn start() -> Everything {
-        use std::io::{BufRead, BufReader};
         let script = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
@@ -283,29 +282,13 @@ impl Everything {
         // another process took it meanwhile.
         for _ in 0..3 {
             let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-            let mut child = std::process::Command::new("node")
-                .args([script, "streamableHttp"])
-                .env("PORT", port.to_string())
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .expect("node runs");
-            let stderr = child.stderr.take().unwrap();
-            let (ready_tx, ready) = std::sync::mpsc::channel();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                    if line.contains("listening on port") {
-                        let _ = ready_tx.send(());
-                    }
-                }
-            });
-            if ready.recv_timeout(Duration::from_secs(30)).is_ok() {
+            let mut command = std::process::Command::new("node");
+            command.args([script, "streamableHttp"]).env("PORT", port.to_string());
+            let ready = |line: &str| line.contains("listening on port").then(String::new);
+            if let Some((child, _)) = spawn_until_ready(command, Says::Stderr, ready, Duration::from_secs(30)) {
                 let url = url::Url::parse(&format!("http://127.0.0.1:{port}/mcp")).unwrap();
                 return Everything { child, url };
             }
-            let _ = child.kill();
-            let _ = child.wait();
         }
         panic!("server-everything did not start three times");
     }

@@ -2,10 +2,11 @@
 //! `oidc-provider` (tests/oidc/op.mjs) run with node, on its own port, until
 //! dropped. `./dev test` installs it.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 use serde_json::Value;
+
+use crate::helpers::{Says, spawn_until_ready};
 
 /// The provider, running as a node process until dropped.
 pub struct Op {
@@ -32,40 +33,18 @@ impl Op {
             std::path::Path::new(&format!("{dir}/node_modules/oidc-provider")).exists(),
             "the test OpenID Provider is not installed: run ./dev test (npm ci in tests/oidc)"
         );
-        let mut child = Command::new("node")
+        let mut command = Command::new("node");
+        command
             .arg(format!("{dir}/op.mjs"))
             .env("OP_PORT", "0")
             .env("OP_CLIENT_ID", client_id)
             .env("OP_CLIENT_SECRET", client_secret)
             .env("OP_ID_TOKEN_ALG", alg)
-            .env("OP_AUTO_GRANT", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("node runs");
-        // Read its output on a thread of its own (to the end, so it never
-        // blocks on a full pipe); the ready line comes back on a channel.
-        let stdout = child.stdout.take().unwrap();
-        let (ready_tx, ready) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(state) = line.strip_prefix("OIDC_OP_READY ") {
-                    let _ = ready_tx.send(state.to_owned());
-                }
-            }
-        });
-        match ready.recv_timeout(std::time::Duration::from_secs(20)) {
-            Ok(state) => {
-                let state: Value = serde_json::from_str(&state).unwrap();
-                Some(Op { child, issuer: state["issuer"].as_str().unwrap().to_owned() })
-            }
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                None
-            }
-        }
+            .env("OP_AUTO_GRANT", "1");
+        let ready = |line: &str| line.strip_prefix("OIDC_OP_READY ").map(str::to_owned);
+        let (child, state) = spawn_until_ready(command, Says::Stdout, ready, std::time::Duration::from_secs(20))?;
+        let state: Value = serde_json::from_str(&state).unwrap();
+        Some(Op { child, issuer: state["issuer"].as_str().unwrap().to_owned() })
     }
 
     /// Registers the relying party's redirect URI (known once it runs).
