@@ -146,7 +146,7 @@ impl Application {
         let engine = Engine {
             pool: pool.clone(),
             workspaces: workspaces.clone(),
-            host: host.clone(),
+            sources: crate::sources::Sources::new(host.clone(), config.allow_private_tool_hosts),
             model,
             limits: config.limits.clone(),
             budgets: limits.clone(),

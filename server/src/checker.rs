@@ -48,7 +48,7 @@ impl Report {
         self.rules.iter().find(|r| r.id == id).map(|r| r.status)
     }
 
-    fn add(&mut self, id: &'static str, status: Status, detail: impl Into<String>) {
+    pub fn add(&mut self, id: &'static str, status: Status, detail: impl Into<String>) {
         self.rules.push(Rule { id, status, detail: detail.into() });
     }
 
@@ -271,6 +271,13 @@ fn tool_rules(report: &mut Report, tools: &[Value]) {
         .map(|t| format!("`{}`: verb {}", name(t), t.get("verb").unwrap_or(&Value::Null)))
         .collect();
     verdict(report, "tools.verbs", &bad_verbs, Status::Fail, "every verb is get, create, update or delete");
+    definition_rules(report, tools);
+}
+
+/// The rules every tool list meets, whatever its source: descriptions,
+/// schemas a provider accepts, and a count a model takes.
+pub fn definition_rules(report: &mut Report, tools: &[Value]) {
+    let name = |t: &Value| t.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
 
     let bad_descriptions: Vec<String> = tools
         .iter()
@@ -342,7 +349,7 @@ fn schema_problem(schema: &Value) -> Option<String> {
         .map(|error| format!("not a valid JSON Schema: {error}"))
 }
 
-fn verdict(report: &mut Report, id: &'static str, problems: &[String], status: Status, fine: &str) {
+pub fn verdict(report: &mut Report, id: &'static str, problems: &[String], status: Status, fine: &str) {
     if problems.is_empty() {
         report.add(id, Status::Pass, fine);
     } else {

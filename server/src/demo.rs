@@ -94,6 +94,9 @@ pub async fn seed(state: &DemoState, loopback: SocketAddr) -> anyhow::Result<()>
             allowed_tools: &[],
             builtin: true,
             preset: None,
+            kind: db::KIND_REMOTE_TOOLS,
+            trust_annotations: false,
+            verbs: "{}",
         },
     )
     .await?;

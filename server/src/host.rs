@@ -62,6 +62,24 @@ pub struct ToolSpec {
     /// create or update at once, without a preview (`get` tools need not say so).
     #[serde(default)]
     pub direct: bool,
+    /// Where the tool comes from: set by the tool sources, never read from a host.
+    #[serde(skip)]
+    pub origin: ToolOrigin,
+}
+
+/// Which integration offers a tool, under which name, and how it was defined.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolOrigin {
+    /// The integration's name (`generic-rest`, or an MCP server's).
+    pub integration: String,
+    /// The tool's own name there (the model may see it prefixed).
+    pub name: String,
+    /// The title its server gave it (MCP), shown on a pending action.
+    pub title: Option<String>,
+    /// A digest of its definition as listed: a staged action runs only while it holds.
+    pub digest: String,
+    /// The `ui://` resource of its own interactive UI (an MCP App), if it ships one.
+    pub app: Option<String>,
 }
 
 fn empty_schema() -> Value {
@@ -91,6 +109,10 @@ pub enum HostError {
     Timeout(Duration),
     #[error("host could not be reached: {0}")]
     Unreachable(String),
+    /// The tool ran and failed, saying why for the model (an MCP result
+    /// with `isError`): the model is told that text, to correct itself.
+    #[error("the tool failed: {0}")]
+    ToolFailed(String),
 }
 
 impl HostError {
@@ -111,7 +133,7 @@ impl HostError {
             HostError::BadRequest(_) => "error_host_bad_request",
             HostError::Forbidden(_) => "error_host_forbidden",
             HostError::NotFound(_) => "error_host_not_found",
-            HostError::Failed { .. } | HostError::Invalid(_) => "error_host_failed",
+            HostError::Failed { .. } | HostError::Invalid(_) | HostError::ToolFailed(_) => "error_host_failed",
             HostError::Stale(_) => "error_host_stale",
             HostError::Timeout(_) => "error_host_timeout",
             HostError::Unreachable(_) => "error_host_unreachable",
@@ -130,6 +152,16 @@ impl HostError {
             HostError::Stale(_) => "stale",
             HostError::Timeout(_) => "host_timeout",
             HostError::Unreachable(_) => "host_unreachable",
+            HostError::ToolFailed(_) => "tool_failed",
+        }
+    }
+
+    /// What the model is told: the generic line, but for a tool's own
+    /// failure, whose text is meant for the model.
+    pub fn for_model(&self) -> String {
+        match self {
+            HostError::ToolFailed(said) => said.clone(),
+            other => other.user_message(),
         }
     }
 }

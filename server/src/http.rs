@@ -25,6 +25,10 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("{1}")]
     BadGateway(&'static str, String),
+    /// A server the request named (an MCP server being connected) answered
+    /// so that the request cannot be done: the status and code say how.
+    #[error("{message}")]
+    Upstream { status: StatusCode, code: &'static str, message: String },
     #[error("Too many requests right now. Try again in {} s.", .0.as_secs_f64().ceil().max(1.0))]
     TooManyRequests(std::time::Duration),
     /// A turn of the conversation is still running.
@@ -50,6 +54,7 @@ impl ApiError {
             ApiError::NotFound => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::BadGateway(code, _) => (StatusCode::BAD_GATEWAY, code),
+            ApiError::Upstream { status, code, .. } => (*status, code),
             ApiError::TooManyRequests(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             ApiError::TurnInProgress => (StatusCode::CONFLICT, "turn_in_progress"),
             ApiError::Overloaded(_) => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),

@@ -43,6 +43,7 @@ pub mod precompress;
 pub mod retention;
 pub mod schema;
 pub mod secret;
+pub mod sources;
 pub mod telemetry;
 pub mod usage;
 pub mod widget_page;

@@ -1,9 +1,9 @@
-//! Workspaces and their tool host, as services the edges share: creating a
-//! workspace with fresh secrets (the setup API, Caddie's provisioning) and
-//! finding a workspace's connected host with its secret opened (the
+//! Workspaces and their tool sources, as services the edges share: creating
+//! a workspace with fresh secrets (the setup API, Caddie's provisioning) and
+//! finding a workspace's connected sources with their secrets opened (the
 //! engine, a component's buttons).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
@@ -13,9 +13,10 @@ use crate::db::{self, NewWorkspace, Pool};
 use crate::host::HostTarget;
 use crate::ids::{new_id, random_bytes};
 use crate::llm::Model;
+use crate::sources::{McpServer, Source, SourceKind};
 
-/// The one integration provider: a Remote Tools host over HTTP.
-pub const PROVIDER: &str = "generic-rest";
+/// The Remote Tools host's integration name.
+pub const PROVIDER: &str = db::REMOTE_TOOLS_PROVIDER;
 
 /// Creating workspaces and reading their integration and model.
 #[derive(Clone)]
@@ -37,17 +38,6 @@ pub struct CreatedWorkspace {
     pub id: String,
     pub api_key: String,
     pub embed_secret: String,
-}
-
-/// A workspace's connected tool host and the tools it may offer (empty:
-/// all of them).
-#[derive(Debug)]
-pub struct ConnectedHost {
-    pub target: HostTarget,
-    pub allowed_tools: Vec<String>,
-    /// Changes on every (re)connection: an action previewed on one
-    /// version is applied only on the same.
-    pub version: i64,
 }
 
 impl Workspaces {
@@ -141,20 +131,36 @@ impl Workspaces {
         Ok(Some(api_key))
     }
 
-    /// The workspace's tool host, with its secret opened, if one is connected.
-    pub async fn host(&self, workspace_id: &str) -> anyhow::Result<Option<ConnectedHost>> {
-        let Some(row) = db::integration(&self.pool, workspace_id).await? else {
-            return Ok(None);
-        };
-        let secret = self.vault.open(&row.secret_enc)?;
-        let base_url = url::Url::parse(&row.base_url)?;
-        let allowed_tools = row.allowed_tools();
-        let version = row.created_at;
-        Ok(Some(ConnectedHost {
-            target: HostTarget { base_url, secret, trusted: row.builtin != 0 },
-            allowed_tools,
-            version,
-        }))
+    /// The workspace's tool sources (its Remote Tools host, its MCP
+    /// servers), their secrets opened, in the order they were connected.
+    pub async fn sources(&self, workspace_id: &str) -> anyhow::Result<Vec<Source>> {
+        let rows = db::integrations(&self.pool, workspace_id).await?;
+        let mut sources = Vec::with_capacity(rows.len());
+        for row in rows {
+            let secret = self.vault.open(&row.secret_enc)?;
+            let url = url::Url::parse(&row.base_url)?;
+            let kind = if row.kind == db::KIND_MCP {
+                let headers: BTreeMap<String, String> = serde_json::from_str(secret.expose())
+                    .map_err(|_| anyhow::anyhow!("the headers of MCP integration {} do not read", row.provider))?;
+                SourceKind::Mcp(McpServer {
+                    url,
+                    headers: headers.into_iter().collect(),
+                    trust_annotations: row.trust_annotations != 0,
+                    verbs: row.verbs(),
+                })
+            } else {
+                SourceKind::Remote(HostTarget { base_url: url, secret, trusted: row.builtin != 0 })
+            };
+            sources.push(Source {
+                workspace_id: row.workspace_id.clone(),
+                allowed_tools: row.allowed_tools(),
+                url: row.base_url,
+                version: row.created_at,
+                name: row.provider,
+                kind,
+            });
+        }
+        Ok(sources)
     }
 
     /// Seals anew, under the current key, every stored secret the previous

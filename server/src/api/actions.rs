@@ -134,7 +134,7 @@ async fn apply_action(
     // Executed only where it was previewed, and only while the host still offers it.
     if action.status == from && !action.is_expired(state.clock.now_ms()) {
         let scope = caller.scope(&action.id);
-        let bound = match crate::engine::binding(&state.workspaces, &state.host, &scope, &action).await {
+        let bound = match crate::engine::binding(&state.workspaces, &state.engine.sources, &scope, &action).await {
             Ok(bound) => bound,
             Err(error) => {
                 tracing::warn!(code = error.code(), %error, "apply: the host's GET /tools failed");

@@ -67,12 +67,15 @@ async fn call_tool(
         value @ Value::Object(_) => value,
         _ => return Err(ApiError::BadRequest("arguments must be a JSON object".into())),
     };
-    let Some(host) = state.workspaces.host(&caller.workspace_id).await? else {
+    // Components come from the Remote Tools host's results (an MCP
+    // result has none), so their buttons call that host.
+    let sources = state.workspaces.sources(&caller.workspace_id).await?;
+    let Some(host) = sources.iter().find(|s| s.is_remote()) else {
         return Err(ApiError::BadGateway("no_host", "No app is connected to the assistant.".into()));
     };
     let request_id = new_id("call");
     let scope = caller.scope(&request_id);
-    let tools = match state.host.list_tools(&host.target, &scope, &host.allowed_tools).await {
+    let tools = match state.engine.sources.tools(host, &scope).await {
         Ok(tools) => tools,
         Err(error) => return Err(host_error(&state, &row.conversation_id, error).await),
     };
@@ -96,7 +99,7 @@ async fn call_tool(
         return Err(ApiError::BadRequest(format!("the arguments do not fit the tool's inputSchema: {problems}")));
     }
     tracing::info!(component_id = %row.id, tool = %tool.name, request_id, "component tool call");
-    let output = state.host.execute(&host.target, &tool.name, &request_id, &arguments, &scope).await;
+    let output = state.engine.sources.execute(host, &tool.name, &request_id, &arguments, &scope).await;
     state.limits.usage.count(&caller.workspace_id, Metric::ToolCalls, 1);
     let output = match output {
         Ok(output) => output,

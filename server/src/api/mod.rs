@@ -9,6 +9,7 @@ pub mod components;
 pub mod conversations;
 pub mod feedback;
 pub mod integrations;
+pub mod mcp;
 pub mod model;
 pub mod openapi;
 pub mod presets;
@@ -41,6 +42,7 @@ fn routes() -> OpenApiRouter<ApiState> {
         .merge(conversations::router())
         .merge(feedback::router())
         .merge(integrations::router())
+        .merge(mcp::router())
         .merge(model::router())
         .merge(presets::router())
         .merge(resume::router())

@@ -220,6 +220,9 @@ async fn connect_integration(
             allowed_tools: &request.allowed_tools,
             builtin: false,
             preset: None,
+            kind: db::KIND_REMOTE_TOOLS,
+            trust_annotations: false,
+            verbs: "{}",
         },
     )
     .await?;
@@ -269,13 +272,16 @@ pub(super) async fn check_tool_host(
     Ok((target, tools.into_iter().map(|t| t.name).collect()))
 }
 
-/// Disconnects the workspace's tool server.
+/// Disconnects one of the workspace's tool sources (its Remote Tools host,
+/// or an MCP server by name).
+///
+/// Actions it previewed can no longer be applied (`integration_changed`).
 #[utoipa::path(
     delete,
     path = "/v1/integrations/{provider}",
     tag = "setup",
     security(("api_key" = [])),
-    params(("provider" = String, Path, description = "`generic-rest`, the one provider")),
+    params(("provider" = String, Path, description = "`generic-rest`, or an MCP server's name")),
     responses((status = 204, description = "Disconnected")),
 )]
 async fn disconnect_integration(
@@ -283,10 +289,11 @@ async fn disconnect_integration(
     workspace: WorkspaceKey,
     Path(provider): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    if provider != PROVIDER || !db::delete_integration(&state.pool, &workspace.id, PROVIDER).await? {
+    if !db::delete_integration(&state.pool, &workspace.id, &provider).await? {
         return Err(ApiError::NotFound);
     }
-    let detail = serde_json::json!({ "provider": PROVIDER });
+    state.engine.sources.forget(&workspace.id, &provider);
+    let detail = serde_json::json!({ "provider": provider });
     db::audit::record(&state.pool, "api-key", "integration.disconnected", Some(&workspace.id), None, &detail).await?;
     Ok(StatusCode::NO_CONTENT)
 }

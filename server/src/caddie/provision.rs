@@ -61,6 +61,9 @@ pub async fn provision(
                 allowed_tools: &preset.allowed_tools(),
                 builtin: false,
                 preset: Some(&preset.name),
+                kind: db::KIND_REMOTE_TOOLS,
+                trust_annotations: false,
+                verbs: "{}",
             },
         )
         .await?;

@@ -27,7 +27,9 @@ impl Signed {
     pub(super) async fn onboarding(&self, notice: Option<Notice>, report: Option<Vec<Rule>>) -> Result<Page, Response> {
         let workspace = self.workspace().await?;
         let integrations = self.call(Method::GET, "/v1/integrations", None).await?.json;
-        let tool_server = integrations["integrations"].get(0).map(|integration| ToolServer {
+        let listed = integrations["integrations"].as_array().cloned().unwrap_or_default();
+        let remote = listed.iter().find(|i| i["provider"] == crate::workspaces::PROVIDER);
+        let tool_server = remote.map(|integration| ToolServer {
             base_url: text(&integration["base_url"]),
             allowed_tools: strings(&integration["allowed_tools"]).unwrap_or_default(),
             listed: None,

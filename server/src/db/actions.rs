@@ -35,9 +35,19 @@ pub struct ActionRow {
     pub integration_version: Option<i64>,
     /// The stale action this one is the fresh preview of.
     pub replaces: Option<String>,
+    /// The integration that previewed it (None: from before there were
+    /// several, the Remote Tools host).
+    pub integration: Option<String>,
+    /// The digest of the tool's definition when it was previewed.
+    pub tool_digest: Option<String>,
 }
 
 impl ActionRow {
+    /// The integration that previewed it.
+    pub fn integration(&self) -> &str {
+        self.integration.as_deref().unwrap_or(super::REMOTE_TOOLS_PROVIDER)
+    }
+
     pub fn permissions(&self) -> Vec<String> {
         serde_json::from_str(&self.permissions).unwrap_or_default()
     }
@@ -58,7 +68,7 @@ impl ActionRow {
 
 const COLUMNS: &str = "id, conversation_id, workspace_id, external_user_id, permissions, call_id, tool, verb, \
                        arguments, preview, status, confirmations_required, created_at, expires_at, \
-                       integration_url, integration_version, replaces";
+                       integration_url, integration_version, replaces, integration, tool_digest";
 
 /// What a new action freezes.
 pub struct NewAction<'a> {
@@ -76,6 +86,9 @@ pub struct NewAction<'a> {
     pub integration_version: Option<i64>,
     /// The stale action it replaces, if it is a fresh preview of one.
     pub replaces: Option<&'a str>,
+    /// The integration that previews it, and its tool's digest.
+    pub integration: &'a str,
+    pub tool_digest: &'a str,
 }
 
 /// Freezes a new action, `pending` until `now` + its time to live.
@@ -84,8 +97,8 @@ pub async fn insert(pool: &Pool, a: NewAction<'_>, now: i64) -> anyhow::Result<A
     sqlx::query(
         "INSERT INTO actions (id, conversation_id, workspace_id, external_user_id, permissions, call_id, tool, verb,
              arguments, preview, status, confirmations_required, created_at, expires_at, updated_at,
-            integration_url, integration_version, replaces)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $16, $17)",
+            integration_url, integration_version, replaces, integration, tool_digest)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $16, $17, $18, $19)",
     )
     .bind(&id)
     .bind(a.conversation_id)
@@ -104,6 +117,8 @@ pub async fn insert(pool: &Pool, a: NewAction<'_>, now: i64) -> anyhow::Result<A
     .bind(a.integration_url)
     .bind(a.integration_version)
     .bind(a.replaces)
+    .bind(a.integration)
+    .bind(a.tool_digest)
     .execute(pool)
     .await?;
     let action = get(pool, &id).await?.ok_or_else(|| anyhow::anyhow!("the action just written is missing"))?;

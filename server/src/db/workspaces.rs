@@ -1,4 +1,4 @@
-//! Workspaces and their integration (the connected tool host).
+//! Workspaces and their integrations (the Remote Tools host, MCP servers).
 
 use sqlx::Connection;
 use sqlx::FromRow;
@@ -67,19 +67,45 @@ impl WorkspaceRow {
 #[derive(Debug, Clone, FromRow)]
 pub struct IntegrationRow {
     pub workspace_id: String,
+    /// Its name: `generic-rest` for the Remote Tools host, the host's own
+    /// name for an MCP server.
     pub provider: String,
+    /// [`KIND_REMOTE_TOOLS`] or [`KIND_MCP`].
+    pub kind: String,
+    /// The Remote Tools base URL, or the MCP server's endpoint.
     pub base_url: String,
+    /// Sealed: the Remote Tools bearer, or an MCP server's headers (a JSON object).
     pub secret_enc: String,
     pub allowed_tools: String,
     pub builtin: i64,
     /// The tool-host preset it follows, if it was made from one.
     pub preset: Option<String>,
     pub created_at: i64,
+    /// MCP: the server's annotations decide which tools run by themselves.
+    pub trust_annotations: i64,
+    /// MCP: the host's own verb per tool, as a JSON object.
+    pub verbs: String,
 }
+
+/// The name of the Remote Tools host's integration.
+pub const REMOTE_TOOLS_PROVIDER: &str = "generic-rest";
+
+/// The kind of a Remote Tools host (remote-tools-contract.md).
+pub const KIND_REMOTE_TOOLS: &str = "remote-tools";
+/// The kind of an MCP server.
+pub const KIND_MCP: &str = "mcp";
+
+const INTEGRATION_COLUMNS: &str = "workspace_id, provider, kind, base_url, secret_enc, allowed_tools, builtin, preset, created_at, trust_annotations, verbs";
 
 impl IntegrationRow {
     pub fn allowed_tools(&self) -> Vec<String> {
         serde_json::from_str(&self.allowed_tools).unwrap_or_default()
+    }
+
+    /// The host's verbs by tool name (written only after they were checked).
+    pub fn verbs(&self) -> std::collections::BTreeMap<String, widget::wire::Verb> {
+        let raw: std::collections::BTreeMap<String, String> = serde_json::from_str(&self.verbs).unwrap_or_default();
+        raw.into_iter().filter_map(|(tool, verb)| Some((tool, widget::wire::Verb::parse(&verb)?))).collect()
     }
 }
 
@@ -233,6 +259,11 @@ pub struct NewIntegration<'a> {
     pub builtin: bool,
     /// The tool-host preset it was made from, if any.
     pub preset: Option<&'a str>,
+    /// [`KIND_REMOTE_TOOLS`] or [`KIND_MCP`].
+    pub kind: &'a str,
+    pub trust_annotations: bool,
+    /// The host's verbs by tool name, as JSON (`{}` for none).
+    pub verbs: &'a str,
 }
 
 /// Connects (or re-connects, replacing) an integration.
@@ -245,8 +276,9 @@ pub async fn upsert_integration(pool: &Pool, i: NewIntegration<'_>) -> anyhow::R
         .execute(&mut *tx)
         .await?;
     sqlx::query(
-        "INSERT INTO integrations (workspace_id, provider, base_url, secret_enc, allowed_tools, builtin, created_at, preset)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        "INSERT INTO integrations (workspace_id, provider, base_url, secret_enc, allowed_tools, builtin, created_at, preset,
+             kind, trust_annotations, verbs)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
     )
     .bind(i.workspace_id)
     .bind(i.provider)
@@ -256,6 +288,9 @@ pub async fn upsert_integration(pool: &Pool, i: NewIntegration<'_>) -> anyhow::R
     .bind(i64::from(i.builtin))
     .bind(now_ms())
     .bind(i.preset)
+    .bind(i.kind)
+    .bind(i64::from(i.trust_annotations))
+    .bind(i.verbs)
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -272,28 +307,55 @@ pub async fn delete_integration(pool: &Pool, workspace_id: &str, provider: &str)
     Ok(done.rows_affected() > 0)
 }
 
-/// Replaces an integration's allowlist; false when there is none.
-pub async fn set_allowed_tools(
+/// What to change of an integration; `None` leaves it.
+pub struct IntegrationChange<'a> {
+    pub allowed_tools: Option<&'a [String]>,
+    pub trust_annotations: Option<bool>,
+    /// The host's verbs by tool name, as JSON.
+    pub verbs: Option<&'a str>,
+}
+
+/// Changes an integration's allowlist and classification settings; false
+/// when there is none.
+pub async fn update_integration(
     pool: &Pool,
     workspace_id: &str,
     provider: &str,
-    allowed_tools: &[String],
+    change: IntegrationChange<'_>,
 ) -> anyhow::Result<bool> {
-    let done = sqlx::query("UPDATE integrations SET allowed_tools = $1 WHERE workspace_id = $2 AND provider = $3")
-        .bind(serde_json::to_string(allowed_tools)?)
-        .bind(workspace_id)
-        .bind(provider)
-        .execute(pool)
-        .await?;
+    let allowed = change.allowed_tools.map(serde_json::to_string).transpose()?;
+    let done = sqlx::query(
+        "UPDATE integrations SET allowed_tools = COALESCE($1, allowed_tools),
+             trust_annotations = COALESCE($2, trust_annotations), verbs = COALESCE($3, verbs)
+         WHERE workspace_id = $4 AND provider = $5",
+    )
+    .bind(allowed)
+    .bind(change.trust_annotations.map(i64::from))
+    .bind(change.verbs)
+    .bind(workspace_id)
+    .bind(provider)
+    .execute(pool)
+    .await?;
     Ok(done.rows_affected() > 0)
 }
 
-pub async fn integration(pool: &Pool, workspace_id: &str) -> anyhow::Result<Option<IntegrationRow>> {
-    Ok(sqlx::query_as(
-        "SELECT workspace_id, provider, base_url, secret_enc, allowed_tools, builtin, preset, created_at
-         FROM integrations WHERE workspace_id = $1 ORDER BY created_at DESC LIMIT 1",
-    )
+/// Every integration of a workspace, in the order they were connected.
+pub async fn integrations(pool: &Pool, workspace_id: &str) -> anyhow::Result<Vec<IntegrationRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {INTEGRATION_COLUMNS} FROM integrations WHERE workspace_id = $1 ORDER BY created_at, provider"
+    ))
     .bind(workspace_id)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// One integration of a workspace, by its name.
+pub async fn integration(pool: &Pool, workspace_id: &str, provider: &str) -> anyhow::Result<Option<IntegrationRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {INTEGRATION_COLUMNS} FROM integrations WHERE workspace_id = $1 AND provider = $2"
+    ))
+    .bind(workspace_id)
+    .bind(provider)
     .fetch_optional(pool)
     .await?)
 }
@@ -361,7 +423,7 @@ pub enum SealedKind {
     EmbedSecret,
     /// `workspaces.embed_secret_prev_enc` (during a rotation's grace).
     PreviousEmbedSecret,
-    /// `integrations.secret_enc` (the tool host's bearer).
+    /// `integrations.secret_enc` (the tool host's bearer, an MCP server's headers).
     HostSecret,
     /// `workspace_models.api_key_enc` (a workspace's own model key).
     ModelKey,

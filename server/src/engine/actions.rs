@@ -37,13 +37,14 @@ impl Turn<'_> {
             let outcome = Some(status.as_str());
             db::actions::record_life(&engine.pool, action, "system", "action.executed", outcome, detail).await;
         };
-        let target = match engine.workspaces.host(&self.input.caller.workspace_id).await {
-            Ok(Some(host)) => host.target,
-            _ => {
-                finish(ActionStatus::Failed, Some("no_host")).await;
-                activity(ToolStatus::Failed);
-                return Executed::Done(ToolOutcome::error("no tool host is connected", "no_host"));
-            }
+        let sources = engine.workspaces.sources(&self.input.caller.workspace_id).await.unwrap_or_else(|error| {
+            tracing::error!(error = format!("{error:#}"), "cannot load the workspace's integrations");
+            Vec::new()
+        });
+        let Some(source) = sources.iter().find(|s| s.name == action.integration()) else {
+            finish(ActionStatus::Failed, Some("no_host")).await;
+            activity(ToolStatus::Failed);
+            return Executed::Done(ToolOutcome::error("no tool host is connected", "no_host"));
         };
         let scope = ExecutionScope {
             workspace_id: action.workspace_id.clone(),
@@ -52,7 +53,7 @@ impl Turn<'_> {
             request_id: action.id.clone(),
         };
         activity(ToolStatus::Started);
-        let executed = engine.host.execute(&target, &action.tool, &action.call_id, &action.arguments(), &scope).await;
+        let executed = engine.sources.execute(source, &action.tool, &action.call_id, &action.arguments(), &scope).await;
         engine.budgets.usage.count(&action.workspace_id, Metric::ToolCalls, 1);
         match executed {
             Ok(output) => {
@@ -74,7 +75,7 @@ impl Turn<'_> {
                 finish(ActionStatus::Failed, Some(error.code())).await;
                 tracing::warn!(action_id = %action.id, code = error.code(), %error, "action failed at the host");
                 activity(ToolStatus::Failed);
-                Executed::Done(ToolOutcome::error(&error.user_message(), error.code()))
+                Executed::Done(ToolOutcome::error(&error.for_model(), error.code()))
             }
         }
     }
@@ -118,31 +119,37 @@ impl Unbound {
     }
 }
 
-/// Whether `action` may still be applied: the workspace's integration is
-/// the one it was previewed on (same base URL and version), and the host
-/// still lists the tool, with the same verb, within the workspace's
-/// allowlist. An action from before actions were bound checks nothing.
+/// Whether `action` may still be applied: the integration that previewed
+/// it is still connected as it was (same name, URL and version), and still
+/// lists the tool, with the same verb and the same definition, within the
+/// workspace's allowlist. An action from before actions were bound checks
+/// nothing; one from before definitions were digested checks no digest.
 pub async fn binding(
     workspaces: &crate::workspaces::Workspaces,
-    client: &crate::host::HostClient,
+    sources: &crate::sources::Sources,
     scope: &ExecutionScope,
     action: &ActionRow,
 ) -> Result<Option<Unbound>, crate::host::HostError> {
     let Some(url) = &action.integration_url else { return Ok(None) };
-    let host = match workspaces.host(&action.workspace_id).await {
-        Ok(host) => host,
+    let connected = match workspaces.sources(&action.workspace_id).await {
+        Ok(connected) => connected,
         Err(error) => {
-            tracing::error!(error = format!("{error:#}"), "cannot load the workspace's integration");
+            tracing::error!(error = format!("{error:#}"), "cannot load the workspace's integrations");
             return Err(crate::host::HostError::Unreachable("the integration could not be loaded".into()));
         }
     };
-    let Some(host) =
-        host.filter(|h| h.target.base_url.as_str() == url && Some(h.version) == action.integration_version)
+    let Some(source) = connected
+        .iter()
+        .find(|s| s.name == action.integration() && &s.url == url && Some(s.version) == action.integration_version)
     else {
         return Ok(Some(Unbound::IntegrationChanged));
     };
-    let tools = client.list_tools(&host.target, &scope.for_call(), &host.allowed_tools).await?;
-    let listed = tools.iter().any(|t| t.name == action.tool && t.verb == action.verb);
+    let tools = sources.current_tools(source, &scope.for_call()).await?;
+    let listed = tools.iter().any(|t| {
+        t.origin.name == action.tool
+            && t.verb == action.verb
+            && action.tool_digest.as_ref().is_none_or(|digest| *digest == t.origin.digest)
+    });
     Ok((!listed).then_some(Unbound::ToolGone))
 }
 

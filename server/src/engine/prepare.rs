@@ -1,25 +1,26 @@
-//! Before the first model step: the workspace's tool host, its tools and
-//! context fetched once and concurrently with the user's execution scope,
-//! the context quoted into the system prompt as untrusted data, and the
-//! conversation's transcript.
+//! Before the first model step: the workspace's tool sources, their tools
+//! (each source listed once, all concurrently) and the Remote Tools host's
+//! context, fetched with the user's execution scope, the context quoted
+//! into the system prompt as untrusted data, and the conversation's
+//! transcript.
 
 use serde_json::json;
 
 use super::context::{Stop, Turn};
 use super::prompt;
 use crate::db;
-use crate::host::{ExecutionScope, HostTarget, ToolSpec};
+use crate::host::{ExecutionScope, ToolSpec};
 use crate::llm::{ChatMessage, Model};
+use crate::sources::{Source, offer};
 
 /// What the model steps work with.
 pub(super) struct Prepared {
-    /// The workspace's tool host, if one is connected.
-    pub target: Option<HostTarget>,
-    /// The connected integration's version (see `ConnectedHost`).
-    pub integration_version: Option<i64>,
+    /// The workspace's tool sources, as connected when the turn began.
+    pub sources: Vec<Source>,
     /// Who the turn acts for; the turn id is the `requestId`.
     pub scope: ExecutionScope,
-    /// The tools the host offers this user, less those the workspace disallows.
+    /// The tools the sources offer this user, less those the workspace
+    /// disallows, under the names the model sees (unique across sources).
     pub tools: Vec<ToolSpec>,
     /// What the model is sent: the system prompt, the transcript, and
     /// every step and tool result of this turn so far.
@@ -28,33 +29,53 @@ pub(super) struct Prepared {
     pub model: Model,
 }
 
+impl Prepared {
+    /// The source a tool came from.
+    pub fn source_of(&self, tool: &ToolSpec) -> Option<&Source> {
+        self.sources.iter().find(|s| s.name == tool.origin.integration)
+    }
+}
+
 impl Turn<'_> {
     pub(super) async fn prepare(&self) -> Result<Prepared, Stop> {
         let engine = self.engine;
         let scope = self.input.caller.scope(&self.input.turn_id);
-        let host = engine.workspaces.host(&self.input.caller.workspace_id).await.map_err(|error| {
-            tracing::error!(error = format!("{error:#}"), "cannot load the workspace's integration");
+        let sources = engine.workspaces.sources(&self.input.caller.workspace_id).await.map_err(|error| {
+            tracing::error!(error = format!("{error:#}"), "cannot load the workspace's integrations");
             Stop::Failed("error_setup")
         })?;
-        let (tools, context) = match &host {
-            None => (Vec::new(), json!({})),
-            Some(host) => {
-                let (tools_scope, context_scope) = (scope.for_call(), scope.for_call());
-                let (tools, context) = tokio::join!(
-                    engine.host.list_tools(&host.target, &tools_scope, &host.allowed_tools),
-                    engine.host.context(&host.target, &context_scope)
-                );
-                let tools = tools.map_err(|error| {
-                    tracing::warn!(%error, code = error.code(), "GET /tools failed");
-                    Stop::Failed(error.message_key())
-                })?;
-                let context = context.unwrap_or_else(|error| {
+        let scopes: Vec<(ExecutionScope, ExecutionScope)> =
+            sources.iter().map(|_| (scope.for_call(), scope.for_call())).collect();
+        let listings = sources.iter().zip(&scopes).map(|(source, (s, _))| engine.sources.tools(source, s));
+        let contexts = sources.iter().zip(&scopes).map(|(source, (_, s))| engine.sources.context(source, s));
+        let (listings, contexts) =
+            tokio::join!(futures::future::join_all(listings), futures::future::join_all(contexts));
+        // A source that cannot list its tools is left out of this turn; only
+        // when every source failed does the turn fail (there is nothing to offer).
+        let mut lists = Vec::with_capacity(listings.len());
+        let mut failure = None;
+        for (source, listed) in sources.iter().zip(listings) {
+            match listed {
+                Ok(tools) => lists.push(tools),
+                Err(error) => {
+                    tracing::warn!(integration = %source.name, %error, code = error.code(), "listing the tools failed");
+                    failure = Some(error);
+                }
+            }
+        }
+        if let Some(error) = failure.filter(|_| lists.is_empty()) {
+            return Err(Stop::Failed(error.message_key()));
+        }
+        let tools = offer(lists);
+        let context = contexts.into_iter().flatten().next().map_or_else(
+            || json!({}),
+            |context| {
+                context.unwrap_or_else(|error| {
                     tracing::warn!(%error, code = error.code(), "GET /context failed; continuing without it");
                     json!({})
-                });
-                (tools, context)
-            }
-        };
+                })
+            },
+        );
         let mut model = match engine.workspaces.model(&self.input.caller.workspace_id).await {
             Ok(own) => own.unwrap_or_else(|| engine.model.clone()),
             Err(error) => {
@@ -69,7 +90,6 @@ impl Turn<'_> {
         let mut messages = vec![ChatMessage::System(prompt::system_prompt(&context, self.input.lang))];
         messages.extend(prompt::transcript(&history));
         model.policy.history_tokens = engine.limits.max_history_tokens;
-        let integration_version = host.as_ref().map(|h| h.version);
-        Ok(Prepared { target: host.map(|h| h.target), integration_version, scope, tools, messages, model })
+        Ok(Prepared { sources, scope, tools, messages, model })
     }
 }

@@ -30,9 +30,17 @@ impl Turn<'_> {
     /// the new pending action, or goes on to the model when the host no
     /// longer previews it (the model hears why and explains).
     pub(super) async fn reoffer(&self, stale: &ActionRow, prepared: &mut Prepared) -> Result<(), Stop> {
+        // The tool under the name the model sees now (its source may have
+        // been prefixed since); gone, there is no fresh preview to offer.
+        let Some(offered) =
+            prepared.tools.iter().find(|t| t.origin.integration == stale.integration() && t.origin.name == stale.tool)
+        else {
+            tracing::info!(action_id = %stale.id, "no fresh preview: the tool is no longer offered");
+            return Ok(());
+        };
         let call = ToolCall {
             id: crate::ids::new_id("call"),
-            name: stale.tool.clone(),
+            name: offered.name.clone(),
             arguments: stale.arguments.clone(),
             extra: None,
         };

@@ -9,7 +9,6 @@ use crate::clock::Clock;
 use crate::config::TurnLimits;
 use crate::db::Pool;
 use crate::db::actions::ActionRow;
-use crate::host::HostClient;
 use crate::llm::Model;
 use crate::workspaces::Workspaces;
 
@@ -18,7 +17,8 @@ use crate::workspaces::Workspaces;
 pub struct Engine {
     pub pool: Pool,
     pub workspaces: Workspaces,
-    pub host: HostClient,
+    /// The clients of every kind of tool source (and the MCP connections).
+    pub sources: crate::sources::Sources,
     pub model: Model,
     pub limits: TurnLimits,
     /// Today's token budgets (counted in the database).

@@ -1,6 +1,7 @@
-//! Calling the host for a step: `get` tools run at once (each reported as
-//! a `tool` event), and a change is previewed and frozen as a pending
-//! action with the arguments the host previewed.
+//! Calling the tool sources for a step: `get` tools run at once (each
+//! reported as a `tool` event), and a change is staged (previewed by a
+//! Remote Tools host, shown as its arguments for an MCP server) and frozen
+//! as a pending action with exactly those arguments.
 
 use serde_json::Value;
 use widget::wire::ToolStatus;
@@ -36,14 +37,13 @@ impl Turn<'_> {
 
     /// Runs a `get` tool: what the model is told, and the cards.
     async fn run_get(&self, call: &ToolCall, tool: &ToolSpec, arguments: &Value, prepared: &Prepared) -> ToolOutcome {
-        let Some(target) = &prepared.target else {
+        let Some(source) = prepared.source_of(tool) else {
             return ToolOutcome::error("no tool host is connected", "no_host");
         };
         let activity = |status| self.events.tool_activity(&call.id, &tool.name, tool.verb, status);
         activity(ToolStatus::Started);
         let started = std::time::Instant::now();
-        let result =
-            self.engine.host.execute(target, &tool.name, &call.id, arguments, &prepared.scope.for_call()).await;
+        let result = self.engine.sources.read(source, tool, &call.id, arguments, &prepared.scope.for_call()).await;
         self.engine.budgets.usage.count(&self.input.caller.workspace_id, Metric::ToolCalls, 1);
         tracing::debug!(tool = %tool.name, duration_ms = started.elapsed().as_secs_f64() * 1000.0, "tool call");
         match result {
@@ -56,12 +56,12 @@ impl Turn<'_> {
                 crate::metrics::tool_call(Some(tool.verb), "error");
                 tracing::warn!(tool = %tool.name, code = error.code(), %error, "tool call failed");
                 activity(ToolStatus::Failed);
-                ToolOutcome::error(&error.user_message(), error.code())
+                ToolOutcome::error(&error.for_model(), error.code())
             }
         }
     }
 
-    /// Previews a change with the host and freezes it as a pending action;
+    /// Stages a change with its source and freezes it as a pending action;
     /// on failure returns what the model is told instead.
     pub(super) async fn propose(
         &self,
@@ -74,8 +74,9 @@ impl Turn<'_> {
         self.freeze(call, tool, arguments, &preview, prepared, None).await
     }
 
-    /// The host's preview of a change, as the user is shown it (plain
-    /// text, bounded); on failure what the model is told instead.
+    /// What the user is shown of a change before Apply (the host's preview,
+    /// or an MCP call's arguments; plain text, bounded); on failure what
+    /// the model is told instead.
     pub(super) async fn preview_change(
         &self,
         call: &ToolCall,
@@ -83,16 +84,15 @@ impl Turn<'_> {
         arguments: &Value,
         prepared: &Prepared,
     ) -> Result<String, String> {
-        let Some(target) = &prepared.target else {
+        let Some(source) = prepared.source_of(tool) else {
             return Err(tool_error("no tool host is connected", "no_host"));
         };
-        let preview =
-            self.engine.host.preview(target, &tool.name, &call.id, arguments, &prepared.scope.for_call()).await;
+        let preview = self.engine.sources.stage(source, tool, &call.id, arguments, &prepared.scope.for_call()).await;
         self.engine.budgets.usage.count(&self.input.caller.workspace_id, Metric::ToolCalls, 1);
         let preview = preview.map_err(|error| {
             crate::metrics::tool_call(Some(tool.verb), "preview_failed");
             tracing::warn!(tool = %tool.name, code = error.code(), %error, "preview failed");
-            tool_error(&error.user_message(), error.code())
+            tool_error(&error.for_model(), error.code())
         })?;
         Ok(preview.chars().filter(|c| !c.is_control() || *c == '\n').take(MAX_PREVIEW_CHARS).collect())
     }
@@ -108,7 +108,7 @@ impl Turn<'_> {
         prepared: &Prepared,
         replaces: Option<&str>,
     ) -> Result<(), String> {
-        let Some(target) = &prepared.target else {
+        let Some(source) = prepared.source_of(tool) else {
             return Err(tool_error("no tool host is connected", "no_host"));
         };
         let engine = self.engine;
@@ -121,14 +121,16 @@ impl Turn<'_> {
                 external_user_id: &caller.external_user_id,
                 permissions: &caller.permissions,
                 call_id: &call.id,
-                tool: &tool.name,
+                tool: &tool.origin.name,
                 verb: tool.verb,
                 arguments,
                 preview,
                 ttl_ms: engine.limits.action_ttl.as_millis() as i64,
-                integration_url: Some(target.base_url.as_str()),
-                integration_version: prepared.integration_version,
+                integration_url: Some(source.url.as_str()),
+                integration_version: Some(source.version),
                 replaces,
+                integration: &source.name,
+                tool_digest: &tool.origin.digest,
             },
             engine.clock.now_ms(),
         )

@@ -40,6 +40,14 @@ impl Connection {
         *kept = Some(tools.clone());
         Ok(tools)
     }
+
+    /// The server's tools listed now, whatever was kept (and kept after).
+    pub async fn fresh_tools(&self) -> Result<Arc<Vec<Value>>, McpError> {
+        let mut kept = self.tools.lock().await;
+        let tools = Arc::new(self.server.tools().await?);
+        *kept = Some(tools.clone());
+        Ok(tools)
+    }
 }
 
 type Slot = Arc<tokio::sync::Mutex<Option<Arc<Connection>>>>;

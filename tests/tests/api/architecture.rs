@@ -18,6 +18,7 @@ const SERVER_LAYERS: &[(&str, &[&str])] = &[
         &[
             "host",
             "mcp",
+            "sources",
             "llm",
             "limits",
             "display",

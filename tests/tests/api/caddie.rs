@@ -1321,7 +1321,7 @@ async fn a_space_provisioned_with_a_tool_preset_calls_that_tool_server(db: Db) {
     let narrowed = json!({"base_url": host.base_url(), "secret": HOST_SECRET, "allowed_tools": ["list_tasks"]});
     let (status, shown) = rig.app.put_json("/v1/tool-presets/shop", ADMIN_TOKEN, &narrowed).await;
     assert_eq!((status, shown["spaces"].as_i64()), (200, Some(1)));
-    let integration = server::db::integration(pool, &space).await.unwrap().unwrap();
+    let integration = server::db::integration(pool, &space, "generic-rest").await.unwrap().unwrap();
     assert_eq!(integration.allowed_tools(), ["list_tasks"]);
 }
 

@@ -105,6 +105,7 @@ fn paths_find_their_template_literal_segments_first() {
     assert_eq!(template_of("/v1/workspace/conversations?limit=2"), Some("/v1/workspace/conversations"));
     assert_eq!(template_of("/v1/workspace/conversations/conv_1"), Some("/v1/workspace/conversations/{id}"));
     assert_eq!(template_of("/v1/integrations/generic-rest/connect"), Some("/v1/integrations/{provider}/connect"));
+    assert_eq!(template_of("/v1/integrations/mcp/connect"), Some("/v1/integrations/mcp/connect"));
     assert_eq!(template_of("/bistro/api/tools"), None);
 }
 

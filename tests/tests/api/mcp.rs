@@ -30,13 +30,36 @@ use crate::helpers::{Says, serve, spawn_until_ready};
 /// A shop's MCP server: two pages of tools; `search_orders` answers with
 /// text and a link, `fail` with `isError`, `hang` until it is cancelled.
 #[derive(Clone, Default)]
-struct Shop {
+pub(crate) struct Shop {
     /// The `_meta` of every call, and the calls cancelled.
-    metas: Arc<Mutex<Vec<Value>>>,
-    cancelled: Arc<Mutex<Vec<String>>>,
+    pub metas: Arc<Mutex<Vec<Value>>>,
+    pub cancelled: Arc<Mutex<Vec<String>>>,
+    /// Every call: the tool's name and its arguments.
+    pub calls: Arc<Mutex<Vec<(String, Value)>>>,
     /// Handshakes and `tools/list` pages served.
-    inits: Arc<AtomicUsize>,
-    lists: Arc<AtomicUsize>,
+    pub inits: Arc<AtomicUsize>,
+    pub lists: Arc<AtomicUsize>,
+    /// Every client that shook hands (to tell them the tools changed).
+    pub peers: Arc<Mutex<Vec<rmcp::service::Peer<RoleServer>>>>,
+    /// `add_note` is defined anew (its description changes).
+    pub redefined: Arc<std::sync::atomic::AtomicBool>,
+    /// How long `add_note` takes, in ms.
+    pub note_delay_ms: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Shop {
+    /// The calls of `tool` so far.
+    pub fn calls_of(&self, tool: &str) -> Vec<Value> {
+        self.calls.lock().unwrap().iter().filter(|(name, _)| name == tool).map(|(_, a)| a.clone()).collect()
+    }
+
+    /// Tells every client its tools changed.
+    pub async fn announce_tool_changes(&self) {
+        let peers = self.peers.lock().unwrap().clone();
+        for peer in peers {
+            let _ = peer.notify_tool_list_changed().await;
+        }
+    }
 }
 
 fn tool(value: Value) -> Tool {
@@ -49,7 +72,8 @@ impl ServerHandler for Shop {
             .with_server_info(Implementation::new("shop", "1.2.3"))
     }
 
-    async fn on_initialized(&self, _: NotificationContext<RoleServer>) {
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.peers.lock().unwrap().push(context.peer.clone());
         self.inits.fetch_add(1, Ordering::SeqCst);
     }
 
@@ -73,7 +97,8 @@ impl ServerHandler for Shop {
             page.tools = vec![
                 tool(json!({"name": "search_orders", "title": "Search orders", "description": "Finds orders",
                             "inputSchema": schema, "annotations": {"readOnlyHint": true}})),
-                tool(json!({"name": "add_note", "inputSchema": schema,
+                tool(json!({"name": "add_note", "title": "Add a note", "inputSchema": schema,
+                            "description": if self.redefined.load(Ordering::SeqCst) { "Adds a note (v2)" } else { "Adds a note" },
                             "annotations": {"readOnlyHint": false, "destructiveHint": false}})),
             ];
             page.next_cursor = Some("page-2".into());
@@ -88,16 +113,30 @@ impl ServerHandler for Shop {
     ) -> Result<CallToolResponse, ErrorData> {
         // rmcp hands a request's `_meta` over in its context.
         let meta = serde_json::to_value(&context.meta).unwrap();
-        self.metas.lock().unwrap().push(meta);
+        self.metas.lock().unwrap().push(meta.clone());
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        self.calls.lock().unwrap().push((request.name.to_string(), arguments));
         let result = match request.name.as_ref() {
             "search_orders" => json!({"content": [
                 {"type": "text", "text": "Order 7 shipped."},
                 {"type": "resource_link", "uri": "https://shop.example/orders/7", "name": "order-7", "title": "Order 7"}
             ]}),
             "fail" => json!({"isError": true, "content": [{"type": "text", "text": "no such order"}]}),
+            "add_note" => {
+                let delay = self.note_delay_ms.load(Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(delay)).await;
+                json!({"content": [{"type": "text", "text": "noted"}]})
+            }
             "restock" => {
                 context.peer.notify_tool_list_changed().await.unwrap();
                 json!({"content": [{"type": "text", "text": "restocked"}]})
+            }
+            // The connect report's own read does not wait (it would wait out the timeout).
+            "hang"
+                if meta.pointer("/context-assistant~1execution/externalUserId")
+                    == Some(&json!("context-assistant-check")) =>
+            {
+                json!({"content": [{"type": "text", "text": "checked"}]})
             }
             "hang" => {
                 context.ct.cancelled().await;
@@ -111,8 +150,28 @@ impl ServerHandler for Shop {
 }
 
 /// The shop on a port of its own; its MCP endpoint's URL.
-async fn start(shop: Shop) -> url::Url {
+pub(crate) async fn start(shop: Shop) -> url::Url {
     start_with_sessions(shop).await.0
+}
+
+/// The shop behind a bearer: anything else is answered 401.
+pub(crate) async fn start_with_bearer(shop: Shop, bearer: &'static str) -> url::Url {
+    let service = StreamableHttpService::new(
+        move || Ok(shop.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let guarded = Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn(
+        move |request: axum::extract::Request, next: axum::middleware::Next| async move {
+            let expected = format!("Bearer {bearer}");
+            if request.headers().get("authorization").and_then(|v| v.to_str().ok()) != Some(expected.as_str()) {
+                return (axum::http::StatusCode::UNAUTHORIZED, "no").into_response();
+            }
+            next.run(request).await
+        },
+    ));
+    let address = serve(guarded).await;
+    url::Url::parse(&format!("http://{address}/mcp")).unwrap()
 }
 
 /// The same, with the server's sessions (to make it forget them).
@@ -124,8 +183,29 @@ async fn start_with_sessions(shop: Shop) -> (url::Url, Arc<LocalSessionManager>)
     (url::Url::parse(&format!("http://{address}/mcp")).unwrap(), sessions)
 }
 
+/// A TCP relay to `upstream` on a port of its own: aborting its task cuts
+/// every connection through it at once (a server that goes away).
+pub(crate) async fn relay(upstream: &url::Url) -> (url::Url, tokio::task::JoinHandle<()>) {
+    let target = format!("{}:{}", upstream.host_str().unwrap(), upstream.port().unwrap());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut url = upstream.clone();
+    url.set_port(Some(listener.local_addr().unwrap().port())).unwrap();
+    let task = tokio::spawn(async move {
+        let mut connections = tokio::task::JoinSet::new();
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            let target = target.clone();
+            connections.spawn(async move {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect(target).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    (url, task)
+}
+
 /// Waits (at most 10 s) until `done` holds.
-async fn until(mut done: impl FnMut() -> bool) {
+pub(crate) async fn until(mut done: impl FnMut() -> bool) {
     for _ in 0..200 {
         if done() {
             return;
@@ -266,13 +346,13 @@ async fn one_connection_per_integration_is_reused_and_its_tools_kept_until_they_
 /// npm `@modelcontextprotocol/server-everything` (the protocol's reference
 /// server, which nobody here wrote) over Streamable HTTP, run with node on
 /// a port of its own until dropped. `./dev test` installs it.
-struct Everything {
+pub(crate) struct Everything {
     child: std::process::Child,
-    url: url::Url,
+    pub url: url::Url,
 }
 
 impl Everything {
-    fn start() -> Everything {
+    pub fn start() -> Everything {
         let script = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js"

@@ -11,6 +11,8 @@ const OPERATIONS: &[(&str, &str, &str)] = &[
     ("post", "/v1/workspaces", "admin"),
     ("post", "/v1/integrations/{provider}/connect", "api_key"),
     ("post", "/v1/integrations/{provider}/check", "api_key"),
+    ("post", "/v1/integrations/mcp/connect", "api_key"),
+    ("post", "/v1/integrations/mcp/check", "api_key"),
     ("delete", "/v1/integrations/{provider}", "api_key"),
     ("get", "/v1/integrations", "api_key"),
     ("get", "/v1/integrations/{provider}", "api_key"),
