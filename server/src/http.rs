@@ -25,6 +25,9 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("{1}")]
     BadGateway(&'static str, String),
+    /// The resource is not in a state to do this (`409`).
+    #[error("{1}")]
+    Conflict(&'static str, String),
     /// A server the request named (an MCP server being connected) answered
     /// so that the request cannot be done: the status and code say how.
     #[error("{message}")]
@@ -55,6 +58,7 @@ impl ApiError {
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::BadGateway(code, _) => (StatusCode::BAD_GATEWAY, code),
             ApiError::Upstream { status, code, .. } => (*status, code),
+            ApiError::Conflict(code, _) => (StatusCode::CONFLICT, code),
             ApiError::TooManyRequests(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             ApiError::TurnInProgress => (StatusCode::CONFLICT, "turn_in_progress"),
             ApiError::Overloaded(_) => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),

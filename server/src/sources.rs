@@ -24,11 +24,13 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
+use tokio::sync::mpsc::UnboundedSender;
 use url::Url;
 use widget::wire::Verb;
 
 use crate::host::{ExecutionScope, HostClient, HostError, HostTarget, PublicOnlyResolver, ToolOrigin, ToolSpec};
 use crate::mcp::classify::{Hints, verb};
+pub use crate::mcp::client::{CallEvent, ElicitAnswer, Elicitation};
 use crate::mcp::client::{Endpoint, McpError};
 use crate::mcp::content::{Outcome, outcome};
 use crate::mcp::pool::{Connections, Key};
@@ -205,7 +207,9 @@ impl Sources {
         }
     }
 
-    /// Runs a read (`get`) tool: its output.
+    /// Runs a read (`get`) tool: its output. What an MCP server tells
+    /// while it runs (progress, a request for the user's input) goes to
+    /// `events`; a Remote Tools host tells nothing.
     pub async fn read(
         &self,
         source: &Source,
@@ -213,8 +217,9 @@ impl Sources {
         call_id: &str,
         arguments: &Value,
         scope: &ExecutionScope,
+        events: UnboundedSender<CallEvent>,
     ) -> Result<Value, HostError> {
-        self.call(source, &tool.origin.name, call_id, arguments, scope).await
+        self.call(source, &tool.origin.name, call_id, arguments, scope, Some(events)).await
     }
 
     /// Stages a change: what the user is shown before Apply. A Remote Tools
@@ -244,7 +249,7 @@ impl Sources {
         arguments: &Value,
         scope: &ExecutionScope,
     ) -> Result<Value, HostError> {
-        self.call(source, tool, call_id, arguments, scope).await
+        self.call(source, tool, call_id, arguments, scope, None).await
     }
 
     async fn call(
@@ -254,6 +259,7 @@ impl Sources {
         call_id: &str,
         arguments: &Value,
         scope: &ExecutionScope,
+        events: Option<UnboundedSender<CallEvent>>,
     ) -> Result<Value, HostError> {
         match &source.kind {
             SourceKind::Remote(target) => self.host.execute(target, tool, call_id, arguments, scope).await,
@@ -261,7 +267,12 @@ impl Sources {
                 let started = std::time::Instant::now();
                 let connection = self.connection(source, server).await.map_err(into_host_error)?;
                 let arguments = arguments.as_object().cloned().unwrap_or_default();
-                let result = connection.server.call(tool, arguments, scope_meta(scope)).await;
+                let result = match events {
+                    Some(events) => {
+                        connection.server.call_with_events(tool, arguments, scope_meta(scope), events).await
+                    }
+                    None => connection.server.call(tool, arguments, scope_meta(scope)).await,
+                };
                 crate::metrics::host_request("mcp/tools/call", started.elapsed(), result.is_ok());
                 match outcome(&result.map_err(into_host_error)?) {
                     Outcome::Output(output) => Ok(output),

@@ -65,6 +65,17 @@ pub fn answer(chat: Chat, answer: Answer, reason: Option<String>) {
     let _ = (answer, reason);
 }
 
+/// Answers a tool's question (its form's values go with `accept`).
+pub fn answer_elicitation(chat: Chat, action: crate::wire::ElicitAction) {
+    if chat.elicitation_busy.get_untracked() || chat.elicitation.with_untracked(Option::is_none) {
+        return;
+    }
+    #[cfg(feature = "hydrate")]
+    client::elicitations::answer(chat, action);
+    #[cfg(not(feature = "hydrate"))]
+    let _ = action;
+}
+
 /// Starts a new, empty conversation.
 pub fn reset(chat: Chat) {
     if chat.busy.get_untracked() {

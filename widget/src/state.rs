@@ -6,7 +6,7 @@
 use leptos::prelude::*;
 
 use crate::wire::i18n::Msg;
-use crate::wire::{DisplayCard, PendingAction, Rating, Role};
+use crate::wire::{DisplayCard, ElicitationRequest, PendingAction, Rating, Role};
 
 /// The widget's words in the visitor's language, from the boot
 /// (`i18n::Msg` order): the WASM carries no catalogue.
@@ -133,6 +133,12 @@ pub struct Chat {
     pub action_busy: RwSignal<bool>,
     /// Why the last answer to the action did not go through.
     pub action_error: RwSignal<Option<String>>,
+    /// A tool's request for the user's input while it runs, if any.
+    pub elicitation: RwSignal<Option<ElicitationRequest>>,
+    /// An answer to it is on its way.
+    pub elicitation_busy: RwSignal<bool>,
+    /// Why the last answer to it did not go through.
+    pub elicitation_error: RwSignal<Option<String>>,
     /// The list of the user's earlier conversations while it is open, as
     /// escaped markup (empty: none yet).
     pub history: RwSignal<Option<String>>,
@@ -157,6 +163,9 @@ impl Chat {
             action: RwSignal::new(None),
             action_busy: RwSignal::new(false),
             action_error: RwSignal::new(None),
+            elicitation: RwSignal::new(None),
+            elicitation_busy: RwSignal::new(false),
+            elicitation_error: RwSignal::new(None),
             history: RwSignal::new(None),
             owner: StoredValue::new(Owner::current()),
         }

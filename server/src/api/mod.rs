@@ -7,6 +7,7 @@ pub mod audit;
 pub mod chat;
 pub mod components;
 pub mod conversations;
+pub mod elicitations;
 pub mod feedback;
 pub mod integrations;
 pub mod mcp;
@@ -40,6 +41,7 @@ fn routes() -> OpenApiRouter<ApiState> {
         .merge(chat::router())
         .merge(components::router())
         .merge(conversations::router())
+        .merge(elicitations::router())
         .merge(feedback::router())
         .merge(integrations::router())
         .merge(mcp::router())

@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use utoipa::openapi::OpenApi;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use widget::wire::{
-    ComponentEvent, DisplayCards, EventKind, FinishedMessage, PendingAction, TextDelta, ToolActivity, TurnDone,
-    TurnError, TurnStarted,
+    ComponentEvent, DisplayCards, ElicitationRequest, EventKind, FinishedMessage, PendingAction, TextDelta,
+    ToolActivity, TurnDone, TurnError, TurnStarted,
 };
 
 use crate::http::ErrorBody;
@@ -25,7 +25,7 @@ use crate::http::ErrorBody;
     ),
     components(schemas(
         ErrorBody, TurnStarted, TextDelta, ToolActivity, DisplayCards, ComponentEvent, PendingAction,
-        FinishedMessage, TurnDone, TurnError,
+        ElicitationRequest, FinishedMessage, TurnDone, TurnError,
     )),
     tags(
         (name = "setup", description = "Server to server: workspaces and the tool host"),
@@ -64,6 +64,7 @@ fn event_data_schema(kind: EventKind) -> &'static str {
         EventKind::Display => "DisplayCards",
         EventKind::Component => "ComponentEvent",
         EventKind::PendingAction => "PendingAction",
+        EventKind::Elicitation => "ElicitationRequest",
         EventKind::Message => "FinishedMessage",
         EventKind::Done => "TurnDone",
         EventKind::Error => "TurnError",

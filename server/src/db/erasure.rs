@@ -18,6 +18,8 @@ pub struct Erased {
     pub turn_events: u64,
     pub components: u64,
     pub actions: u64,
+    /// Tools' requests for their input, with their answers.
+    pub elicitations: u64,
     /// Their thumbs up or down on replies, with comments.
     pub feedback: u64,
     /// Rate-limit windows and daily token counts.
@@ -61,6 +63,7 @@ pub(super) async fn delete_conversations(
             of("DELETE FROM turn_events WHERE turn_id IN (SELECT id FROM turns WHERE conversation_id IN ({scope}))"),
         ),
         (&mut erased.components, of("DELETE FROM components WHERE conversation_id IN ({scope})")),
+        (&mut erased.elicitations, of("DELETE FROM elicitations WHERE conversation_id IN ({scope})")),
         (&mut erased.feedback, of("DELETE FROM message_feedback WHERE conversation_id IN ({scope})")),
         (&mut erased.messages, of("DELETE FROM messages WHERE conversation_id IN ({scope})")),
         (&mut erased.actions, of("DELETE FROM actions WHERE conversation_id IN ({scope})")),

@@ -13,6 +13,7 @@ pub mod carts;
 pub mod components;
 pub mod console;
 mod conversations;
+pub mod elicitations;
 pub mod erasure;
 pub mod feedback;
 pub mod kitchen;

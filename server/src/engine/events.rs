@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Serialize;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use widget::wire::{
-    ComponentEvent, DisplayCards, EventKind, FinishedMessage, PendingAction, TextDelta, ToolActivity, ToolStatus,
-    TurnDone, TurnError, TurnStarted, Verb,
+    ComponentEvent, DisplayCards, ElicitationRequest, EventKind, FinishedMessage, PendingAction, TextDelta,
+    ToolActivity, ToolStatus, TurnDone, TurnError, TurnStarted, Verb,
 };
 
 use crate::db::{self, Pool};
@@ -21,6 +21,7 @@ pub enum TurnEvent {
     Display(DisplayCards),
     Component(ComponentEvent),
     PendingAction(PendingAction),
+    Elicitation(ElicitationRequest),
     Message(FinishedMessage),
     Done(TurnDone),
     Error(TurnError),
@@ -36,6 +37,7 @@ impl TurnEvent {
             TurnEvent::Display(_) => EventKind::Display,
             TurnEvent::Component(_) => EventKind::Component,
             TurnEvent::PendingAction(_) => EventKind::PendingAction,
+            TurnEvent::Elicitation(_) => EventKind::Elicitation,
             TurnEvent::Message(_) => EventKind::Message,
             TurnEvent::Done(_) => EventKind::Done,
             TurnEvent::Error(_) => EventKind::Error,
@@ -54,6 +56,7 @@ impl TurnEvent {
             TurnEvent::Display(e) => json(e),
             TurnEvent::Component(e) => json(e),
             TurnEvent::PendingAction(e) => json(e),
+            TurnEvent::Elicitation(e) => json(e),
             TurnEvent::Message(e) => json(e),
             TurnEvent::Done(e) => json(e),
             TurnEvent::Error(e) => json(e),
@@ -95,7 +98,36 @@ impl EventSink {
 
     /// A `tool` event: a tool call started, succeeded or failed.
     pub fn tool_activity(&self, call_id: &str, name: &str, verb: Verb, status: ToolStatus) {
-        self.send(TurnEvent::Tool(ToolActivity { call_id: call_id.to_owned(), name: name.to_owned(), verb, status }));
+        self.send(TurnEvent::Tool(ToolActivity {
+            call_id: call_id.to_owned(),
+            name: name.to_owned(),
+            verb,
+            status,
+            progress: None,
+            total: None,
+            message: None,
+        }));
+    }
+
+    /// A tool's progress while it runs (an MCP server's `notifications/progress`).
+    pub fn tool_progress(
+        &self,
+        call_id: &str,
+        name: &str,
+        verb: Verb,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) {
+        self.send(TurnEvent::Tool(ToolActivity {
+            call_id: call_id.to_owned(),
+            name: name.to_owned(),
+            verb,
+            status: ToolStatus::Progress,
+            progress: Some(progress),
+            total,
+            message,
+        }));
     }
 }
 

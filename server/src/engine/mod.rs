@@ -24,6 +24,7 @@
 mod actions;
 mod close;
 mod context;
+mod elicit;
 pub mod events;
 mod hooks;
 pub mod metrics;

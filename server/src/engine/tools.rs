@@ -43,7 +43,7 @@ impl Turn<'_> {
         let activity = |status| self.events.tool_activity(&call.id, &tool.name, tool.verb, status);
         activity(ToolStatus::Started);
         let started = std::time::Instant::now();
-        let result = self.engine.sources.read(source, tool, &call.id, arguments, &prepared.scope.for_call()).await;
+        let result = self.read_observed(call, tool, source, arguments, &prepared.scope.for_call()).await;
         self.engine.budgets.usage.count(&self.input.caller.workspace_id, Metric::ToolCalls, 1);
         tracing::debug!(tool = %tool.name, duration_ms = started.elapsed().as_secs_f64() * 1000.0, "tool call");
         match result {

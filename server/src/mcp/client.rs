@@ -6,16 +6,21 @@
 //! Every failure is an [`McpError`] that names its cause, never a header.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, PaginatedRequestParams, ProtocolVersion,
-    RequestMetaObject,
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities, ClientConfig,
+    ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability, ErrorData,
+    FormElicitationCapability, Implementation, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, RequestId, RequestMetaObject,
 };
-use rmcp::service::{ClientInitializeError, NotificationContext, RoleClient, RunningService, ServiceError};
+use rmcp::service::{
+    ClientInitializeError, InboundStreamOrigin, NotificationContext, Peer, PeerRequestOptions, RequestContext,
+    RoleClient, RunningService, ServiceError,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransportConfig, StreamableHttpError};
@@ -60,24 +65,191 @@ impl McpError {
     }
 }
 
-/// What rmcp calls us for: a changed tool list is remembered until read.
+/// What a server tells about one of our calls while it runs.
+pub enum CallEvent {
+    /// `notifications/progress` with the call's token.
+    Progress { progress: f64, total: Option<f64>, message: Option<String> },
+    /// `elicitation/create` (form mode) on the call's own stream: the user's
+    /// input is wanted; the call's time stands still until it is answered.
+    Elicit(Elicitation),
+}
+
+/// A server's request for the user's input during a call. Answered once;
+/// dropped unanswered, it is cancelled (the spec's `cancel`).
+pub struct Elicitation {
+    /// What the server asks, in its words (shown as text, never markup).
+    pub message: String,
+    /// The requested schema (the spec's flat subset), as JSON.
+    pub schema: Value,
+    reply: Option<tokio::sync::oneshot::Sender<ElicitResult>>,
+    /// The call's count of unanswered elicitations, and when one was last answered.
+    waiting: Arc<AtomicUsize>,
+    answered_at: Arc<Mutex<Option<tokio::time::Instant>>>,
+}
+
+/// The user's answer to an elicitation.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ElicitAnswer {
+    Accept(Map<String, Value>),
+    Decline,
+    Cancel,
+}
+
+impl Elicitation {
+    pub fn answer(mut self, answer: ElicitAnswer) {
+        let result = match answer {
+            ElicitAnswer::Accept(content) => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content))
+            }
+            ElicitAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
+            ElicitAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        };
+        if let Some(reply) = self.reply.take() {
+            let _ = reply.send(result);
+        }
+    }
+}
+
+impl Drop for Elicitation {
+    fn drop(&mut self) {
+        if let Some(reply) = self.reply.take() {
+            let _ = reply.send(ElicitResult::new(ElicitationAction::Cancel));
+        }
+        *self.answered_at.lock().unwrap_or_else(PoisonError::into_inner) = Some(tokio::time::Instant::now());
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Where a call's events go.
+#[derive(Clone)]
+struct Route {
+    events: tokio::sync::mpsc::UnboundedSender<CallEvent>,
+    waiting: Arc<AtomicUsize>,
+    answered_at: Arc<Mutex<Option<tokio::time::Instant>>>,
+}
+
+/// The calls in flight on a connection: by progress token and by request id.
+#[derive(Default)]
+struct Routes {
+    by_token: HashMap<ProgressToken, Route>,
+    by_id: HashMap<RequestId, Route>,
+}
+
+/// What rmcp calls us for: a changed tool list is remembered until read;
+/// progress and elicitations go to the call they belong to (one connection
+/// serves many users' turns at once).
 #[derive(Clone, Default)]
 pub struct Handler {
     tools_changed: Arc<AtomicBool>,
+    routes: Arc<Mutex<Routes>>,
+}
+
+impl Handler {
+    fn routes(&self) -> std::sync::MutexGuard<'_, Routes> {
+        self.routes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The route `find` picks, waiting a moment for it: rmcp may send a
+    /// call (and its server answer on the call's stream) on another thread
+    /// before the caller has registered the call's id and token.
+    async fn route(&self, find: impl Fn(&Routes) -> Option<Route>) -> Option<Route> {
+        for _ in 0..100 {
+            if let Some(route) = find(&self.routes()) {
+                return Some(route);
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        None
+    }
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
-        // Nothing beyond tools yet: no sampling, no roots, no elicitation.
-        ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("context-assistant", env!("CARGO_PKG_VERSION")),
-        )
-        .with_protocol_version(ProtocolVersion::V_2025_11_25)
+        // Tools, and form-mode elicitation. No sampling, no roots, no URL-mode
+        // elicitation (docs/mcp.md).
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
+        ClientConfig::new(capabilities, Implementation::new("context-assistant", env!("CARGO_PKG_VERSION")))
+            .with_protocol_version(ProtocolVersion::V_2025_11_25)
     }
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.store(true, Ordering::Relaxed);
+    }
+
+    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+        // A token no call of ours holds (late, or forged) is dropped.
+        let token = params.progress_token.clone();
+        if let Some(route) = self.route(|routes| routes.by_token.get(&token).cloned()).await {
+            let message = params.message.map(|m| m.chars().filter(|c| !c.is_control()).take(200).collect());
+            let _ = route.events.send(CallEvent::Progress { progress: params.progress, total: params.total, message });
+        }
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        // Only a request on one of our calls' own streams can be shown to the
+        // user that call is for; anything else (the shared GET stream, a
+        // URL-mode request we did not advertise) is declined.
+        let route = match context.extensions.get::<InboundStreamOrigin>() {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => self.route(|routes| routes.by_id.get(id).cloned()).await,
+            _ => None,
+        };
+        let (Some(route), ElicitRequestParams::FormElicitationParams { message, requested_schema, .. }) =
+            (route, request)
+        else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+        let (reply, answered) = tokio::sync::oneshot::channel();
+        route.waiting.fetch_add(1, Ordering::SeqCst);
+        let elicitation = Elicitation {
+            message,
+            schema,
+            reply: Some(reply),
+            waiting: route.waiting.clone(),
+            answered_at: route.answered_at.clone(),
+        };
+        if route.events.send(CallEvent::Elicit(elicitation)).is_err() {
+            return Ok(ElicitResult::new(ElicitationAction::Cancel));
+        }
+        Ok(tokio::select! {
+            answer = answered => answer.unwrap_or_else(|_| ElicitResult::new(ElicitationAction::Cancel)),
+            () = context.ct.cancelled() => ElicitResult::new(ElicitationAction::Cancel),
+        })
+    }
+}
+
+/// A call in flight: its routes are removed when it ends, and a call whose
+/// caller stopped waiting (a Stop, a timeout, the turn's end) is cancelled
+/// on the server (`notifications/cancelled`).
+struct InFlight {
+    handler: Handler,
+    peer: Peer<RoleClient>,
+    id: RequestId,
+    token: ProgressToken,
+    done: bool,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        {
+            let mut routes = self.handler.routes();
+            routes.by_id.remove(&self.id);
+            routes.by_token.remove(&self.token);
+        }
+        if !self.done
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let (peer, id) = (self.peer.clone(), self.id.clone());
+            runtime.spawn(async move {
+                let reason = Some("the caller stopped waiting".to_owned());
+                let _ = peer.notify_cancelled(CancelledNotificationParam::new(Some(id), reason)).await;
+            });
+        }
     }
 }
 
@@ -194,19 +366,76 @@ impl Server {
 
     /// `tools/call` with `arguments` and our `_meta` (the caller's scope);
     /// the result as its JSON. A call that outlives the timeout is
-    /// abandoned, and rmcp tells the server (`notifications/cancelled`).
+    /// abandoned, and the server told (`notifications/cancelled`).
     pub async fn call(
         &self,
         name: &str,
         arguments: Map<String, Value>,
         meta: Map<String, Value>,
     ) -> Result<Value, McpError> {
+        // Nobody listens: progress is dropped, an elicitation cancelled.
+        let (events, _) = tokio::sync::mpsc::unbounded_channel();
+        self.call_with_events(name, arguments, meta, events).await
+    }
+
+    /// [`Server::call`], its progress and elicitations sent to `events`.
+    /// The timeout stands still while an elicitation waits for the user
+    /// (the turn's own time limit still holds).
+    pub async fn call_with_events(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        meta: Map<String, Value>,
+        events: tokio::sync::mpsc::UnboundedSender<CallEvent>,
+    ) -> Result<Value, McpError> {
         let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         params.meta = Some(RequestMetaObject::from(meta));
-        let result = tokio::time::timeout(self.timeout, self.service.call_tool(params))
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let peer = self.service.peer();
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
-            .map_err(|_| McpError::Timeout(self.timeout))?
             .map_err(|e| service_error(&e))?;
+        // Registered at once; an event that comes first waits for it (`Handler::route`).
+        let waiting = Arc::new(AtomicUsize::new(0));
+        let answered_at = Arc::new(Mutex::new(None));
+        let route = Route { events, waiting: waiting.clone(), answered_at: answered_at.clone() };
+        {
+            let mut routes = self.handler.routes();
+            routes.by_id.insert(handle.id.clone(), route.clone());
+            routes.by_token.insert(handle.progress_token.clone(), route);
+        }
+        let mut in_flight = InFlight {
+            handler: self.handler.clone(),
+            peer: peer.clone(),
+            id: handle.id.clone(),
+            token: handle.progress_token.clone(),
+            done: false,
+        };
+        let answer = handle.await_response();
+        tokio::pin!(answer);
+        let mut deadline = tokio::time::Instant::now() + self.timeout;
+        let result = loop {
+            tokio::select! {
+                result = &mut answer => break result,
+                () = tokio::time::sleep_until(deadline) => {
+                    let now = tokio::time::Instant::now();
+                    // The user is being asked: the time stands still, and
+                    // starts again in full once they answered.
+                    if waiting.load(Ordering::SeqCst) > 0 {
+                        deadline = now + Duration::from_millis(200);
+                        continue;
+                    }
+                    let answered = *answered_at.lock().unwrap_or_else(PoisonError::into_inner);
+                    match answered.map(|at| at + self.timeout).filter(|resume| *resume > now) {
+                        Some(resume) => deadline = resume,
+                        None => return Err(McpError::Timeout(self.timeout)),
+                    }
+                }
+            }
+        };
+        in_flight.done = true;
+        let result = result.map_err(|e| service_error(&e))?;
         serde_json::to_value(&result).map_err(|e| McpError::Protocol(e.to_string()))
     }
 

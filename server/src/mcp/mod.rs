@@ -10,4 +10,5 @@ pub mod check;
 pub mod classify;
 pub mod client;
 pub mod content;
+pub mod elicit;
 pub mod pool;

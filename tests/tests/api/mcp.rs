@@ -12,8 +12,8 @@ use axum::Router;
 use axum::response::IntoResponse;
 use rmcp::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ErrorData, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequestParams, ErrorData, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -43,6 +43,8 @@ pub(crate) struct Shop {
     pub peers: Arc<Mutex<Vec<rmcp::service::Peer<RoleServer>>>>,
     /// `add_note` is defined anew (its description changes).
     pub redefined: Arc<std::sync::atomic::AtomicBool>,
+    /// What `choose_size` heard back from the user.
+    pub answers: Arc<Mutex<Vec<String>>>,
     /// How long `add_note` takes, in ms.
     pub note_delay_ms: Arc<std::sync::atomic::AtomicU64>,
 }
@@ -92,6 +94,8 @@ impl ServerHandler for Shop {
                             "annotations": {"readOnlyHint": false, "destructiveHint": true}})),
                 tool(json!({"name": "hang", "inputSchema": schema, "annotations": {"readOnlyHint": true}})),
                 tool(json!({"name": "fail", "inputSchema": schema, "annotations": {"readOnlyHint": true}})),
+                tool(json!({"name": "count_stock", "inputSchema": schema, "annotations": {"readOnlyHint": true}})),
+                tool(json!({"name": "choose_size", "inputSchema": schema, "annotations": {"readOnlyHint": true}})),
             ];
         } else {
             page.tools = vec![
@@ -122,6 +126,40 @@ impl ServerHandler for Shop {
                 {"type": "resource_link", "uri": "https://shop.example/orders/7", "name": "order-7", "title": "Order 7"}
             ]}),
             "fail" => json!({"isError": true, "content": [{"type": "text", "text": "no such order"}]}),
+            // Three progress notifications, then the answer.
+            "count_stock" => {
+                if let Some(token) = context.meta.get_progress_token() {
+                    for step in 1..=3 {
+                        let mut progress = ProgressNotificationParam::new(token.clone(), f64::from(step));
+                        progress.total = Some(3.0);
+                        progress.message = Some(format!("Counting shelf {step}"));
+                        context.peer.notify_progress(progress).await.unwrap();
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+                json!({"content": [{"type": "text", "text": "42 in stock"}]})
+            }
+            // Asks the user (on the call's own stream) which size.
+            "choose_size"
+                if meta.pointer("/context-assistant~1execution/externalUserId")
+                    != Some(&json!("context-assistant-check")) =>
+            {
+                let schema = json!({"type": "object", "required": ["size"], "properties": {
+                    "size": {"type": "string", "title": "Size", "enum": ["s", "m", "l"],
+                             "enumNames": ["Small", "Medium", "Large"]},
+                    "note": {"type": "string", "title": "Note", "maxLength": 40}}});
+                let request: ElicitRequestParams = serde_json::from_value(
+                    json!({"mode": "form", "message": "Which size would you like?", "requestedSchema": schema}),
+                )
+                .unwrap();
+                let answer = context.peer.create_elicitation(request).await;
+                let said = match answer {
+                    Ok(result) => serde_json::to_value(&result).unwrap().to_string(),
+                    Err(error) => format!("error: {error}"),
+                };
+                self.answers.lock().unwrap().push(said.clone());
+                json!({"content": [{"type": "text", "text": format!("answer: {said}")}]})
+            }
             "add_note" => {
                 let delay = self.note_delay_ms.load(Ordering::SeqCst);
                 tokio::time::sleep(Duration::from_millis(delay)).await;
@@ -229,7 +267,11 @@ async fn a_server_is_connected_its_pages_listed_and_its_tools_classified() {
     let tools = server.tools().await.unwrap();
 
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["search_orders", "add_note", "cancel_order", "hang", "fail"], "both pages");
+    assert_eq!(
+        names,
+        ["search_orders", "add_note", "cancel_order", "hang", "fail", "count_stock", "choose_size"],
+        "both pages"
+    );
     let verbs = |trust: bool| -> Vec<Verb> { tools.iter().map(|t| verb(Hints::of(t), trust, None)).collect() };
     assert_eq!(verbs(true)[..3], [Verb::Get, Verb::Create, Verb::Delete]);
     assert_eq!(verbs(false)[..3], [Verb::Create, Verb::Create, Verb::Delete], "nothing runs by itself untrusted");

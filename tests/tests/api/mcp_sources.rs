@@ -26,6 +26,10 @@ on_both_databases!(
     a_staged_action_is_refused_when_its_tool_was_redefined,
     a_server_that_changes_its_tools_is_listed_again_when_it_says_so,
     a_server_gone_mid_turn_fails_the_call_not_the_turn,
+    progress_is_shown_as_the_tools_activity,
+    stop_cancels_the_tools_call_on_the_server,
+    an_elicitation_is_answered_through_any_replica_and_reaches_the_tool,
+    an_elicitation_declined_reaches_the_tool_as_declined,
     the_reference_server_everything_is_read_through_a_turn,
 );
 
@@ -35,6 +39,8 @@ struct McpRig {
     model: ScriptedModel,
     api_key: String,
     workspace: String,
+    /// The workspace's embed secret (to mint another user's token).
+    secret: String,
     token: String,
 }
 
@@ -46,8 +52,9 @@ impl McpRig {
         let (status, created) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &workspace).await;
         assert_eq!(status, 201, "{created}");
         let id = created["id"].as_str().unwrap().to_owned();
-        let token = token(&id, created["embed_secret"].as_str().unwrap(), "user_42");
-        McpRig { app, model, api_key: created["api_key"].as_str().unwrap().to_owned(), workspace: id, token }
+        let secret = created["embed_secret"].as_str().unwrap().to_owned();
+        let token = token(&id, &secret, "user_42");
+        McpRig { app, model, api_key: created["api_key"].as_str().unwrap().to_owned(), workspace: id, secret, token }
     }
 
     async fn connect(&self, body: Value) -> (u16, Value) {
@@ -113,6 +120,8 @@ async fn an_mcp_server_is_connected_its_tools_classified_and_its_headers_never_s
         ("cancel_order", "delete"),
         ("hang", "delete"),
         ("fail", "get"),
+        ("count_stock", "get"),
+        ("choose_size", "get"),
     ];
     let expected: Vec<(String, String)> = expected.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).collect();
     assert_eq!(verbs_of(&connected), expected, "the annotations, trusted, and the host's word over them");
@@ -438,4 +447,144 @@ async fn the_reference_server_everything_is_read_through_a_turn(db: Db) {
     assert_eq!(of(&events, "done")[0]["stop_reason"], "completed", "{events:?}");
     let reply = of(&events, "message")[0]["text"].as_str().unwrap().to_owned();
     assert!(reply.contains("Echo: hello from a turn"), "{reply}");
+}
+
+async fn progress_is_shown_as_the_tools_activity(db: Db) {
+    let script = vec![Step::Call("count_stock", json!({"q": "socks"})), Step::Text("{last_tool}")];
+    let rig = McpRig::start(db, script).await;
+    rig.connect_shop(&start(Shop::default()).await, true).await;
+
+    let events = rig.say("how many socks?").await;
+
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "completed", "{events:?}");
+    let activity: Vec<(String, Value, Value)> = of(&events, "tool")
+        .iter()
+        .map(|t| (t["status"].as_str().unwrap().to_owned(), t["progress"].clone(), t["message"].clone()))
+        .collect();
+    assert_eq!(activity.first().unwrap().0, "started");
+    assert_eq!(activity.last().unwrap().0, "succeeded");
+    let progress: Vec<&(String, Value, Value)> = activity.iter().filter(|(s, _, _)| s == "progress").collect();
+    assert_eq!(progress.len(), 3, "{activity:?}");
+    assert_eq!((progress[0].1.clone(), progress[0].2.clone()), (json!(1.0), json!("Counting shelf 1")));
+    assert_eq!(of(&events, "tool")[1]["total"], json!(3.0));
+    assert!(of(&events, "message")[0]["text"].as_str().unwrap().contains("42 in stock"));
+}
+
+async fn stop_cancels_the_tools_call_on_the_server(db: Db) {
+    let rig = McpRig::start(db, vec![Step::Call("hang", json!({})), Step::Text("never")]).await;
+    let shop = Shop::default();
+    rig.connect_shop(&start(shop.clone()).await, true).await;
+    let (mut rest, mut seen) = crate::helpers::turn_until(&rig.app, &rig.token, "wait", r#""status":"started""#).await;
+    let turn_id = crate::helpers::parse_sse(&seen)[0].1["turn_id"].as_str().unwrap().to_owned();
+    until(|| !shop.calls_of("hang").is_empty()).await;
+    assert!(shop.cancelled.lock().unwrap().is_empty());
+
+    let stop = rig.app.client.post(rig.app.url(&format!("/v1/turns/{turn_id}/stop"))).bearer_auth(&rig.token);
+    assert!(stop.send().await.unwrap().status().is_success());
+    while let Some(chunk) = rest.next().await {
+        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+    }
+
+    let events = crate::helpers::parse_sse(&seen);
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "cancelled");
+    until(|| !shop.cancelled.lock().unwrap().is_empty()).await;
+    assert_eq!(*shop.cancelled.lock().unwrap(), ["hang"], "notifications/cancelled reached the server");
+}
+
+/// Starts a turn in which `choose_size` asks the user; the open stream,
+/// what was read, and the request's id.
+async fn asked(rig: &McpRig) -> (crate::helpers::OpenStream, String, Value) {
+    let (rest, seen) = crate::helpers::turn_until(&rig.app, &rig.token, "which size?", "elicitation_id").await;
+    // The event may arrive in pieces: read on to its end.
+    let (mut rest, mut seen) = (rest, seen);
+    while !crate::helpers::parse_sse(&seen).iter().any(|(name, _)| name == "elicitation") {
+        seen.push_str(&String::from_utf8_lossy(&rest.next().await.unwrap().unwrap()));
+    }
+    let request = crate::helpers::parse_sse(&seen).into_iter().find(|(name, _)| name == "elicitation").unwrap().1;
+    (rest, seen, request)
+}
+
+async fn answer_at(rig: &McpRig, base: &str, token: &str, id: &str, body: Value) -> (u16, Value) {
+    let response = rig
+        .app
+        .client
+        .post(format!("{base}/v1/elicitations/{id}"))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    crate::helpers::status_and_json(response).await
+}
+
+async fn an_elicitation_is_answered_through_any_replica_and_reaches_the_tool(db: Db) {
+    let rig = McpRig::start(db, vec![Step::Call("choose_size", json!({})), Step::Text("{last_tool}")]).await;
+    let shop = Shop::default();
+    rig.connect_shop(&start(shop.clone()).await, true).await;
+    let (mut rest, mut seen, request) = asked(&rig).await;
+
+    assert_eq!(request["message"], "Which size would you like?");
+    assert_eq!(request["name"], "choose_size");
+    let size = &request["fields"][1];
+    assert_eq!(
+        (size["name"].as_str(), size["kind"].as_str(), size["required"].as_bool()),
+        (Some("size"), Some("choice"), Some(true))
+    );
+    assert_eq!(size["options"][1], json!({"value": "m", "label": "Medium"}));
+    let id = request["elicitation_id"].as_str().unwrap().to_owned();
+
+    // Hostile and broken answers change nothing.
+    let here = rig.app.url("");
+    let stranger = token(&rig.workspace, &rig.secret, "someone_else");
+    let (status, _) =
+        answer_at(&rig, &here, &stranger, &id, json!({"action": "accept", "content": {"size": "m"}})).await;
+    assert_eq!(status, 404, "another user's request is not found");
+    for (bad, why) in [
+        (json!({"action": "accept", "content": {"size": "xl"}}), "`size`: must be one of the options"),
+        (json!({"action": "accept", "content": {}}), "`size` is required"),
+        (json!({"action": "accept", "content": {"size": "m", "admin": true}}), "`admin` is not a field"),
+        (json!({"action": "decline", "content": {"size": "m"}}), "content goes with accept only"),
+    ] {
+        let (status, body) = answer_at(&rig, &here, &rig.token, &id, bad.clone()).await;
+        assert_eq!(status, 400, "{bad}: {body}");
+        assert!(body["error"].as_str().unwrap().contains(why), "{bad}: {body}");
+    }
+
+    // Answered on another replica: the waiting turn reads it from the database.
+    let other = format!("http://{}", restart(&rig.app, &[("OPENAI_BASE_URL", rig.model.base_url())]).await);
+    let answer = json!({"action": "accept", "content": {"size": "m", "note": "gift"}});
+    let (status, body) = answer_at(&rig, &other, &rig.token, &id, answer.clone()).await;
+    assert_eq!((status, body["action"].as_str()), (200, Some("accept")), "{body}");
+    let (status, body) = answer_at(&rig, &here, &rig.token, &id, answer).await;
+    assert_eq!((status, body["code"].as_str()), (409, Some("elicitation_answered")), "answered once");
+    while let Some(chunk) = rest.next().await {
+        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+    }
+
+    let events = crate::helpers::parse_sse(&seen);
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "completed", "{events:?}");
+    let heard = shop.answers.lock().unwrap().clone();
+    assert_eq!(heard.len(), 1);
+    let heard: Value = serde_json::from_str(&heard[0]).unwrap();
+    assert_eq!(heard, json!({"action": "accept", "content": {"size": "m", "note": "gift"}}));
+    let (_, audit) = rig.app.get_json("/v1/audit", &rig.api_key).await;
+    assert!(audit.to_string().contains("elicitation.answered") && !audit.to_string().contains("gift"), "{audit}");
+}
+
+async fn an_elicitation_declined_reaches_the_tool_as_declined(db: Db) {
+    let rig = McpRig::start(db, vec![Step::Call("choose_size", json!({})), Step::Text("{last_tool}")]).await;
+    let shop = Shop::default();
+    rig.connect_shop(&start(shop.clone()).await, true).await;
+    let (mut rest, mut seen, request) = asked(&rig).await;
+    let id = request["elicitation_id"].as_str().unwrap().to_owned();
+
+    let (status, _) = answer_at(&rig, &rig.app.url(""), &rig.token, &id, json!({"action": "decline"})).await;
+
+    assert_eq!(status, 200);
+    while let Some(chunk) = rest.next().await {
+        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+    }
+    assert_eq!(of(&crate::helpers::parse_sse(&seen), "done")[0]["stop_reason"], "completed");
+    let heard: Value = serde_json::from_str(&shop.answers.lock().unwrap()[0]).unwrap();
+    assert_eq!(heard, json!({"action": "decline"}));
 }

@@ -44,6 +44,7 @@ const OPERATIONS: &[(&str, &str, &str)] = &[
     ("post", "/v1/actions/{id}/apply", "embed_token"),
     ("post", "/v1/actions/{id}/cancel", "embed_token"),
     ("post", "/v1/components/{id}/call", "embed_token"),
+    ("post", "/v1/elicitations/{id}", "embed_token"),
 ];
 
 #[tokio::test]

@@ -16,6 +16,7 @@ pub mod boot;
 pub mod bus;
 pub mod clipboard;
 pub mod components;
+pub mod elicitations;
 pub mod embed;
 pub mod feedback;
 pub mod history;

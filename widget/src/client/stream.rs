@@ -117,8 +117,30 @@ fn apply(chat: Chat, reply: Bubble, kind: EventKind, data: &JsValue) {
         }
         EventKind::Tool => {
             if let (Some(name), Some(status)) = (js::string(data, "name"), js::string(data, "status")) {
-                let started = ToolStatus::parse(&status) == Some(ToolStatus::Started);
-                chat.activity.set(started.then(|| chat.words.fill(Msg::Running, "{tool}", &name.replace('_', " "))));
+                let status = ToolStatus::parse(&status);
+                let running = matches!(status, Some(ToolStatus::Started | ToolStatus::Progress));
+                let progress = progress_of(data);
+                // A call that ended waits for no answer any more.
+                let call = js::string(data, "call_id");
+                if !running
+                    && chat
+                        .elicitation
+                        .with_untracked(|e| e.as_ref().is_some_and(|e| Some(&e.call_id) == call.as_ref()))
+                {
+                    chat.elicitation.set(None);
+                }
+                chat.activity.set(running.then(|| {
+                    let running = chat.words.fill(Msg::Running, "{tool}", &name.replace('_', " "));
+                    if progress.is_empty() { running } else { format!("{running} {progress}") }
+                }));
+            }
+        }
+        EventKind::Elicitation => {
+            if let Some(request) = js::elicitation(data) {
+                chat.elicitation_error.set(None);
+                chat.elicitation.set(Some(request));
+                chat.announce.set(chat.t(Msg::ElicitTitle));
+                focus_by_id("ca-elicit");
             }
         }
         EventKind::Display => {
@@ -153,6 +175,35 @@ fn apply(chat: Chat, reply: Bubble, kind: EventKind, data: &JsValue) {
         }
         EventKind::Error | EventKind::Done => {}
     }
+}
+
+/// How far a tool is, from a `progress` event: "(40%)" when it knows its
+/// total, then what it says it is doing.
+fn progress_of(data: &JsValue) -> String {
+    let progress = js::get(data, "progress").as_f64();
+    let total = js::get(data, "total").as_f64().filter(|t| *t > 0.0);
+    let mut said = match (progress, total) {
+        (Some(p), Some(t)) => format!("({}%)", ((p / t) * 100.0).clamp(0.0, 100.0).round()),
+        _ => String::new(),
+    };
+    if let Some(message) = js::string(data, "message").filter(|m| !m.trim().is_empty()) {
+        if !said.is_empty() {
+            said.push(' ');
+        }
+        said.push_str(&message);
+    }
+    said
+}
+
+/// Moves keyboard focus to the element `id` once it is drawn.
+pub fn focus_by_id(id: &'static str) {
+    request_animation_frame(move || {
+        if let Some(element) = document().get_element_by_id(id)
+            && let Ok(element) = element.dyn_into::<web_sys::HtmlElement>()
+        {
+            let _ = element.focus();
+        }
+    });
 }
 
 /// Moves keyboard focus to the composer once the view has settled: after

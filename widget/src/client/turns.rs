@@ -64,6 +64,8 @@ async fn run(chat: Chat, reply: Bubble, text: &str) -> Result<(), WidgetError> {
 pub fn settle(chat: Chat, reply: Bubble, outcome: Result<(), WidgetError>) {
     chat.busy.set(false);
     chat.activity.set(None);
+    // A tool's question is not waited for once the turn has ended.
+    chat.elicitation.set(None);
     chat.turn_id.set(None);
     match outcome {
         Ok(()) => {

@@ -6,6 +6,7 @@ use leptos::prelude::*;
 
 use super::action_card::ActionCard;
 use super::cards::cards_markup;
+use super::elicitation::ElicitationForm;
 use super::menu_cart;
 use super::region::{self, region};
 use super::reply_tools::{Tools, tools_markup};
@@ -59,6 +60,7 @@ pub fn MessageList() -> impl IntoView {
             <For each=move || chat.bubbles.get() key=|b| b.id let:bubble>
                 <MessageBubble bubble/>
             </For>
+            <ElicitationForm/>
             <ActionCard/>
         </div>
     }

@@ -6,6 +6,7 @@ mod action_card;
 mod alert;
 mod cards;
 mod composer;
+mod elicitation;
 mod history;
 mod menu_cart;
 mod messages;

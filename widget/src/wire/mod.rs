@@ -10,7 +10,9 @@ mod vocab;
 pub use boot::{CaddieBar, StartScreen, Theme, Welcome, WidgetBoot};
 pub use menu_cart::{MenuCartCart, MenuCartData, MenuCartItem, MenuCartLine};
 use serde::{Deserialize, Serialize};
-pub use vocab::{ActionStatus, EventKind, Rating, Role, StopReason, ToolStatus, UnknownWord, Verb};
+pub use vocab::{
+    ActionStatus, ElicitAction, EventKind, FieldKind, Rating, Role, StopReason, ToolStatus, UnknownWord, Verb,
+};
 
 /// A sanitized link card (remote-tools-contract.md, "Displayable results").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,7 +43,7 @@ pub struct TextDelta {
     pub delta: String,
 }
 
-/// `tool`: a tool call started, succeeded or failed.
+/// `tool`: a tool call started, made progress, succeeded or failed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ToolActivity {
@@ -49,6 +51,80 @@ pub struct ToolActivity {
     pub name: String,
     pub verb: Verb,
     pub status: ToolStatus,
+    /// `progress`: how far the tool is (its own unit, growing), of `total`
+    /// when it knows, and what it says it is doing (plain text, 200
+    /// characters at most).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// `elicitation`: a tool asks the user for input while it runs (an MCP
+/// server's form). The form's fields are read from the server's schema
+/// (the spec's flat subset); the answer goes to
+/// `POST /v1/elicitations/{elicitation_id}`, and the tool waits for it
+/// within the turn's time limit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct ElicitationRequest {
+    pub elicitation_id: String,
+    pub call_id: String,
+    /// The tool that asks.
+    pub name: String,
+    /// What the tool asks, in its own words (plain text).
+    pub message: String,
+    pub fields: Vec<ElicitationField>,
+}
+
+/// One field of a tool's form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct ElicitationField {
+    /// The key of the answer's `content`.
+    pub name: String,
+    /// What the field is called (its title, else its name).
+    pub label: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub kind: FieldKind,
+    pub required: bool,
+    /// A text's format: `email`, `uri`, `date` or `date-time`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    /// A choice's options.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<FieldOption>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maximum: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_length: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_length: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<serde_json::Value>,
+}
+
+/// One option of a choice: the value sent, and what the user reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct FieldOption {
+    pub value: String,
+    pub label: String,
+}
+
+/// `POST /v1/elicitations/{id}` body: the user's answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct ElicitationAnswer {
+    pub action: ElicitAction,
+    /// With `accept`: the form's values by field name.
+    #[serde(default)]
+    pub content: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// `display`: sanitized cards from one tool result.

@@ -90,9 +90,30 @@ vocabulary! {
         Display = "display",
         Component = "component",
         PendingAction = "pending_action",
+        Elicitation = "elicitation",
         Message = "message",
         Done = "done",
         Error = "error",
+    }
+}
+
+vocabulary! {
+    /// The kind of a field of a tool's request for input (`elicitation`).
+    FieldKind ("a field kind") {
+        Text = "text",
+        Number = "number",
+        Integer = "integer",
+        Boolean = "boolean",
+        Choice = "choice",
+    }
+}
+
+vocabulary! {
+    /// The user's answer to a tool's request for input.
+    ElicitAction ("an answer to a request for input") {
+        Accept = "accept",
+        Decline = "decline",
+        Cancel = "cancel",
     }
 }
 
@@ -168,6 +189,7 @@ vocabulary! {
     /// A `tool` event's status.
     ToolStatus ("a tool status") {
         Started = "started",
+        Progress = "progress",
         Succeeded = "succeeded",
         Failed = "failed",
     }
