@@ -19,6 +19,9 @@ const proxyPort = process.env.E2E_PROXY_PORT ?? "3214";
 const idpPort = process.env.E2E_IDP_PORT ?? "3215";
 const idp = `http://127.0.0.1:${idpPort}`;
 const publicURL = `http://localhost:${proxyPort}`;
+// An MCP server nobody here wrote: npm's reference server-everything over
+// Streamable HTTP (installed in tests/mcp by ./dev), for mcp.spec.ts.
+const mcpPort = process.env.E2E_MCP_PORT ?? "3216";
 const server = process.env.CA_SERVER_BIN;
 
 /** The environment of an assistant under test on `port`, with its own data directory. */
@@ -126,6 +129,14 @@ export default defineConfig({
       stdout: "pipe",
       stderr: "pipe",
       env: assistantEnv(proxiedPort, { CA_PUBLIC_URL: publicURL }),
+    },
+    {
+      command: "node ../tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js streamableHttp",
+      // A GET without a session answers 400, which Playwright takes as up.
+      url: `http://127.0.0.1:${mcpPort}/mcp`,
+      reuseExistingServer: false,
+      timeout: 30_000,
+      env: { PORT: mcpPort },
     },
     {
       command: "node fixtures/proxy.mjs",

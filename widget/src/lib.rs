@@ -19,6 +19,7 @@ mod state;
 
 #[cfg(feature = "hydrate")]
 mod client;
+pub mod form;
 pub mod html;
 #[cfg(feature = "hydrate")]
 mod js;

@@ -6,7 +6,7 @@
 use leptos::prelude::*;
 
 use crate::wire::i18n::Msg;
-use crate::wire::{DisplayCard, ElicitationRequest, PendingAction, Rating, Role};
+use crate::wire::{DisplayCard, PendingAction, Rating, Role};
 
 /// The widget's words in the visitor's language, from the boot
 /// (`i18n::Msg` order): the WASM carries no catalogue.
@@ -107,6 +107,15 @@ impl Answer {
 }
 
 /// The chat's state, shared by the components (`Copy`: all signals).
+/// A tool's question as the widget holds it: which one, for which call,
+/// and the form the server drew (`elicitation` event).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Question {
+    pub elicitation_id: String,
+    pub call_id: String,
+    pub html: String,
+}
+
 #[derive(Clone, Copy)]
 pub struct Chat {
     /// The widget's words in the visitor's language.
@@ -134,7 +143,7 @@ pub struct Chat {
     /// Why the last answer to the action did not go through.
     pub action_error: RwSignal<Option<String>>,
     /// A tool's request for the user's input while it runs, if any.
-    pub elicitation: RwSignal<Option<ElicitationRequest>>,
+    pub elicitation: RwSignal<Option<Question>>,
     /// An answer to it is on its way.
     pub elicitation_busy: RwSignal<bool>,
     /// Why the last answer to it did not go through.

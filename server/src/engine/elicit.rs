@@ -91,13 +91,17 @@ impl Turn<'_> {
         }
         let message: String = request.message.chars().filter(|c| !c.is_control() || *c == '\n').take(1000).collect();
         tracing::info!(elicitation_id = %id, tool = %tool.name, "the tool asks the user for input");
-        self.events.send(TurnEvent::Elicitation(ElicitationRequest {
+        let mut shown = ElicitationRequest {
             elicitation_id: id.clone(),
             call_id: call.id.clone(),
             name: tool.name.clone(),
             message,
             fields,
-        }));
+            html: String::new(),
+        };
+        let lang = self.input.lang;
+        shown.html = widget::form::elicitation_form(&shown, &|m| widget::wire::i18n::text(lang, m.key()));
+        self.events.send(TurnEvent::Elicitation(shown));
         Some((id, request))
     }
 

@@ -240,6 +240,10 @@ fn describe_result(content: &str, asked: &str) -> String {
         }
         return text;
     }
+    // An MCP tool's result: what it said, in its words.
+    if let Some(text) = value.get("text").and_then(Value::as_str).filter(|t| !t.trim().is_empty()) {
+        return text.chars().take(500).collect();
+    }
     match value.get("status").and_then(Value::as_str) {
         Some(status) => status.to_owned(),
         None => "Done.".into(),

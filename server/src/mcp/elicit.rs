@@ -3,8 +3,10 @@
 //! keeps the requested schema flat: an object whose properties are a
 //! string (with an optional `format`: email, uri, date, date-time), a
 //! number or integer, a boolean, or a single choice (`enum`, with
-//! `enumNames`, or `oneOf` of `{const, title}`). Anything else — nesting,
-//! arrays, multi-select — is not a form we draw: the request is declined.
+//! `enumNames`, or `oneOf` of `{const, title}`), or several choices (an
+//! array whose `items` are an `enum` or `anyOf` of `{const, title}`, with
+//! `minItems`/`maxItems`). Anything else — nesting, arrays of anything else
+//! — is not a form we draw: the request is declined.
 
 use serde_json::{Map, Value};
 use widget::wire::{ElicitationField, FieldKind, FieldOption};
@@ -66,12 +68,28 @@ fn field(name: &str, property: &Value, required: bool) -> Option<ElicitationFiel
             FieldKind::Choice
         }
         "string" => FieldKind::Text,
+        "array" => {
+            let items = property.get("items")?;
+            if let Some(values) = items.get("enum").and_then(Value::as_array) {
+                for value in values {
+                    let value = value.as_str()?.to_owned();
+                    options.push(FieldOption { label: value.clone(), value });
+                }
+            } else {
+                for option in items.get("anyOf").or_else(|| items.get("oneOf"))?.as_array()? {
+                    let value = option.get("const")?.as_str()?.to_owned();
+                    let label = text(option.get("title")).unwrap_or_else(|| value.clone());
+                    options.push(FieldOption { value, label });
+                }
+            }
+            FieldKind::Choices
+        }
         "number" => FieldKind::Number,
         "integer" => FieldKind::Integer,
         "boolean" => FieldKind::Boolean,
         _ => return None,
     };
-    if kind == FieldKind::Choice && (options.is_empty() || options.len() > 100) {
+    if matches!(kind, FieldKind::Choice | FieldKind::Choices) && (options.is_empty() || options.len() > 100) {
         return None;
     }
     let format = property.get("format").and_then(Value::as_str).map(str::to_owned);
@@ -90,7 +108,17 @@ fn field(name: &str, property: &Value, required: bool) -> Option<ElicitationFiel
         maximum: number("maximum"),
         min_length: length("minLength"),
         max_length: length("maxLength"),
-        default: property.get("default").filter(|d| d.is_string() || d.is_number() || d.is_boolean()).cloned(),
+        min_items: length("minItems"),
+        max_items: length("maxItems"),
+        default: property
+            .get("default")
+            .filter(|d| {
+                d.is_string()
+                    || d.is_number()
+                    || d.is_boolean()
+                    || d.as_array().is_some_and(|items| items.iter().all(Value::is_string))
+            })
+            .cloned(),
     })
 }
 
@@ -130,6 +158,28 @@ fn value_fits(field: &ElicitationField, value: &Value) -> Result<(), &'static st
         FieldKind::Choice => {
             let chosen = value.as_str().ok_or("must be one of the options")?;
             field.options.iter().any(|o| o.value == chosen).then_some(()).ok_or("must be one of the options")
+        }
+        FieldKind::Choices => {
+            let chosen = value.as_array().ok_or("must be a list of the options")?;
+            let known = |c: &Value| c.as_str().is_some_and(|c| field.options.iter().any(|o| o.value == c));
+            if !chosen.iter().all(known) {
+                return Err("must be a list of the options");
+            }
+            let mut seen: Vec<&Value> = Vec::new();
+            for c in chosen {
+                if seen.contains(&c) {
+                    return Err("an option is chosen twice");
+                }
+                seen.push(c);
+            }
+            let n = chosen.len() as u64;
+            if field.min_items.is_some_and(|min| n < min) {
+                return Err("too few chosen");
+            }
+            if field.max_items.is_some_and(|max| n > max) {
+                return Err("too many chosen");
+            }
+            Ok(())
         }
         FieldKind::Text => {
             let text = value.as_str().ok_or("must be text")?;
@@ -177,7 +227,9 @@ mod tests {
             "colour": {"type": "string", "oneOf": [{"const": "red", "title": "Red"}]},
             "count": {"type": "integer", "minimum": 1, "maximum": 5, "default": 1},
             "gift": {"type": "boolean"},
-            "note": {"type": "string", "maxLength": 10}
+            "note": {"type": "string", "maxLength": 10},
+            "fish": {"type": "array", "minItems": 1, "maxItems": 2,
+                     "items": {"anyOf": [{"const": "f1", "title": "Tuna"}, {"const": "f2", "title": "Trout"}, {"const": "f3"}]}}
         }})
     }
 
@@ -193,6 +245,7 @@ mod tests {
         for unsupported in [
             json!({"type": "object", "properties": {"a": {"type": "object"}}}),
             json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string"}}}}),
+            json!({"type": "object", "properties": {"a": {"type": "array", "items": {"enum": [1, 2]}}}}),
             json!({"type": "object", "properties": {"a": {"type": "string", "format": "ipv4"}}}),
             json!({"type": "array"}),
             json!({"type": "object", "properties": {}}),
@@ -204,7 +257,9 @@ mod tests {
     #[test]
     fn an_answer_is_checked_field_by_field() {
         let fields = form(&schema()).unwrap();
-        let ok = json!({"email": "a@b.example", "size": "m", "count": 3, "gift": true});
+        let ok = json!({"email": "a@b.example", "size": "m", "count": 3, "gift": true, "fish": ["f2"]});
+        let fish = fields.iter().find(|f| f.name == "fish").unwrap();
+        assert_eq!((fish.kind, fish.options[2].label.as_str(), fish.max_items), (FieldKind::Choices, "f3", Some(2)));
         assert_eq!(check(&fields, ok.as_object().unwrap()), Ok(()));
         for (bad, why) in [
             (json!({"size": "m"}), "`email` is required"),
@@ -214,6 +269,13 @@ mod tests {
             (json!({"email": "a@b.example", "size": "m", "count": 1.5}), "`count`: must be a whole number"),
             (json!({"email": "a@b.example", "size": "m", "note": "far too long"}), "`note`: too long"),
             (json!({"email": "a@b.example", "size": "m", "admin": true}), "`admin` is not a field of the form"),
+            (json!({"email": "a@b.example", "size": "m", "fish": []}), "`fish`: too few chosen"),
+            (json!({"email": "a@b.example", "size": "m", "fish": ["f1", "f2", "f3"]}), "`fish`: too many chosen"),
+            (
+                json!({"email": "a@b.example", "size": "m", "fish": ["f1", "f9"]}),
+                "`fish`: must be a list of the options",
+            ),
+            (json!({"email": "a@b.example", "size": "m", "fish": ["f1", "f1"]}), "`fish`: an option is chosen twice"),
         ] {
             assert_eq!(check(&fields, bad.as_object().unwrap()), Err(why.to_owned()), "{bad}");
         }

@@ -49,7 +49,7 @@ const WIDGET_LAYERS: &[(&str, &[&str])] = &[
     ("screen", &["components"]),
     ("intents", &["intents"]),
     ("client", &["client"]),
-    ("base", &["state", "js", "sse", "html", "wire"]),
+    ("base", &["state", "js", "sse", "html", "form", "wire"]),
 ];
 
 #[test]

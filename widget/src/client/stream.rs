@@ -183,7 +183,7 @@ fn progress_of(data: &JsValue) -> String {
     let progress = js::get(data, "progress").as_f64();
     let total = js::get(data, "total").as_f64().filter(|t| *t > 0.0);
     let mut said = match (progress, total) {
-        (Some(p), Some(t)) => format!("({}%)", ((p / t) * 100.0).clamp(0.0, 100.0).round()),
+        (Some(p), Some(t)) => format!("({}%)", ((p / t) * 100.0).clamp(0.0, 100.0).round() as u32),
         _ => String::new(),
     };
     if let Some(message) = js::string(data, "message").filter(|m| !m.trim().is_empty()) {

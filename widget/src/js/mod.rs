@@ -4,11 +4,13 @@
 //! docs/benchmarks.md); the server keeps serde for the same wire types.
 
 use js_sys::{Array, JSON, Object, Reflect};
+
+use crate::state::Question;
 use wasm_bindgen::JsValue;
 
 use crate::wire::{
-    ActionStatus, CaddieBar, DisplayCard, ElicitationField, ElicitationRequest, FieldKind, FieldOption, MenuCartCart,
-    MenuCartData, MenuCartItem, MenuCartLine, PendingAction, Role, Theme, Verb, WidgetBoot,
+    ActionStatus, CaddieBar, DisplayCard, MenuCartCart, MenuCartData, MenuCartItem, MenuCartLine, PendingAction, Role,
+    Theme, Verb, WidgetBoot,
 };
 
 /// The value of a JSON text; `undefined` when it is not JSON.
@@ -124,45 +126,13 @@ pub fn pending_action(v: &JsValue) -> Option<PendingAction> {
     })
 }
 
-/// A tool's request for input (`elicitation`); fields the widget cannot
-/// read are left out, and a request without any is not shown.
-pub fn elicitation(v: &JsValue) -> Option<ElicitationRequest> {
-    let fields: Vec<ElicitationField> = list(v, "fields").iter().filter_map(field).collect();
-    Some(ElicitationRequest {
+/// A tool's question (`elicitation`): the widget shows the server's form
+/// and reads the answer from it, so it takes no fields.
+pub fn elicitation(v: &JsValue) -> Option<Question> {
+    Some(Question {
         elicitation_id: string(v, "elicitation_id")?,
         call_id: string(v, "call_id").unwrap_or_default(),
-        name: string(v, "name").unwrap_or_default(),
-        message: string(v, "message").unwrap_or_default(),
-        fields: Some(fields).filter(|f| !f.is_empty())?,
-    })
-}
-
-fn field(v: &JsValue) -> Option<ElicitationField> {
-    let number = |key: &str| get(v, key).as_f64();
-    let default = get(v, "default");
-    let default = if let Some(text) = default.as_string() {
-        Some(serde_json::Value::String(text))
-    } else if let Some(flag) = default.as_bool() {
-        Some(serde_json::Value::Bool(flag))
-    } else {
-        default.as_f64().and_then(serde_json::Number::from_f64).map(serde_json::Value::Number)
-    };
-    Some(ElicitationField {
-        name: string(v, "name")?,
-        label: string(v, "label")?,
-        description: string(v, "description"),
-        kind: FieldKind::parse(&string(v, "kind")?)?,
-        required: boolean(v, "required").unwrap_or(false),
-        format: string(v, "format"),
-        options: list(v, "options")
-            .iter()
-            .filter_map(|o| Some(FieldOption { value: string(o, "value")?, label: string(o, "label")? }))
-            .collect(),
-        minimum: number("minimum"),
-        maximum: number("maximum"),
-        min_length: count(v, "min_length").map(u64::from),
-        max_length: count(v, "max_length").map(u64::from),
-        default,
+        html: string(v, "html").filter(|h| !h.is_empty())?,
     })
 }
 

@@ -77,6 +77,9 @@ pub struct ElicitationRequest {
     /// What the tool asks, in its own words (plain text).
     pub message: String,
     pub fields: Vec<ElicitationField>,
+    /// The form as the widget shows it, in the visitor's language: markup
+    /// drawn by the server, every text from the tool escaped.
+    pub html: String,
 }
 
 /// One field of a tool's form.
@@ -94,7 +97,7 @@ pub struct ElicitationField {
     /// A text's format: `email`, `uri`, `date` or `date-time`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<String>,
-    /// A choice's options.
+    /// A choice's options (one of them; any of them for `choices`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub options: Vec<FieldOption>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -105,6 +108,11 @@ pub struct ElicitationField {
     pub min_length: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_length: Option<u64>,
+    /// How many of `choices`' options may be chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_items: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_items: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<serde_json::Value>,
 }

@@ -105,6 +105,7 @@ vocabulary! {
         Integer = "integer",
         Boolean = "boolean",
         Choice = "choice",
+        Choices = "choices",
     }
 }
 
