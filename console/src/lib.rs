@@ -179,6 +179,12 @@ pub struct Onboarding {
     pub tool_server: Option<ToolServer>,
     /// The host checker's report from the last connect or check.
     pub report: Option<Vec<Rule>>,
+    /// The connected MCP servers, in the order they were connected.
+    #[serde(default)]
+    pub mcp_servers: Vec<McpServer>,
+    /// The connect report of the MCP server just connected or checked.
+    #[serde(default)]
+    pub mcp_report: Option<Vec<Rule>>,
     /// The widget's look for this workspace's visitors (a page's own options win).
     pub theme: Theme,
     /// The base URL just typed into the tool server's form, kept for the next try.
@@ -207,6 +213,20 @@ pub struct ToolServer {
     /// The tools the workspace allows (empty: every tool the server lists).
     pub allowed_tools: Vec<String>,
     /// The tools the server listed, when it was just connected.
+    pub listed: Option<Vec<String>>,
+}
+
+/// An MCP server the workspace takes tools from (never a header's value).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpServer {
+    pub name: String,
+    pub url: String,
+    /// The names of the headers sent to it.
+    pub headers: Vec<String>,
+    pub trust_annotations: bool,
+    /// The tools the workspace allows (empty: every tool it lists).
+    pub allowed_tools: Vec<String>,
+    /// Its tools as classified (`name: verb`), when it was just connected.
     pub listed: Option<Vec<String>>,
 }
 
@@ -390,6 +410,8 @@ fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
         allowed_origins,
         tool_server,
         report,
+        mcp_servers,
+        mcp_report,
         theme,
         entered_base_url,
         assistant_origin,
@@ -443,6 +465,54 @@ fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
                 </div>
             </form>
             {report.map(|rules| view! { <Report rules/> })}
+            <h3 id="mcp-title">"MCP servers"</h3>
+            <p>"Tools of the MCP servers you already run, beside or instead of the tool server. Reads run by \
+                themselves only when you trust a server's annotations; every other tool waits for Apply."</p>
+            <ul class="mcp-servers" aria-labelledby="mcp-title">
+                {mcp_servers.into_iter().map(|server| {
+                    let headers = if server.headers.is_empty() {
+                        "no headers".to_owned()
+                    } else {
+                        format!("headers: {}", server.headers.join(", "))
+                    };
+                    let trust = if server.trust_annotations { "annotations trusted" } else { "annotations not trusted" };
+                    let tools = match (&server.listed, server.allowed_tools.is_empty()) {
+                        (Some(listed), _) => format!("{} tools: {}.", listed.len(), listed.join(", ")),
+                        (None, true) => "Every tool it lists.".to_owned(),
+                        (None, false) => format!("Only: {}.", server.allowed_tools.join(", ")),
+                    };
+                    let label = format!("Disconnect {}", server.name);
+                    view! {
+                        <li>
+                            <strong>{server.name.clone()}</strong> " — " <code>{server.url}</code>
+                            " (" {headers} ", " {trust} "). " {tools}
+                            <form method="post" action="/console/mcp/disconnect" class="inline">
+                                <input type="hidden" name="name" value=server.name/>
+                                <button type="submit" class="button secondary" aria-label=label>"Disconnect"</button>
+                            </form>
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
+            <form method="post" action="/console/mcp/connect">
+                <label for="mcp_name">"Name (a-z, 0-9 and -, a letter first)"</label>
+                <input id="mcp_name" name="name" type="text" required maxlength="32" pattern=r"[a-z][a-z0-9\-]{0,31}"
+                    placeholder="crm"/>
+                <label for="mcp_url">"URL of its Streamable HTTP endpoint"</label>
+                <input id="mcp_url" name="url" type="url" required placeholder="https://crm.example/mcp"/>
+                <label for="mcp_authorization">"Authorization header, if it needs one (kept sealed, never shown)"</label>
+                <input id="mcp_authorization" name="authorization" type="password" autocomplete="off"
+                    placeholder="Bearer …"/>
+                <label class="check">
+                    <input name="trust_annotations" type="checkbox" value="1"/>
+                    " Trust its annotations: tools it marks read-only run without Apply"
+                </label>
+                <div class="buttons">
+                    <button type="submit" class="button">"Connect the MCP server"</button>
+                    <button type="submit" class="button secondary" formaction="/console/mcp/check">"Check it"</button>
+                </div>
+            </form>
+            {mcp_report.map(|rules| view! { <Report rules/> })}
         </li>
     }
     .into_any();

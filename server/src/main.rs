@@ -62,6 +62,9 @@ async fn main() -> ExitCode {
 /// when no rule fails.
 async fn check_host(args: &[String]) -> ExitCode {
     let json = args.iter().any(|a| a == "--json");
+    if args.iter().any(|a| a == "--mcp") {
+        return check_mcp(args, json).await;
+    }
     let urls: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
     let [base_url] = urls.as_slice() else {
         eprintln!("usage: context-assistant check-host <base_url> [--json]   (the secret: CA_HOST_SECRET, or asked)");
@@ -89,6 +92,61 @@ async fn check_host(args: &[String]) -> ExitCode {
     let client = server::host::HostClient::new(std::time::Duration::from_millis(timeout), true);
     let target = server::host::HostTarget { base_url, secret: server::secret::Secret::new(secret), trusted: false };
     let report = server::checker::check(&client, &target).await;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    } else {
+        print!("{}", report.text());
+    }
+    if report.failed() { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+/// `check-host --mcp <url> [--trust-annotations] [--json]`: the connect
+/// report of an MCP server, nothing stored. Its headers (a bearer token,
+/// say) come from `CA_MCP_HEADERS`, a JSON object — never an argument.
+async fn check_mcp(args: &[String], json: bool) -> ExitCode {
+    let urls: Vec<&String> = args.iter().filter(|a| !a.starts_with("--")).collect();
+    let [url] = urls.as_slice() else {
+        eprintln!(
+            "usage: context-assistant check-host --mcp <url> [--trust-annotations] [--json]   (headers: CA_MCP_HEADERS, a JSON object)"
+        );
+        return ExitCode::from(2);
+    };
+    let url = match url::Url::parse(url) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host_str().is_some() => url,
+        _ => {
+            eprintln!("context-assistant: `{url}` is not an http(s) URL");
+            return ExitCode::from(2);
+        }
+    };
+    let headers: std::collections::BTreeMap<String, String> = match std::env::var("CA_MCP_HEADERS") {
+        Ok(raw) if !raw.trim().is_empty() => match serde_json::from_str(&raw) {
+            Ok(headers) => headers,
+            Err(_) => {
+                eprintln!("context-assistant: CA_MCP_HEADERS is not a JSON object of strings");
+                return ExitCode::from(2);
+            }
+        },
+        _ => Default::default(),
+    };
+    let timeout = std::env::var("CA_TOOL_TIMEOUT_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
+    // Run by the host's developer against their own server: a private address is allowed.
+    let sources = server::sources::Sources::new(
+        server::host::HostClient::new(std::time::Duration::from_millis(timeout), true),
+        true,
+    );
+    let target = server::sources::McpServer {
+        url,
+        headers: headers.into_iter().collect(),
+        trust_annotations: args.iter().any(|a| a == "--trust-annotations"),
+        verbs: Default::default(),
+    };
+    let report = match sources.inspect("check", &target, &[], "ws_check").await {
+        Ok((_, report)) => report,
+        Err(error) => {
+            eprintln!("context-assistant: {error} ({})", error.code());
+            return ExitCode::FAILURE;
+        }
+    };
     if json {
         println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
     } else {

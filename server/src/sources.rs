@@ -150,6 +150,59 @@ impl Sources {
         Ok(Endpoint { url: server.url.clone(), headers: server.headers.clone(), http, timeout: self.timeout })
     }
 
+    /// Connects to an MCP server once (not through the kept connections:
+    /// nothing is stored yet), lists and classifies its tools within
+    /// `allowed` (empty: all), and writes the connect report; the
+    /// connection is closed after. The connect and check endpoints and
+    /// `context-assistant check-host --mcp` share it.
+    pub async fn inspect(
+        &self,
+        name: &str,
+        server: &McpServer,
+        allowed: &[String],
+        workspace_id: &str,
+    ) -> Result<(Vec<ToolSpec>, crate::checker::Report), McpError> {
+        let endpoint = self.endpoint(server)?;
+        let timeout = endpoint.timeout;
+        let started = std::time::Instant::now();
+        let connection = crate::mcp::client::connect(endpoint).await?;
+        let handshake = started.elapsed();
+        let started = std::time::Instant::now();
+        let listed = connection.tools().await;
+        let listing = started.elapsed();
+        let listed = match listed {
+            Ok(listed) => listed,
+            Err(error) => {
+                connection.close().await;
+                return Err(error);
+            }
+        };
+        let offered = |t: &Value| {
+            allowed.is_empty() || t.get("name").and_then(Value::as_str).is_some_and(|n| allowed.iter().any(|a| a == n))
+        };
+        let listed: Vec<Value> = listed.into_iter().filter(offered).collect();
+        let tools = mcp_tools(name, server, &listed);
+        let scope = ExecutionScope {
+            workspace_id: workspace_id.to_owned(),
+            external_user_id: crate::mcp::check::CHECK_USER.into(),
+            permissions: Vec::new(),
+            request_id: crate::ids::new_id("req"),
+        };
+        let seen = crate::mcp::check::Seen {
+            server: &connection,
+            handshake,
+            listing,
+            listed: &listed,
+            tools: &tools,
+            trust_annotations: server.trust_annotations,
+            timeout,
+            meta: scope_meta(&scope),
+        };
+        let report = crate::mcp::check::report(seen).await;
+        connection.close().await;
+        Ok((tools, report))
+    }
+
     /// Closes an integration's MCP connections (it was replaced or removed).
     pub fn forget(&self, workspace_id: &str, name: &str) {
         self.connections.forget(workspace_id, name);

@@ -6,13 +6,11 @@
 //! for the Remote Tools host (`integrations.rs`, `setup.rs`).
 
 use std::collections::BTreeMap;
-use std::time::Instant;
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use widget::wire::Verb;
@@ -21,11 +19,10 @@ use super::setup::{WorkspaceKey, parse_base_url, refuse_private_host};
 use super::state::ApiState;
 use crate::checker::Report;
 use crate::db::{self, KIND_MCP, NewIntegration};
-use crate::host::{ExecutionScope, ToolSpec};
+use crate::host::ToolSpec;
 use crate::http::{ApiError, ApiJson};
-use crate::ids::new_id;
-use crate::mcp::client::{McpError, connect};
-use crate::sources::{McpServer, mcp_tools, scope_meta, usable_name};
+use crate::mcp::client::McpError;
+use crate::sources::{McpServer, usable_name};
 
 pub fn router() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new().routes(routes!(connect_mcp)).routes(routes!(check_mcp))
@@ -235,9 +232,8 @@ async fn checked_server(
     Ok(McpServer { url, headers, trust_annotations, verbs: verbs.clone() })
 }
 
-/// Connects to the server once (not through the pool: nothing is stored
-/// yet), lists and classifies its tools within `allowed`, and writes the
-/// report; the connection is closed after.
+/// Connects to the server once, lists and classifies its tools within
+/// `allowed`, and writes the report (`Sources::inspect`).
 async fn inspect(
     state: &ApiState,
     name: &str,
@@ -245,47 +241,7 @@ async fn inspect(
     allowed: &[String],
     workspace_id: &str,
 ) -> Result<(Vec<ToolSpec>, Report), ApiError> {
-    let endpoint = state.engine.sources.endpoint(server).map_err(|e| mcp_error(&e))?;
-    let timeout = endpoint.timeout;
-    let started = Instant::now();
-    let connection = connect(endpoint).await.map_err(|e| mcp_error(&e))?;
-    let handshake = started.elapsed();
-    let started = Instant::now();
-    let listed = connection.tools().await;
-    let listing = started.elapsed();
-    let listed = match listed {
-        Ok(listed) => listed,
-        Err(error) => {
-            connection.close().await;
-            return Err(mcp_error(&error));
-        }
-    };
-    let listed: Vec<Value> = listed
-        .into_iter()
-        .filter(|t| {
-            allowed.is_empty() || t.get("name").and_then(Value::as_str).is_some_and(|n| allowed.iter().any(|a| a == n))
-        })
-        .collect();
-    let tools = mcp_tools(name, server, &listed);
-    let scope = ExecutionScope {
-        workspace_id: workspace_id.to_owned(),
-        external_user_id: crate::mcp::check::CHECK_USER.into(),
-        permissions: Vec::new(),
-        request_id: new_id("req"),
-    };
-    let seen = crate::mcp::check::Seen {
-        server: &connection,
-        handshake,
-        listing,
-        listed: &listed,
-        tools: &tools,
-        trust_annotations: server.trust_annotations,
-        timeout,
-        meta: scope_meta(&scope),
-    };
-    let report = crate::mcp::check::report(seen).await;
-    connection.close().await;
-    Ok((tools, report))
+    state.engine.sources.inspect(name, server, allowed, workspace_id).await.map_err(|e| mcp_error(&e))
 }
 
 /// A failure to reach or use the server, named by its cause.

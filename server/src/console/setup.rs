@@ -1,8 +1,9 @@
 //! The onboarding page: the workspace and its origins, the tool server
-//! (connect, check again, the checker's report), the snippets, and the
-//! look with its live preview.
+//! (connect, check again, the checker's report), its MCP servers (connect,
+//! check, disconnect, the connect report), the snippets, and the look with
+//! its live preview.
 
-use ::console::{Body as PageBody, Notice, Onboarding, Page, Rule, Theme, ToolServer};
+use ::console::{Body as PageBody, McpServer, Notice, Onboarding, Page, Rule, Theme, ToolServer};
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Form, Query};
@@ -12,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::entry::lines;
-use super::shared::{InWorkspace, Signed, failure, notice, page, render, strings, text};
+use super::shared::{InWorkspace, Signed, failure, notice, page, problem, render, segment, strings, text};
 use crate::db;
 
 /// The preview's token lives this long; the preview asks for a fresh one
@@ -34,12 +35,26 @@ impl Signed {
             allowed_tools: strings(&integration["allowed_tools"]).unwrap_or_default(),
             listed: None,
         });
+        let mcp_servers = listed
+            .iter()
+            .filter(|i| i["kind"] == "mcp")
+            .map(|i| McpServer {
+                name: text(&i["provider"]),
+                url: text(&i["base_url"]),
+                headers: strings(&i["headers"]).unwrap_or_default(),
+                trust_annotations: i["trust_annotations"].as_bool().unwrap_or(false),
+                allowed_tools: strings(&i["allowed_tools"]).unwrap_or_default(),
+                listed: None,
+            })
+            .collect();
         let body = PageBody::Onboarding(Onboarding {
             workspace_id: text(&workspace["id"]),
             name: text(&workspace["name"]),
             allowed_origins: strings(&workspace["allowed_origins"]).unwrap_or_default(),
             tool_server,
             report,
+            mcp_servers,
+            mcp_report: None,
             theme: Theme {
                 mode: workspace["theme"]["mode"].as_str().map(str::to_owned),
                 accent: workspace["theme"]["accent"].as_str().map(str::to_owned),
@@ -119,6 +134,87 @@ async fn tool_server(console: InWorkspace, form: ToolServerForm, path: &str) -> 
         }
     }
     Ok(render(answer.status, page))
+}
+
+#[derive(Deserialize)]
+pub(super) struct McpForm {
+    name: String,
+    url: String,
+    #[serde(default)]
+    authorization: String,
+    #[serde(default)]
+    trust_annotations: Option<String>,
+}
+
+pub(super) async fn connect_mcp(console: InWorkspace, Form(form): Form<McpForm>) -> Result<Response, Response> {
+    mcp_server(console, form, true).await
+}
+
+pub(super) async fn check_mcp(console: InWorkspace, Form(form): Form<McpForm>) -> Result<Response, Response> {
+    mcp_server(console, form, false).await
+}
+
+/// Connects or checks an MCP server; the page shows its connect report.
+async fn mcp_server(console: InWorkspace, form: McpForm, connecting: bool) -> Result<Response, Response> {
+    let authorization = form.authorization.trim();
+    let headers = if authorization.is_empty() { json!({}) } else { json!({ "Authorization": authorization }) };
+    let trust = form.trust_annotations.is_some();
+    let mut body = json!({ "url": form.url.trim(), "headers": headers, "trust_annotations": trust });
+    let path = if connecting {
+        body["name"] = json!(form.name.trim());
+        "/v1/integrations/mcp/connect"
+    } else {
+        "/v1/integrations/mcp/check"
+    };
+    let answer = console.call(Method::POST, path, Some(body)).await?;
+    let (said, rules) = if answer.ok() {
+        let rules = answer.json.get("report").unwrap_or(&answer.json)["rules"].as_array().cloned().unwrap_or_default();
+        let rules: Vec<Rule> = rules
+            .iter()
+            .map(|r| Rule { id: text(&r["id"]), status: text(&r["status"]), detail: text(&r["detail"]) })
+            .collect();
+        let said = if connecting { "Connected. Its connect report is below." } else { "Checked." };
+        (notice(said), Some(rules))
+    } else {
+        (answer.problem(), None)
+    };
+    let mut page = console.onboarding(said, None).await?;
+    if let PageBody::Onboarding(onboarding) = &mut page.body {
+        onboarding.mcp_report = rules;
+        if connecting && answer.ok() {
+            let name = form.name.trim();
+            let tools: Vec<String> = answer.json["tools"]
+                .as_array()
+                .map(|tools| tools.iter().map(|t| format!("{} ({})", text(&t["name"]), text(&t["verb"]))).collect())
+                .unwrap_or_default();
+            if let Some(server) = onboarding.mcp_servers.iter_mut().find(|s| s.name == name) {
+                server.listed = Some(tools);
+            }
+        }
+    }
+    Ok(render(answer.status, page))
+}
+
+#[derive(Deserialize)]
+pub(super) struct McpDisconnectForm {
+    name: String,
+}
+
+/// Disconnects an MCP server.
+pub(super) async fn disconnect_mcp(
+    console: InWorkspace,
+    Form(form): Form<McpDisconnectForm>,
+) -> Result<Response, Response> {
+    let name = form.name.trim();
+    let valid = !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if !valid || name == crate::workspaces::PROVIDER {
+        return Ok(render(StatusCode::BAD_REQUEST, console.onboarding(problem("No such MCP server."), None).await?));
+    }
+    let answer = console.call(Method::DELETE, &format!("/v1/integrations/{}", segment(name)), None).await?;
+    if answer.status == StatusCode::NO_CONTENT {
+        return Ok(Redirect::to("/console?done=disconnected").into_response());
+    }
+    Ok(render(answer.status, console.onboarding(answer.problem(), None).await?))
 }
 
 #[derive(Deserialize)]

@@ -297,6 +297,7 @@ impl Done {
         match self.done.as_deref() {
             Some("saved") => notice("Saved."),
             Some("signed-in") => notice("Signed in."),
+            Some("disconnected") => notice("Disconnected."),
             _ => None,
         }
     }

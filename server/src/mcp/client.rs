@@ -295,7 +295,12 @@ pub fn headers(given: &[(String, String)]) -> Result<HashMap<HeaderName, HeaderV
 /// Connects and shakes hands.
 pub async fn connect(endpoint: Endpoint) -> Result<Server, McpError> {
     let headers = headers(&endpoint.headers).map_err(McpError::Headers)?;
-    let mut config = StreamableHttpClientTransportConfig::with_uri(endpoint.url.as_str()).custom_headers(headers);
+    // The size cap of every tool host's answer (rmcp's own default is 16 MiB).
+    let cap = crate::host::MAX_RESPONSE_BYTES;
+    let mut config = StreamableHttpClientTransportConfig::with_uri(endpoint.url.as_str())
+        .custom_headers(headers)
+        .max_sse_event_size(cap)
+        .max_json_response_size(cap);
     // A stream the server cut is resumed a few times, not for ever.
     let mut backoff = ExponentialBackoff::default();
     backoff.max_times = Some(3);

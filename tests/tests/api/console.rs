@@ -15,6 +15,7 @@ mod rust_snippet;
 on_both_databases!(
     the_console_signs_in_with_an_api_key_into_a_strict_http_only_session_and_out_again,
     the_onboarding_saves_the_workspace_connects_the_tool_server_and_shows_the_report,
+    the_onboarding_checks_connects_and_disconnects_an_mcp_server,
     the_operator_creates_a_workspace_and_sees_its_secrets_once,
     the_audit_trail_is_filtered_paged_and_exported,
     secrets_rotate_with_their_grace_shown_and_the_session_follows_its_new_key,
@@ -248,6 +249,46 @@ async fn the_onboarding_saves_the_workspace_connects_the_tool_server_and_shows_t
         home.body.contains(&format!("WORKSPACE = &quot;{id}&quot;"))
             || home.body.contains(&format!("WORKSPACE = \"{id}\""))
     );
+}
+
+async fn the_onboarding_checks_connects_and_disconnects_an_mcp_server(db: Db) {
+    let app = spawn_app(db).start().await;
+    let (_, api_key) = workspace(&app).await;
+    let url = crate::mcp::start_with_bearer(crate::mcp::Shop::default(), "s3cret-t0ken").await.to_string();
+    let mut browser = Browser::new(&app);
+    browser.post("/console/sign-in", &[("key", &api_key)]).await;
+    let form = |name: &'static str, authorization: &'static str| {
+        vec![("name", name), ("url", url.as_str()), ("authorization", authorization), ("trust_annotations", "1")]
+    };
+
+    let checked = browser.post("/console/mcp/check", &form("", "Bearer s3cret-t0ken")).await;
+    assert_eq!(checked.status, 200, "{}", checked.body);
+    assert!(checked.body.contains("mcp.handshake") && checked.body.contains("shop 1.2.3"), "{}", checked.body);
+    let (_, none) = app.get_json("/v1/integrations", &api_key).await;
+    assert_eq!(none["integrations"], json!([]), "a check stores nothing");
+
+    let refused = browser.post("/console/mcp/connect", &form("shop", "Bearer wrong")).await;
+    assert_eq!(refused.status, 400);
+    assert!(refused.body.contains(r#"class="notice error""#) && refused.body.contains("401"), "{}", refused.body);
+
+    let connected = browser.post("/console/mcp/connect", &form("shop", "Bearer s3cret-t0ken")).await;
+    assert_eq!(connected.status, 200, "{}", connected.body);
+    assert!(
+        connected.body.contains("Connected.") && connected.body.contains("search_orders (get)"),
+        "{}",
+        connected.body
+    );
+    assert!(connected.body.contains("headers: Authorization") && connected.body.contains("annotations trusted"));
+    assert!(!connected.body.contains("s3cret-t0ken"), "the header's value is never shown back");
+    let page = browser.get("/console").await;
+    assert!(page.body.contains("Disconnect shop") && !page.body.contains("s3cret-t0ken"), "{}", page.body);
+
+    let gone = browser.post("/console/mcp/disconnect", &[("name", "shop")]).await;
+    assert_eq!((gone.status, gone.location.as_deref()), (303, Some("/console?done=disconnected")));
+    let (_, none) = app.get_json("/v1/integrations", &api_key).await;
+    assert_eq!(none["integrations"], json!([]));
+    let again = browser.post("/console/mcp/disconnect", &[("name", "shop")]).await;
+    assert_eq!(again.status, 404, "{}", again.body);
 }
 
 async fn the_operator_creates_a_workspace_and_sees_its_secrets_once(db: Db) {

@@ -126,6 +126,8 @@ impl ServerHandler for Shop {
                 {"type": "resource_link", "uri": "https://shop.example/orders/7", "name": "order-7", "title": "Order 7"}
             ]}),
             "fail" => json!({"isError": true, "content": [{"type": "text", "text": "no such order"}]}),
+            // Over the assistant's 1 MiB cap on an answer.
+            "huge" => json!({"content": [{"type": "text", "text": "x".repeat(2 * 1024 * 1024)}]}),
             // Three progress notifications, then the answer.
             "count_stock" => {
                 if let Some(token) = context.meta.get_progress_token() {
@@ -310,6 +312,18 @@ async fn a_call_that_outlives_its_time_is_cancelled_on_the_server() {
     assert!(matches!(error, McpError::Timeout(_)), "{error:?}");
     until(|| !shop.cancelled.lock().unwrap().is_empty()).await;
     assert_eq!(*shop.cancelled.lock().unwrap(), ["hang"], "notifications/cancelled reached the server");
+}
+
+#[tokio::test]
+async fn an_answer_over_the_size_cap_is_refused_and_the_connection_lives_on() {
+    let url = start(Shop::default()).await;
+    let server = connect(endpoint(&url, &[], Duration::from_secs(10))).await.unwrap();
+
+    let error = server.call("huge", Map::new(), Map::new()).await.unwrap_err();
+
+    assert!(matches!(error, McpError::Protocol(_) | McpError::Unreachable(_)), "{error:?}");
+    let answer = server.call("search_orders", Map::new(), Map::new()).await.unwrap();
+    assert_eq!(answer["content"][0]["text"], "Order 7 shipped.", "the next call still works");
 }
 
 #[tokio::test]

@@ -474,6 +474,8 @@ async fn stop_cancels_the_tools_call_on_the_server(db: Db) {
     let rig = McpRig::start(db, vec![Step::Call("hang", json!({})), Step::Text("never")]).await;
     let shop = Shop::default();
     rig.connect_shop(&start(shop.clone()).await, true).await;
+    // The connect report's own read of `hang` is not the turn's.
+    shop.calls.lock().unwrap().clear();
     let (mut rest, mut seen) = crate::helpers::turn_until(&rig.app, &rig.token, "wait", r#""status":"started""#).await;
     let turn_id = crate::helpers::parse_sse(&seen)[0].1["turn_id"].as_str().unwrap().to_owned();
     until(|| !shop.calls_of("hang").is_empty()).await;
@@ -587,4 +589,38 @@ async fn an_elicitation_declined_reaches_the_tool_as_declined(db: Db) {
     assert_eq!(of(&crate::helpers::parse_sse(&seen), "done")[0]["stop_reason"], "completed");
     let heard: Value = serde_json::from_str(&shop.answers.lock().unwrap()[0]).unwrap();
     assert_eq!(heard, json!({"action": "decline"}));
+}
+
+/// `context-assistant check-host --mcp`: the connect report as text, its
+/// headers from CA_MCP_HEADERS (never an argument), exit status by it.
+#[tokio::test]
+async fn the_command_reports_on_an_mcp_server() {
+    let binary = std::env::var("CA_SERVER_BIN").unwrap_or_else(|_| {
+        let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "../target".into());
+        format!("{target}/debug/context-assistant")
+    });
+    assert!(std::path::Path::new(&binary).exists(), "{binary} is missing: build it first (./dev test does)");
+    let url = start_with_bearer(Shop::default(), "cli-token").await;
+    let run = |headers: Option<&'static str>| {
+        let (binary, url) = (binary.clone(), url.to_string());
+        tokio::task::spawn_blocking(move || {
+            let mut command = std::process::Command::new(binary);
+            command.args(["check-host", "--mcp", &url, "--trust-annotations"]).env_remove("CA_MCP_HEADERS");
+            if let Some(headers) = headers {
+                command.env("CA_MCP_HEADERS", headers);
+            }
+            let out = command.output().unwrap();
+            let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            (out.status.code(), said)
+        })
+    };
+
+    let (code, text) = run(Some(r#"{"Authorization": "Bearer cli-token"}"#)).await.unwrap();
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("PASS  mcp.handshake") && text.contains("shop 1.2.3"), "{text}");
+    assert!(text.contains("tools.classification") && text.contains("0 failed"), "{text}");
+
+    let (code, text) = run(None).await.unwrap();
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("mcp_unauthorized") && !text.contains("cli-token"), "{text}");
 }
