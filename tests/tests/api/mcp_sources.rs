@@ -24,6 +24,7 @@ on_both_databases!(
     is_error_is_told_to_the_model_and_the_turn_goes_on,
     names_are_prefixed_only_where_two_sources_collide,
     a_staged_action_is_refused_when_its_tool_was_redefined,
+    a_staged_action_is_refused_when_its_server_was_connected_anew,
     a_server_that_changes_its_tools_is_listed_again_when_it_says_so,
     a_server_gone_mid_turn_fails_the_call_not_the_turn,
     progress_is_shown_as_the_tools_activity,
@@ -375,6 +376,25 @@ async fn a_staged_action_is_refused_when_its_tool_was_redefined(db: Db) {
     let (status, _, body) = rig.act(id, "apply").await;
 
     assert_eq!((status, body["code"].as_str()), (409, Some("tool_gone")), "{body}");
+    assert!(shop.calls_of("add_note").is_empty(), "nothing ran");
+}
+
+async fn a_staged_action_is_refused_when_its_server_was_connected_anew(db: Db) {
+    let script = vec![Step::Call("add_note", json!({"q": "x"})), Step::Text("ok")];
+    let rig = McpRig::start(db, script).await;
+    let shop = Shop::default();
+    let url = start(shop.clone()).await;
+    rig.connect_shop(&url, true).await;
+    let action = pending(&rig.say("add a note").await);
+    let id = action["action_id"].as_str().unwrap();
+
+    // Connected again under the same name (the same server, even): a new
+    // version of the integration, on which nothing was previewed.
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    rig.connect_shop(&url, true).await;
+    let (status, _, body) = rig.act(id, "apply").await;
+
+    assert_eq!((status, body["code"].as_str()), (409, Some("integration_changed")), "{body}");
     assert!(shop.calls_of("add_note").is_empty(), "nothing ran");
 }
 
