@@ -106,8 +106,10 @@ test("onboarding in the console: a workspace, its tool server, and a reply on th
   await page.getByRole("button", { name: "Save the look" }).click();
   await expect(page.getByRole("status")).toHaveText("Saved.");
   await expect(page.getByLabel(/Accent colour/)).toHaveValue("#aa3300");
-  // The live preview: the assistant itself, in the saved look, ready to chat.
+  // The live preview: the assistant itself, in the saved look, ready to chat
+  // (the page came back at its top: the lazy frame loads once scrolled to).
   await expect(page.getByText(/^Preview only/)).toHaveCount(0);
+  await page.locator("iframe.preview").scrollIntoViewIfNeeded();
   await expect(preview.locator("html")).toHaveAttribute("data-theme", "dark");
   await expect(preview.getByRole("textbox", { name: "Message" })).toBeEditable();
 
