@@ -644,3 +644,42 @@ async fn the_command_reports_on_an_mcp_server() {
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("mcp_unauthorized") && !text.contains("cli-token"), "{text}");
 }
+
+/// The address rules of Remote Tools hosts: without
+/// CA_ALLOW_PRIVATE_TOOL_HOSTS a loopback or private server is refused
+/// before it is dialled, by literal and by name.
+#[tokio::test]
+async fn a_private_address_is_refused_unless_allowed() {
+    let app = spawn_app(Db::Sqlite).env("CA_ALLOW_PRIVATE_TOOL_HOSTS", "0").start().await;
+    let workspace = json!({"name": "Shop", "allowed_origins": []});
+    let (_, created) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &workspace).await;
+    let api_key = created["api_key"].as_str().unwrap();
+    let shop = Shop::default();
+    let url = start(shop.clone()).await;
+    let by_name = format!("http://localhost:{}/mcp", url.port().unwrap());
+    for url in [url.as_str(), by_name.as_str(), "http://10.0.0.1/mcp", "http://[::1]:9/mcp"] {
+        let (status, body) =
+            app.post_json("/v1/integrations/mcp/connect", api_key, &json!({"name": "shop", "url": url})).await;
+        assert_eq!(status, 400, "{url}: {body}");
+        assert!(body["error"].as_str().unwrap().contains("CA_ALLOW_PRIVATE_TOOL_HOSTS"), "{url}: {body}");
+    }
+    assert_eq!(shop.inits.load(std::sync::atomic::Ordering::SeqCst), 0, "never dialled");
+}
+
+/// A server that answers with a redirect is not followed there.
+#[tokio::test]
+async fn a_redirect_is_not_followed() {
+    let rig = McpRig::start(Db::Sqlite, vec![Step::Text("hi")]).await;
+    let shop = Shop::default();
+    let target = start(shop.clone()).await;
+    let redirecting = crate::helpers::serve(axum::Router::new().fallback(move || {
+        let target = target.to_string();
+        async move { axum::response::Redirect::temporary(&target) }
+    }))
+    .await;
+
+    let (status, body) = rig.connect(json!({"name": "shop", "url": format!("http://{redirecting}/mcp")})).await;
+
+    assert_eq!((status, body["code"].as_str()), (502, Some("mcp_protocol")), "{body}");
+    assert_eq!(shop.inits.load(std::sync::atomic::Ordering::SeqCst), 0, "the redirect's target was never reached");
+}
