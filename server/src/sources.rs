@@ -252,6 +252,24 @@ impl Sources {
         Ok(tools)
     }
 
+    /// The UI resource of an MCP App tool (its `ToolOrigin::app`), read
+    /// through the server and kept per integration and version; refused
+    /// for anything but a `ui://` URI of an MCP server.
+    pub async fn app_resource(
+        &self,
+        source: &Source,
+        uri: &str,
+    ) -> Result<Arc<crate::mcp::apps::AppResource>, HostError> {
+        let SourceKind::Mcp(server) = &source.kind else {
+            return Err(HostError::Invalid("a Remote Tools host has no UI resources".into()));
+        };
+        if !crate::mcp::apps::is_ui_uri(uri) {
+            return Err(HostError::Invalid("not a ui:// resource".into()));
+        }
+        let connection = self.connection(source, server).await.map_err(into_host_error)?;
+        connection.app(uri).await.map_err(into_host_error)
+    }
+
     /// The source's context (`GET /context`): only a Remote Tools host has one.
     pub async fn context(&self, source: &Source, scope: &ExecutionScope) -> Option<Result<Value, HostError>> {
         match &source.kind {
@@ -370,6 +388,10 @@ fn origin(integration: &str, name: &str, title: Option<String>, definition: &Val
 pub fn mcp_tools(integration: &str, server: &McpServer, listed: &[Value]) -> Vec<ToolSpec> {
     let mut tools: Vec<ToolSpec> = Vec::new();
     for raw in listed {
+        // A tool only an app may call (MCP Apps' `visibility`) is not the model's.
+        if !crate::mcp::apps::visible_to_model(raw) {
+            continue;
+        }
         let Some(name) = raw.get("name").and_then(Value::as_str).filter(|n| usable_name(n)) else {
             tracing::warn!(integration = %integration, "skipping an MCP tool with an unusable name");
             continue;

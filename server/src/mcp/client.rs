@@ -165,10 +165,13 @@ impl Handler {
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
-        // Tools, and form-mode elicitation. No sampling, no roots, no URL-mode
-        // elicitation (docs/mcp.md).
+        // Tools, form-mode elicitation and MCP Apps' UI resources. No
+        // sampling, no roots, no URL-mode elicitation (docs/mcp.md).
         let mut capabilities = ClientCapabilities::default();
         capabilities.elicitation = Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
+        let mut ui = serde_json::Map::new();
+        ui.insert("mimeTypes".into(), serde_json::json!([super::apps::MIME_TYPE]));
+        capabilities.extensions = Some([(super::apps::EXTENSION.to_owned(), ui)].into_iter().collect());
         ClientConfig::new(capabilities, Implementation::new("context-assistant", env!("CARGO_PKG_VERSION")))
             .with_protocol_version(ProtocolVersion::V_2025_11_25)
     }
@@ -342,6 +345,16 @@ impl Server {
             }
         }
         Ok(tools)
+    }
+
+    /// `resources/read` of `uri`: the result as its JSON.
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, McpError> {
+        let params = rmcp::model::ReadResourceRequestParams::new(uri);
+        let result = tokio::time::timeout(self.timeout, self.service.read_resource(params))
+            .await
+            .map_err(|_| McpError::Timeout(self.timeout))?
+            .map_err(|e| service_error(&e))?;
+        serde_json::to_value(&result).map_err(|e| McpError::Protocol(e.to_string()))
     }
 
     /// True when the server said its tools changed since they were last listed.

@@ -6,6 +6,7 @@
 //! engine's output ([`content`]). The connect endpoint and the engine's
 //! use of several sources follow.
 
+pub mod apps;
 pub mod check;
 pub mod classify;
 pub mod client;

@@ -20,10 +20,11 @@ pub struct Key {
     pub version: i64,
 }
 
-/// A live connection and the tools it last listed.
+/// A live connection, the tools it last listed and the UI resources it read.
 pub struct Connection {
     pub server: Server,
     tools: tokio::sync::Mutex<Option<Arc<Vec<Value>>>>,
+    apps: tokio::sync::Mutex<HashMap<String, Arc<super::apps::AppResource>>>,
 }
 
 impl Connection {
@@ -39,6 +40,22 @@ impl Connection {
         let tools = Arc::new(self.server.tools().await?);
         *kept = Some(tools.clone());
         Ok(tools)
+    }
+
+    /// The UI resource `uri` (an MCP App's), read once per connection, so
+    /// per integration and version.
+    pub async fn app(&self, uri: &str) -> Result<Arc<super::apps::AppResource>, McpError> {
+        let mut kept = self.apps.lock().await;
+        if let Some(app) = kept.get(uri) {
+            return Ok(app.clone());
+        }
+        let result = self.server.read_resource(uri).await?;
+        let app = Arc::new(super::apps::ui_resource(uri, &result).map_err(McpError::Protocol)?);
+        // A bounded cache: a server cannot make the assistant keep every URI it names.
+        if kept.len() < 64 {
+            kept.insert(uri.to_owned(), app.clone());
+        }
+        Ok(app)
     }
 
     /// The server's tools listed now, whatever was kept (and kept after).
@@ -79,7 +96,11 @@ impl Connections {
         {
             return Ok(connection.clone());
         }
-        let connection = Arc::new(Connection { server: connect(endpoint()).await?, tools: Default::default() });
+        let connection = Arc::new(Connection {
+            server: connect(endpoint()).await?,
+            tools: Default::default(),
+            apps: Default::default(),
+        });
         *open = Some(connection.clone());
         Ok(connection)
     }

@@ -318,6 +318,7 @@ pub async fn serve(router: axum::Router) -> SocketAddr {
 }
 
 /// Which of a child's outputs says it is ready.
+#[derive(Clone, Copy)]
 pub enum Says {
     Stdout,
     Stderr,

@@ -399,9 +399,10 @@ async fn one_connection_per_integration_is_reused_and_its_tools_kept_until_they_
     assert!(connections.is_empty());
 }
 
-/// npm `@modelcontextprotocol/server-everything` (the protocol's reference
-/// server, which nobody here wrote) over Streamable HTTP, run with node on
-/// a port of its own until dropped. `./dev test` installs it.
+/// An MCP server of npm's, nobody here wrote, run with node on a port of
+/// its own (its `PORT`) until dropped; `./dev test` installs them in
+/// tests/mcp. [`Everything::start`] is the protocol's reference server,
+/// [`Everything::start_basic_app`] an MCP App (server-basic-vanillajs).
 pub(crate) struct Everything {
     child: std::process::Child,
     pub url: url::Url,
@@ -409,24 +410,29 @@ pub(crate) struct Everything {
 
 impl Everything {
     pub fn start() -> Everything {
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-        );
-        assert!(std::path::Path::new(script).exists(), "not installed: run ./dev test (npm ci in tests/mcp)");
+        Self::start_node("server-everything/dist/index.js", &["streamableHttp"], Says::Stderr, "listening on port")
+    }
+
+    pub fn start_basic_app() -> Everything {
+        Self::start_node("server-basic-vanillajs/dist/index.js", &[], Says::Stdout, "MCP server listening on")
+    }
+
+    fn start_node(script: &str, args: &[&str], says: Says, marker: &'static str) -> Everything {
+        let script = format!("{}/mcp/node_modules/@modelcontextprotocol/{script}", env!("CARGO_MANIFEST_DIR"));
+        assert!(std::path::Path::new(&script).exists(), "not installed: run ./dev test (npm ci in tests/mcp)");
         // It listens on the PORT it is given: a free one, tried again if
         // another process took it meanwhile.
         for _ in 0..3 {
             let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
             let mut command = std::process::Command::new("node");
-            command.args([script, "streamableHttp"]).env("PORT", port.to_string());
-            let ready = |line: &str| line.contains("listening on port").then(String::new);
-            if let Some((child, _)) = spawn_until_ready(command, Says::Stderr, ready, Duration::from_secs(30)) {
+            command.arg(&script).args(args).env("PORT", port.to_string());
+            let ready = move |line: &str| line.contains(marker).then(String::new);
+            if let Some((child, _)) = spawn_until_ready(command, says, ready, Duration::from_secs(30)) {
                 let url = url::Url::parse(&format!("http://127.0.0.1:{port}/mcp")).unwrap();
                 return Everything { child, url };
             }
         }
-        panic!("server-everything did not start three times");
+        panic!("{script} did not start three times");
     }
 }
 
@@ -435,6 +441,48 @@ impl Drop for Everything {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// An MCP App nobody here wrote: its tool names its UI, which is read
+/// through the server (once per connection), never from the browser.
+#[tokio::test]
+async fn an_mcp_apps_ui_resource_is_read_through_the_server_and_kept() {
+    use server::sources::{McpServer, Source, SourceKind, Sources};
+    let app = Everything::start_basic_app();
+    let sources = Sources::new(server::host::HostClient::new(Duration::from_secs(20), true), true);
+    let source = Source {
+        workspace_id: "ws_app".into(),
+        name: "clock".into(),
+        url: app.url.to_string(),
+        version: 1,
+        allowed_tools: Vec::new(),
+        kind: SourceKind::Mcp(McpServer {
+            url: app.url.clone(),
+            headers: Vec::new(),
+            trust_annotations: false,
+            verbs: Default::default(),
+        }),
+    };
+    let scope = server::host::ExecutionScope {
+        workspace_id: "ws_app".into(),
+        external_user_id: "u".into(),
+        permissions: Vec::new(),
+        request_id: "req".into(),
+    };
+
+    let tools = sources.tools(&source, &scope).await.unwrap();
+
+    let clock = tools.iter().find(|t| t.name == "get-time").unwrap_or_else(|| panic!("{tools:?}"));
+    let uri = clock.origin.app.clone().expect("the tool names its UI");
+    assert_eq!(uri, "ui://get-time/mcp-app.html");
+    let resource = sources.app_resource(&source, &uri).await.unwrap();
+    assert!(resource.html.contains("<html") || resource.html.contains("<!DOCTYPE"), "{}", &resource.html[..200]);
+    let again = sources.app_resource(&source, &uri).await.unwrap();
+    assert!(std::sync::Arc::ptr_eq(&resource, &again), "kept, not read again");
+    for refused in ["https://evil.example/app.html", "ui://", "file:///etc/passwd"] {
+        assert!(sources.app_resource(&source, refused).await.is_err(), "{refused}");
+    }
+    assert!(sources.app_resource(&source, "ui://get-time/other.html").await.is_err(), "not a resource it has");
 }
 
 #[tokio::test]
