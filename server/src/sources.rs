@@ -32,7 +32,7 @@ use crate::host::{ExecutionScope, HostClient, HostError, HostTarget, PublicOnlyR
 use crate::mcp::classify::{Hints, verb};
 pub use crate::mcp::client::{CallEvent, ElicitAnswer, Elicitation};
 use crate::mcp::client::{Endpoint, McpError};
-use crate::mcp::content::{Outcome, outcome};
+use crate::mcp::content::{Outcome, app_outcome, outcome};
 use crate::mcp::pool::{Connections, Key};
 
 /// The `_meta` key under which every MCP `tools/call` carries who it acts
@@ -345,7 +345,9 @@ impl Sources {
                     None => connection.server.call(tool, arguments, scope_meta(scope)).await,
                 };
                 crate::metrics::host_request("mcp/tools/call", started.elapsed(), result.is_ok());
-                match outcome(&result.map_err(into_host_error)?) {
+                let result = result.map_err(into_host_error)?;
+                let sorted = if connection.has_app(tool) { app_outcome(&result) } else { outcome(&result) };
+                match sorted {
                     Outcome::Output(output) => Ok(output),
                     Outcome::Failed(said) => Err(HostError::ToolFailed(said)),
                 }

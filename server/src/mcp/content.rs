@@ -11,6 +11,8 @@
 //! - `_meta`, of the result and of every block, is never kept.
 //! - `isError: true` is a failed call whose text the model is told, so it
 //!   can correct itself (the MCP spec's intent); the turn goes on.
+//! - An MCP App's tool: its `structuredContent` is for the app, never the
+//!   model's ([`app_outcome`]).
 
 use serde_json::{Map, Value, json};
 
@@ -28,6 +30,16 @@ const MAX_ERROR_CHARS: usize = 2000;
 
 /// Sorts a `tools/call` result.
 pub fn outcome(result: &Value) -> Outcome {
+    outcome_of(result, false)
+}
+
+/// Sorts the result of an MCP App's tool: its `structuredContent` is the
+/// app's (MCP Apps), so the model reads only the `content`.
+pub fn app_outcome(result: &Value) -> Outcome {
+    outcome_of(result, true)
+}
+
+fn outcome_of(result: &Value, for_app: bool) -> Outcome {
     let blocks: &[Value] = result.get("content").and_then(Value::as_array).map_or(&[], Vec::as_slice);
     let mut texts: Vec<String> = Vec::new();
     let mut links: Vec<Value> = Vec::new();
@@ -82,7 +94,7 @@ pub fn outcome(result: &Value) -> Outcome {
     let mut output = Map::new();
     if !texts.is_empty() {
         output.insert("text".into(), json!(texts.join("\n")));
-    } else if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null()) {
+    } else if let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null() && !for_app) {
         output.insert("structuredContent".into(), strip_meta(structured.clone()));
     }
     if !links.is_empty() {
@@ -143,6 +155,13 @@ mod tests {
     fn structured_content_alone_is_given_without_its_meta() {
         let result = json!({"content": [], "structuredContent": {"total": 3, "_meta": {"x": 1}}});
         assert_eq!(outcome(&result), Outcome::Output(json!({"structuredContent": {"total": 3}})));
+    }
+
+    #[test]
+    fn an_apps_structured_content_is_the_apps_alone() {
+        let result = json!({"content": [], "structuredContent": {"time": "12:00"}});
+        assert_eq!(app_outcome(&result), Outcome::Output(json!({})));
+        assert_eq!(outcome(&result), Outcome::Output(json!({"structuredContent": {"time": "12:00"}})));
     }
 
     #[test]

@@ -42,6 +42,18 @@ impl Connection {
         Ok(tools)
     }
 
+    /// Whether the tool `name`, as last listed, ships an MCP App's UI
+    /// (nothing is listed for this: a tool not listed yet has none).
+    pub fn has_app(&self, name: &str) -> bool {
+        let Ok(kept) = self.tools.try_lock() else { return false };
+        kept.as_ref().is_some_and(|tools| {
+            tools.iter().any(|t| {
+                t.get("name").and_then(Value::as_str) == Some(name)
+                    && (t.pointer("/_meta/ui/resourceUri").is_some() || t.pointer("/_meta/ui~1resourceUri").is_some())
+            })
+        })
+    }
+
     /// The UI resource `uri` (an MCP App's), read once per connection, so
     /// per integration and version.
     pub async fn app(&self, uri: &str) -> Result<Arc<super::apps::AppResource>, McpError> {
