@@ -199,6 +199,31 @@ pub struct HostClient {
     timeout: Duration,
 }
 
+/// An HTTP client for tool sources: no redirects, no proxy, a connect
+/// timeout and our user agent. `public_only` connects only to the public
+/// addresses its resolver returns (so a name cannot be re-pointed at
+/// loopback between a check and the call). `pooled` keeps an idle
+/// connection for 4 s (Remote Tools hosts); otherwise none is kept (MCP
+/// servers: `sources.rs` says why). No total timeout: each call has its own.
+pub fn tool_http_client(timeout: Duration, public_only: bool, pooled: bool) -> reqwest::Client {
+    let mut builder = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .connect_timeout(timeout.min(Duration::from_secs(5)))
+        .user_agent(concat!("context-assistant/", env!("CARGO_PKG_VERSION")));
+    builder = if pooled {
+        // Node's servers close an idle keep-alive connection after 5 s; a
+        // pooled one reused just then fails under the request (unreachable).
+        builder.pool_idle_timeout(Duration::from_secs(4))
+    } else {
+        builder.pool_max_idle_per_host(0)
+    };
+    if public_only {
+        builder = builder.dns_resolver(Arc::new(PublicOnlyResolver));
+    }
+    builder.build().expect("the HTTP client configuration is valid")
+}
+
 #[derive(Serialize)]
 struct ToolCallBody<'a> {
     tool: &'a str,
@@ -210,21 +235,8 @@ struct ToolCallBody<'a> {
 
 impl HostClient {
     pub fn new(timeout: Duration, allow_private: bool) -> Self {
-        let builder = || {
-            reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .no_proxy()
-                .connect_timeout(timeout.min(Duration::from_secs(5)))
-                // Node's servers close an idle keep-alive connection after 5 s; a
-                // pooled one reused just then fails under the request (unreachable).
-                .pool_idle_timeout(Duration::from_secs(4))
-                .user_agent(concat!("context-assistant/", env!("CARGO_PKG_VERSION")))
-        };
-        let any = builder().build().expect("the HTTP client configuration is valid");
-        let public = builder()
-            .dns_resolver(Arc::new(PublicOnlyResolver))
-            .build()
-            .expect("the HTTP client configuration is valid");
+        let any = tool_http_client(timeout, false, true);
+        let public = tool_http_client(timeout, true, true);
         Self { public, any, allow_private, timeout }
     }
 

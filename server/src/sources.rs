@@ -28,7 +28,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use url::Url;
 use widget::wire::Verb;
 
-use crate::host::{ExecutionScope, HostClient, HostError, HostTarget, PublicOnlyResolver, ToolOrigin, ToolSpec};
+use crate::host::{ExecutionScope, HostClient, HostError, HostTarget, ToolOrigin, ToolSpec, tool_http_client};
 use crate::mcp::classify::{Hints, verb};
 pub use crate::mcp::client::{CallEvent, ElicitAnswer, Elicitation};
 use crate::mcp::client::{Endpoint, McpError};
@@ -111,23 +111,11 @@ pub struct Sources {
 impl Sources {
     pub fn new(host: HostClient, allow_private: bool) -> Self {
         let timeout = host.timeout();
-        let builder = || {
-            reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .no_proxy()
-                .connect_timeout(timeout.min(Duration::from_secs(5)))
-                // rmcp's own choice: a pooled connection whose SSE body was
-                // not drained stalls the next request on delayed ACKs. No
-                // total timeout either: it would cut the server's streams;
-                // each MCP request has its own.
-                .pool_max_idle_per_host(0)
-                .user_agent(concat!("context-assistant/", env!("CARGO_PKG_VERSION")))
-        };
-        let any_http = builder().build().expect("the HTTP client configuration is valid");
-        let public_http = builder()
-            .dns_resolver(Arc::new(PublicOnlyResolver))
-            .build()
-            .expect("the HTTP client configuration is valid");
+        // Not pooled: rmcp's own choice, as a pooled connection whose SSE
+        // body was not drained stalls the next request on delayed ACKs
+        // (44 ms a read when pooled, docs/benchmarks.md).
+        let any_http = tool_http_client(timeout, false, false);
+        let public_http = tool_http_client(timeout, true, false);
         Self { host, connections: Connections::default(), public_http, any_http, allow_private, timeout }
     }
 
@@ -232,7 +220,8 @@ impl Sources {
     }
 
     async fn list(&self, source: &Source, scope: &ExecutionScope, fresh: bool) -> Result<Vec<ToolSpec>, HostError> {
-        let mut tools = match &source.kind {
+        let tools = match &source.kind {
+            // `GET /tools` is filtered by the allowlist as it is read.
             SourceKind::Remote(target) => {
                 let mut tools = self.host.list_tools(target, scope, &source.allowed_tools).await?;
                 for tool in &mut tools {
@@ -245,10 +234,11 @@ impl Sources {
                 let connection = self.connection(source, server).await.map_err(into_host_error)?;
                 let listed = if fresh { connection.fresh_tools().await } else { connection.tools().await };
                 let listed = listed.map_err(into_host_error)?;
-                mcp_tools(&source.name, server, &listed)
+                let mut tools = mcp_tools(&source.name, server, &listed);
+                tools.retain(|t| source.allowed_tools.is_empty() || source.allowed_tools.contains(&t.origin.name));
+                tools
             }
         };
-        tools.retain(|t| source.allowed_tools.is_empty() || source.allowed_tools.contains(&t.origin.name));
         Ok(tools)
     }
 
@@ -409,9 +399,7 @@ pub fn mcp_tools(integration: &str, server: &McpServer, listed: &[Value]) -> Vec
         }
         let text = |pointer: &str| raw.pointer(pointer).and_then(Value::as_str).map(str::to_owned);
         let title = text("/title").or_else(|| text("/annotations/title")).filter(|t| !t.trim().is_empty());
-        // MCP Apps: the UI resource the tool ships (and the older flat key).
-        let app = text("/_meta/ui/resourceUri")
-            .or_else(|| raw.pointer("/_meta/ui~1resourceUri").and_then(Value::as_str).map(str::to_owned));
+        let app = crate::mcp::apps::resource_uri(raw).map(str::to_owned);
         tools.push(ToolSpec {
             name: name.to_owned(),
             description: text("/description").unwrap_or_default(),

@@ -168,12 +168,12 @@ async fn update_integration(
                 "this integration follows the tool preset `{preset}`: its allowlist is the preset's"
             )));
         }
-        valid_tool_names(allowed, fits)?;
+        valid_tool_names("allowed_tools", allowed, fits)?;
         changes.insert("allowed_tools".into(), json!({ "from": row.allowed_tools(), "to": allowed }));
     }
     if let Some(verbs) = &patch.verbs {
         let names: Vec<String> = verbs.keys().cloned().collect();
-        valid_tool_names(&names, fits)?;
+        valid_tool_names("verbs", &names, fits)?;
         changes.insert("verbs".into(), json!({ "from": row.verbs(), "to": verbs }));
     }
     if let Some(trust) = patch.trust_annotations {
@@ -205,17 +205,18 @@ async fn update_integration(
     Ok(Json(ShownIntegration::of(connected(&state, &workspace, &provider).await?, &state.vault)))
 }
 
-/// Tool names as their source names them (`fits`), at most 128, no repeats.
-pub(super) fn valid_tool_names(names: &[String], fits: fn(&str) -> bool) -> Result<(), ApiError> {
+/// Tool names as their source names them (`fits`), at most 128, no
+/// repeats; an error names the request's `field`.
+pub(super) fn valid_tool_names(field: &str, names: &[String], fits: fn(&str) -> bool) -> Result<(), ApiError> {
     if names.len() > 128 {
-        return Err(ApiError::BadRequest("allowed_tools: at most 128 names".into()));
+        return Err(ApiError::BadRequest(format!("{field}: at most 128 names")));
     }
     for (i, name) in names.iter().enumerate() {
         if !fits(name) {
-            return Err(ApiError::BadRequest(format!("allowed_tools: `{name}` is not a tool name")));
+            return Err(ApiError::BadRequest(format!("{field}: `{name}` is not a tool name")));
         }
         if names[..i].contains(name) {
-            return Err(ApiError::BadRequest(format!("allowed_tools: `{name}` is listed twice")));
+            return Err(ApiError::BadRequest(format!("{field}: `{name}` is listed twice")));
         }
     }
     Ok(())

@@ -117,7 +117,7 @@ async fn connect_mcp(
     ApiJson(request): ApiJson<McpConnectRequest>,
 ) -> Result<Json<McpConnectResponse>, ApiError> {
     let name = valid_integration_name(&request.name)?;
-    super::integrations::valid_tool_names(&request.allowed_tools, usable_name)?;
+    super::integrations::valid_tool_names("allowed_tools", &request.allowed_tools, usable_name)?;
     valid_verbs(&request.verbs)?;
     let server =
         checked_server(&state, &request.url, &request.headers, request.trust_annotations, &request.verbs).await?;
@@ -199,10 +199,7 @@ fn valid_integration_name(name: &str) -> Result<&str, ApiError> {
 
 fn valid_verbs(verbs: &BTreeMap<String, Verb>) -> Result<(), ApiError> {
     let names: Vec<String> = verbs.keys().cloned().collect();
-    super::integrations::valid_tool_names(&names, usable_name).map_err(|error| match error {
-        ApiError::BadRequest(message) => ApiError::BadRequest(message.replace("allowed_tools", "verbs")),
-        other => other,
-    })
+    super::integrations::valid_tool_names("verbs", &names, usable_name)
 }
 
 /// The server as it would be dialled, after the checks every MCP server

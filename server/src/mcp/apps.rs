@@ -51,6 +51,12 @@ pub fn ui_resource(uri: &str, result: &Value) -> Result<AppResource, String> {
     Ok(AppResource { uri: uri.to_owned(), html, ui })
 }
 
+/// The UI resource a listed tool ships, if any: `_meta.ui.resourceUri`
+/// (or the older flat key `_meta["ui/resourceUri"]`).
+pub fn resource_uri(tool: &Value) -> Option<&str> {
+    tool.pointer("/_meta/ui/resourceUri").or_else(|| tool.pointer("/_meta/ui~1resourceUri")).and_then(Value::as_str)
+}
+
 /// Whether a tool is offered to the model: unless its `_meta.ui.visibility`
 /// says who may call it and leaves the model out.
 pub fn visible_to_model(tool: &Value) -> bool {

@@ -47,10 +47,9 @@ impl Connection {
     pub fn has_app(&self, name: &str) -> bool {
         let Ok(kept) = self.tools.try_lock() else { return false };
         kept.as_ref().is_some_and(|tools| {
-            tools.iter().any(|t| {
-                t.get("name").and_then(Value::as_str) == Some(name)
-                    && (t.pointer("/_meta/ui/resourceUri").is_some() || t.pointer("/_meta/ui~1resourceUri").is_some())
-            })
+            tools
+                .iter()
+                .any(|t| t.get("name").and_then(Value::as_str) == Some(name) && super::apps::resource_uri(t).is_some())
         })
     }
 
