@@ -22,6 +22,10 @@ const publicURL = `http://localhost:${proxyPort}`;
 // An MCP server nobody here wrote: npm's reference server-everything over
 // Streamable HTTP (installed in tests/mcp by ./dev), for mcp.spec.ts.
 const mcpPort = process.env.E2E_MCP_PORT ?? "3216";
+// MCP Apps run on an origin of their own (the sandbox's listener), and the
+// MCP App nobody here wrote: npm's server-basic-vanillajs (apps.spec.ts).
+const sandboxPort = process.env.E2E_SANDBOX_PORT ?? "3217";
+const appServerPort = process.env.E2E_APP_SERVER_PORT ?? "3218";
 const server = process.env.CA_SERVER_BIN;
 
 /** The environment of an assistant under test on `port`, with its own data directory. */
@@ -81,6 +85,7 @@ export default defineConfig({
         CA_ADMIN_TOKEN: "e2e-admin-token-of-at-least-32-characters",
         // Launched from the stub Caddie hub of fixtures/caddie-hub.mjs; users
         // sign in at the OpenID Provider below.
+        CA_SANDBOX_ADDR: `127.0.0.1:${sandboxPort}`,
         CADDIE_TOOL_SECRET: "e2e-caddie-secret",
         CADDIE_TOOL_SLUG: "assistant",
         CADDIE_HUB_ORIGIN: caddieHub,
@@ -137,6 +142,14 @@ export default defineConfig({
       reuseExistingServer: false,
       timeout: 30_000,
       env: { PORT: mcpPort },
+    },
+    {
+      command: "node ../tests/mcp/node_modules/@modelcontextprotocol/server-basic-vanillajs/dist/index.js",
+      // Its GET /mcp answers 405, which Playwright does not take as up: the port is.
+      port: Number(appServerPort),
+      reuseExistingServer: false,
+      timeout: 30_000,
+      env: { PORT: appServerPort },
     },
     {
       command: "node fixtures/proxy.mjs",

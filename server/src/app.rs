@@ -54,6 +54,8 @@ pub struct Application {
     listener: TcpListener,
     /// `CA_METRICS_ADDR`'s listener, serving only `/metrics`.
     metrics_listener: Option<TcpListener>,
+    /// `CA_SANDBOX_ADDR`'s listener, serving only the sandbox page.
+    sandbox_listener: Option<TcpListener>,
     router: Router,
     address: SocketAddr,
     state: AppState,
@@ -94,6 +96,14 @@ impl Application {
                     .with_context(|| format!("invalid CA_METRICS_ADDR: cannot listen on {at}"))?,
             ),
         };
+        let sandbox_listener = match config.sandbox_listen {
+            None => None,
+            Some(at) => Some(
+                TcpListener::bind(at)
+                    .await
+                    .with_context(|| format!("invalid CA_SANDBOX_ADDR: cannot listen on {at}"))?,
+            ),
+        };
         crate::metrics::handle();
         // The server reaches itself (demo model, bistro host) over loopback.
         let loopback = if address.ip().is_unspecified() {
@@ -110,6 +120,23 @@ impl Application {
             .map_or_else(|| format!("http://{loopback}"), |u| u.as_str().trim_end_matches('/').to_owned())
             .into();
 
+        // Where MCP Apps run: CA_SANDBOX_URL, else CA_SANDBOX_ADDR's own
+        // address; never the assistant's origin (apps would share its
+        // storage and could reach its API with the visitor's cookies).
+        let sandbox_origin: Option<Arc<str>> = match (&config.sandbox_url, &sandbox_listener) {
+            (Some(url), _) => Some(url.as_str().trim_end_matches('/').into()),
+            (None, Some(listener)) => {
+                let at = listener.local_addr()?;
+                let at = if at.ip().is_unspecified() { SocketAddr::from((Ipv4Addr::LOCALHOST, at.port())) } else { at };
+                Some(format!("http://{at}").into())
+            }
+            (None, None) => None,
+        };
+        if sandbox_origin.as_deref() == Some(&*public_origin) {
+            anyhow::bail!(
+                "invalid CA_SANDBOX_URL: it is the assistant's own origin ({public_origin}); apps need one of their own"
+            );
+        }
         let model = match &config.model {
             ModelConfig::Demo => Model::new(&format!("http://{loopback}/demo-model/v1"), "demo", "demo", true),
             ModelConfig::Remote { base_url, api_key, model } => Model::new(base_url, api_key.expose(), model, false),
@@ -152,6 +179,9 @@ impl Application {
             budgets: limits.clone(),
             clock: clock.clone(),
             on_turn_finished,
+            apps: sandbox_origin
+                .as_deref()
+                .map(|origin| crate::app_frames::AppFrames::new(vault.derive("mcp app frame tokens"), origin)),
         };
         crate::engine::sweep_stuck_actions(pool.clone(), config.limits.tool_timeout);
         crate::retention::spawn(pool.clone(), clock.clone(), config.retention_every, config.audit_retention_days);
@@ -212,7 +242,7 @@ impl Application {
             demo::seed(&state.demo, loopback).await.context("cannot set up the demo workspace")?;
         }
         let router = router(state.clone());
-        Ok(Self { listener, metrics_listener, router, address, state })
+        Ok(Self { listener, metrics_listener, sandbox_listener, router, address, state })
     }
 
     /// The address actually listened on (port 0 resolved).
@@ -223,6 +253,11 @@ impl Application {
     /// The address `/metrics` listens on separately (`CA_METRICS_ADDR`).
     pub fn metrics_address(&self) -> Option<SocketAddr> {
         self.metrics_listener.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    /// The address the sandbox page listens on separately (`CA_SANDBOX_ADDR`).
+    pub fn sandbox_address(&self) -> Option<SocketAddr> {
+        self.sandbox_listener.as_ref().and_then(|l| l.local_addr().ok())
     }
 
     /// The shared state (tests read the database and vault through it).
@@ -273,6 +308,16 @@ impl Application {
                 }
             });
         }
+        if let (Some(listener), Some(sandbox)) = (self.sandbox_listener, sandbox_state(&self.state)) {
+            let router = crate::sandbox::sandbox_router(sandbox);
+            let stopping = stopping.clone();
+            tokio::spawn(async move {
+                let served = axum::serve(listener, router).with_graceful_shutdown(stopping.cancelled_owned()).await;
+                if let Err(error) = served {
+                    tracing::error!(%error, "the sandbox listener failed");
+                }
+            });
+        }
         let service = self.router.into_make_service_with_connect_info::<SocketAddr>();
         axum::serve(listener, service).with_graceful_shutdown(stopping.clone().cancelled_owned()).await?;
         // No connection is left, but a turn whose browser went away may
@@ -294,8 +339,20 @@ const SAVE_STOPPED_TURNS: std::time::Duration = std::time::Duration::from_secs(1
 /// How often a replica running turns looks for stops asked of another one.
 const STOP_POLL: std::time::Duration = std::time::Duration::from_millis(300);
 
+/// What the MCP Apps' pages need, when a sandbox origin is set.
+fn sandbox_state(state: &AppState) -> Option<crate::sandbox::SandboxState> {
+    let frames = state.api.engine.apps.as_ref()?;
+    Some(crate::sandbox::SandboxState {
+        pool: state.pool.clone(),
+        public_origin: state.api.public_origin.clone(),
+        sandbox_origin: frames.sandbox_origin.as_str().into(),
+        hub_origin: state.config.caddie.as_ref().map(|c| c.hub_origin.as_str().trim_end_matches('/').to_owned()),
+    })
+}
+
 /// Every route of the server: each feature's router with its own state.
 pub fn router(state: AppState) -> Router {
+    let sandbox = sandbox_state(&state);
     let site_root = state.config.site_root.clone();
     let trusted = TrustedProxies::new(state.config.trusted_proxies.clone());
     // Without CADDIE_TOOL_SECRET the Caddie routes do not exist (404).
@@ -310,7 +367,7 @@ pub fn router(state: AppState) -> Router {
         pages: state.embed.pages.clone(),
         limits: state.api.limits.clone(),
     });
-    Router::new()
+    let routes = Router::new()
         .merge(caddie)
         .merge(api)
         .merge(console)
@@ -319,7 +376,16 @@ pub fn router(state: AppState) -> Router {
         .merge(demo::router(state.demo))
         .merge(ops::router(state.ops))
         .route("/demo-model/v1/chat/completions", post(crate::llm::demo::chat_completions))
-        .fallback_service(ServeDir::new(site_root).precompressed_br().precompressed_gzip())
+        .fallback_service(ServeDir::new(site_root).precompressed_br().precompressed_gzip());
+    // MCP Apps: the bridge page here, and the sandbox's own host name
+    // (one listener behind a proxy) answered with the sandbox page only.
+    let routes = match sandbox {
+        Some(sandbox) => routes
+            .merge(crate::sandbox::bridge_router(sandbox.clone()))
+            .layer(axum::middleware::from_fn_with_state(sandbox, crate::sandbox::by_host)),
+        None => routes,
+    };
+    routes
         // Framed by nobody else unless a route says otherwise: the widget
         // page (its workspace's origins) and Caddie's embed routes (the hub).
         .layer(SetResponseHeaderLayer::if_not_present(

@@ -73,6 +73,13 @@ pub struct Config {
     /// `CA_METRICS_ADDR`: a separate listen address serving `/metrics`
     /// (a private interface the scraper reaches; the token too, if set).
     pub metrics_listen: Option<SocketAddr>,
+    /// `CA_SANDBOX_URL`: the origin MCP Apps run at (docs/mcp.md): never
+    /// the assistant's own. Without it (and without `CA_SANDBOX_ADDR`)
+    /// apps are not shown; their tools still answer the model.
+    pub sandbox_url: Option<url::Url>,
+    /// `CA_SANDBOX_ADDR`: a listener of its own that serves only the
+    /// sandbox page; without `CA_SANDBOX_URL`, its address is the origin.
+    pub sandbox_listen: Option<SocketAddr>,
 }
 
 /// Launched from the Caddie hub (caddie-tool-contract-ct1.md).
@@ -429,6 +436,34 @@ impl Config {
                     .map_err(|_| bad("CA_METRICS_ADDR", format!("`{raw}` is not an address like 127.0.0.1:9464")))?,
             ),
         };
+        let sandbox_url = match get("CA_SANDBOX_URL") {
+            None => None,
+            Some(raw) => Some(origin_of(&raw).ok_or_else(|| {
+                bad("CA_SANDBOX_URL", "expected an origin like https://apps.assistant-sandbox.example".into())
+            })?),
+        };
+        if let (Some(sandbox), Some(public)) = (&sandbox_url, &public_url)
+            && sandbox.origin() == public.origin()
+        {
+            return Err(bad(
+                "CA_SANDBOX_URL",
+                "is CA_PUBLIC_URL's origin: apps must run on an origin of their own".into(),
+            ));
+        }
+        if let Some(url) = &sandbox_url
+            && url.scheme() == "http"
+            && !is_loopback_host(url)
+            && !flag("CA_ALLOW_HTTP_PUBLIC_URL", false)?
+        {
+            return Err(bad("CA_SANDBOX_URL", "use https:// off loopback".into()));
+        }
+        let sandbox_listen = match get("CA_SANDBOX_ADDR") {
+            None => None,
+            Some(raw) => Some(
+                raw.parse::<SocketAddr>()
+                    .map_err(|_| bad("CA_SANDBOX_ADDR", format!("`{raw}` is not an address like 127.0.0.1:3001")))?,
+            ),
+        };
         // The demo page mints tokens for anyone: with a real model it would
         // spend the operator's key, so it is off unless asked for.
         let demo = flag("CA_DEMO", matches!(model, ModelConfig::Demo))?;
@@ -486,6 +521,8 @@ impl Config {
             caddie,
             metrics_token,
             metrics_listen,
+            sandbox_url,
+            sandbox_listen,
             listen,
             data_dir,
             database_url,
@@ -622,6 +659,19 @@ mod tests {
         assert!(err.to_string().contains("32"), "{err}");
         let long = "a".repeat(MIN_ADMIN_TOKEN_CHARS);
         assert!(config(&[("CA_ADMIN_TOKEN", &long)]).unwrap().admin_token.is_some());
+    }
+
+    #[test]
+    fn the_sandbox_is_never_the_assistants_own_origin() {
+        let err =
+            config(&[("CA_PUBLIC_URL", "https://a.example"), ("CA_SANDBOX_URL", "https://a.example:443")]).unwrap_err();
+        assert_eq!(err.variable, "CA_SANDBOX_URL");
+        for bad in ["https://apps.example/path", "javascript:alert(1)", "http://apps.example"] {
+            assert_eq!(config(&[("CA_SANDBOX_URL", bad)]).unwrap_err().variable, "CA_SANDBOX_URL", "{bad}");
+        }
+        assert_eq!(config(&[("CA_SANDBOX_ADDR", "nowhere")]).unwrap_err().variable, "CA_SANDBOX_ADDR");
+        let ok = config(&[("CA_PUBLIC_URL", "https://a.example"), ("CA_SANDBOX_URL", "https://apps.example")]).unwrap();
+        assert_eq!(ok.sandbox_url.unwrap().as_str(), "https://apps.example/");
     }
 
     #[test]

@@ -15,6 +15,7 @@
 
 pub mod api;
 pub mod app;
+pub mod app_frames;
 pub mod auth;
 pub mod bistro;
 pub mod caddie;
@@ -41,6 +42,7 @@ pub mod metrics;
 pub mod ops;
 pub mod precompress;
 pub mod retention;
+pub mod sandbox;
 pub mod schema;
 pub mod secret;
 pub mod sources;

@@ -90,6 +90,27 @@ impl Limits {
         self.count("component_calls", Some(&caller.workspace_id), &key, allowed, 10_000).await
     }
 
+    /// Counts a request of a conversation's MCP Apps (60 per 10 s).
+    pub async fn admit_app_request(
+        &self,
+        caller: &Caller,
+        conversation_id: &str,
+    ) -> anyhow::Result<Result<(), Refusal>> {
+        let key = format!("app:conversation:{}:{conversation_id}", caller.workspace_id);
+        self.count("app_requests", Some(&caller.workspace_id), &key, 60, 10_000).await
+    }
+
+    /// Counts a message a conversation's MCP Apps write for the visitor
+    /// (`ui/message`, 5 per minute).
+    pub async fn admit_app_message(
+        &self,
+        caller: &Caller,
+        conversation_id: &str,
+    ) -> anyhow::Result<Result<(), Refusal>> {
+        let key = format!("app-message:conversation:{}:{conversation_id}", caller.workspace_id);
+        self.count("app_messages", Some(&caller.workspace_id), &key, 5, MINUTE_MS).await
+    }
+
     /// Counts a console sign-in attempt from `ip` (`CA_CONSOLE_SIGN_INS_PER_MINUTE`).
     pub async fn admit_sign_in(&self, ip: IpAddr) -> anyhow::Result<Result<(), Refusal>> {
         let allowed = self.config.console_sign_ins;

@@ -95,6 +95,15 @@ impl Source {
     }
 }
 
+/// What a read comes to: the output the engine takes (what the model
+/// reads, and `display`), and for an MCP App's tool its whole result,
+/// which only the app sees.
+#[derive(Debug)]
+pub struct Read {
+    pub output: Value,
+    pub app_result: Option<Value>,
+}
+
 /// The clients every source is reached with, and the MCP connections.
 #[derive(Clone)]
 pub struct Sources {
@@ -279,7 +288,7 @@ impl Sources {
         arguments: &Value,
         scope: &ExecutionScope,
         events: UnboundedSender<CallEvent>,
-    ) -> Result<Value, HostError> {
+    ) -> Result<Read, HostError> {
         self.call(source, &tool.origin.name, call_id, arguments, scope, Some(events)).await
     }
 
@@ -310,7 +319,60 @@ impl Sources {
         arguments: &Value,
         scope: &ExecutionScope,
     ) -> Result<Value, HostError> {
-        self.call(source, tool, call_id, arguments, scope, None).await
+        self.call(source, tool, call_id, arguments, scope, None).await.map(|read| read.output)
+    }
+
+    /// An MCP server's tools as it lists them (kept per connection).
+    pub async fn listed(&self, source: &Source) -> Result<Arc<Vec<Value>>, HostError> {
+        let SourceKind::Mcp(server) = &source.kind else { return Ok(Arc::new(Vec::new())) };
+        let connection = self.connection(source, server).await.map_err(into_host_error)?;
+        connection.tools().await.map_err(into_host_error)
+    }
+
+    /// The tools an MCP App of `source` may call (MCP Apps' `visibility`
+    /// includes `app`), within the workspace's allowlist, classified like
+    /// the model's.
+    pub async fn app_tools(&self, source: &Source) -> Result<Vec<ToolSpec>, HostError> {
+        let SourceKind::Mcp(server) = &source.kind else { return Ok(Vec::new()) };
+        let connection = self.connection(source, server).await.map_err(into_host_error)?;
+        let listed = connection.tools().await.map_err(into_host_error)?;
+        let for_app: Vec<Value> = listed.iter().filter(|t| crate::mcp::apps::visible_to_app(t)).cloned().collect();
+        let mut tools = listing(&source.name, server, &for_app, false);
+        tools.retain(|t| source.allowed_tools.is_empty() || source.allowed_tools.contains(&t.origin.name));
+        Ok(tools)
+    }
+
+    /// Calls a tool of `source` for an MCP App: its whole `CallToolResult`
+    /// (an `isError` result included), which goes to the app alone.
+    pub async fn call_for_app(
+        &self,
+        source: &Source,
+        tool: &str,
+        arguments: &Value,
+        scope: &ExecutionScope,
+    ) -> Result<Value, HostError> {
+        let SourceKind::Mcp(server) = &source.kind else {
+            return Err(HostError::Invalid("a Remote Tools host has no apps".into()));
+        };
+        let started = std::time::Instant::now();
+        let connection = self.connection(source, server).await.map_err(into_host_error)?;
+        let arguments = arguments.as_object().cloned().unwrap_or_default();
+        let result = connection.server.call(tool, arguments, scope_meta(scope)).await;
+        crate::metrics::host_request("mcp/tools/call", started.elapsed(), result.is_ok());
+        Ok(crate::mcp::apps::result_for_app(&result.map_err(into_host_error)?))
+    }
+
+    /// Reads a resource of `source` for an MCP App (`resources/read`): the
+    /// server's answer as it gave it.
+    pub async fn read_for_app(&self, source: &Source, uri: &str) -> Result<Value, HostError> {
+        let SourceKind::Mcp(server) = &source.kind else {
+            return Err(HostError::Invalid("a Remote Tools host has no resources".into()));
+        };
+        let started = std::time::Instant::now();
+        let connection = self.connection(source, server).await.map_err(into_host_error)?;
+        let result = connection.server.read_resource(uri).await;
+        crate::metrics::host_request("mcp/resources/read", started.elapsed(), result.is_ok());
+        result.map_err(into_host_error)
     }
 
     async fn call(
@@ -321,9 +383,12 @@ impl Sources {
         arguments: &Value,
         scope: &ExecutionScope,
         events: Option<UnboundedSender<CallEvent>>,
-    ) -> Result<Value, HostError> {
+    ) -> Result<Read, HostError> {
         match &source.kind {
-            SourceKind::Remote(target) => self.host.execute(target, tool, call_id, arguments, scope).await,
+            SourceKind::Remote(target) => {
+                let output = self.host.execute(target, tool, call_id, arguments, scope).await?;
+                Ok(Read { output, app_result: None })
+            }
             SourceKind::Mcp(server) => {
                 let started = std::time::Instant::now();
                 let connection = self.connection(source, server).await.map_err(into_host_error)?;
@@ -336,9 +401,13 @@ impl Sources {
                 };
                 crate::metrics::host_request("mcp/tools/call", started.elapsed(), result.is_ok());
                 let result = result.map_err(into_host_error)?;
-                let sorted = if connection.has_app(tool) { app_outcome(&result) } else { outcome(&result) };
+                let app = connection.has_app(tool);
+                let sorted = if app { app_outcome(&result) } else { outcome(&result) };
                 match sorted {
-                    Outcome::Output(output) => Ok(output),
+                    Outcome::Output(output) => {
+                        let app_result = app.then(|| crate::mcp::apps::result_for_app(&result));
+                        Ok(Read { output, app_result })
+                    }
                     Outcome::Failed(said) => Err(HostError::ToolFailed(said)),
                 }
             }
@@ -378,10 +447,15 @@ fn origin(integration: &str, name: &str, title: Option<String>, definition: &Val
 /// An MCP server's tools as the engine's, classified (safe by default,
 /// `mcp::classify`); an unusable one is skipped and logged.
 pub fn mcp_tools(integration: &str, server: &McpServer, listed: &[Value]) -> Vec<ToolSpec> {
+    listing(integration, server, listed, true)
+}
+
+/// [`mcp_tools`], the model's only (`for_model`) or all of them.
+fn listing(integration: &str, server: &McpServer, listed: &[Value], for_model: bool) -> Vec<ToolSpec> {
     let mut tools: Vec<ToolSpec> = Vec::new();
     for raw in listed {
         // A tool only an app may call (MCP Apps' `visibility`) is not the model's.
-        if !crate::mcp::apps::visible_to_model(raw) {
+        if for_model && !crate::mcp::apps::visible_to_model(raw) {
             continue;
         }
         let Some(name) = raw.get("name").and_then(Value::as_str).filter(|n| usable_name(n)) else {

@@ -176,7 +176,8 @@ async fn main() {
         let tool = tools.iter().find(|t| t.name == "lookup").unwrap();
         let read = async || {
             let (events, _) = tokio::sync::mpsc::unbounded_channel();
-            let output: Value = sources.read(source, tool, "call_bench", &arguments, &scope, events).await.unwrap();
+            let output: Value =
+                sources.read(source, tool, "call_bench", &arguments, &scope, events).await.unwrap().output;
             assert_eq!(output["text"], ANSWER);
         };
         for _ in 0..READS {

@@ -69,8 +69,21 @@ async fn get_conversation(
     let conversation = db::owned_conversation(&state.pool, &id, &caller.workspace_id, &caller.external_user_id)
         .await?
         .ok_or(ApiError::NotFound)?;
-    let messages = transcript(&state, &conversation.id).await?;
+    let mut messages = transcript(&state, &conversation.id).await?;
     let now = state.clock.now_ms();
+    // An MCP App comes back framed anew, with a fresh app token for this
+    // caller; without a sandbox origin it is not shown.
+    for message in &mut messages {
+        message.components.retain_mut(|c| {
+            if c.kind != db::apps::KIND {
+                return true;
+            }
+            let Some(frames) = &state.engine.apps else { return false };
+            let title = c.data.get("title").cloned().unwrap_or_default();
+            c.data = serde_json::json!({ "title": title, "src": frames.src(&c.component_id, &caller, now / 1000) });
+            true
+        });
+    }
     let pending_action = match actions::open_in_conversation(&state.pool, &conversation.id).await? {
         Some(action) if action.is_expired(now) => {
             actions::expire(&state.pool, &action.id, now).await?;

@@ -3,6 +3,7 @@
 //! chat API's caller comes from the embed token (`state.rs`).
 
 pub mod actions;
+pub mod apps;
 pub mod audit;
 pub mod chat;
 pub mod components;
@@ -37,6 +38,7 @@ pub use state::ApiState;
 fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(actions::router())
+        .merge(apps::router())
         .merge(audit::router())
         .merge(chat::router())
         .merge(components::router())

@@ -35,7 +35,7 @@ use crate::http::ErrorBody;
 )]
 pub struct ApiDoc;
 
-/// The three bearer credentials of the API.
+/// The bearer credentials of the API.
 struct SecuritySchemes;
 
 impl utoipa::Modify for SecuritySchemes {
@@ -45,6 +45,11 @@ impl utoipa::Modify for SecuritySchemes {
             ("admin", "`CA_ADMIN_TOKEN`"),
             ("api_key", "the workspace's api key, shown once when it was created"),
             ("embed_token", "an embed token (HS256 JWT) minted by the host's backend with the embed secret"),
+            (
+                "app_token",
+                "an MCP App's token: minted by the assistant for one app of one user, found after `#` in the \
+                 `src` of an `mcp-app` component (a few hours)",
+            ),
         ] {
             let mut http = Http::new(HttpAuthScheme::Bearer);
             http.description = Some(description.to_owned());

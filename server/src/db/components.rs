@@ -28,6 +28,13 @@ impl ComponentRow {
 
 const COLUMNS: &str = "id, conversation_id, message_id, call_id, kind, data, tools";
 
+/// The tool call a component came from.
+pub async fn call_of(pool: &Pool, id: &str) -> anyhow::Result<Option<String>> {
+    let row: Option<(String,)> =
+        sqlx::query_as("SELECT call_id FROM components WHERE id = $1").bind(id).fetch_optional(pool).await?;
+    Ok(row.map(|(call,)| call))
+}
+
 /// What a tool result shows: a new component, or new data for the ones of
 /// its kind already shown.
 #[derive(Debug, PartialEq, Eq)]

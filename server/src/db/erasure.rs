@@ -1,6 +1,6 @@
 //! Erasing an end user's data in a workspace (`DELETE /v1/users/{id}`):
 //! their conversations with every message, turn, stream event, component,
-//! pending action and feedback, their limits' counters, and the content of the
+//! app view, pending action and feedback, their limits' counters, and the content of the
 //! audit entries about them — in one transaction. What a tool host keeps
 //! (a cart, an order) is the host's to erase.
 
@@ -20,6 +20,11 @@ pub struct Erased {
     pub actions: u64,
     /// Tools' requests for their input, with their answers.
     pub elicitations: u64,
+    /// MCP Apps shown (their tool's input and result).
+    pub apps: u64,
+    /// What a conversation's apps told the model, and whether they may
+    /// write for the user.
+    pub app_states: u64,
     /// Their thumbs up or down on replies, with comments.
     pub feedback: u64,
     /// Rate-limit windows and daily token counts.
@@ -64,6 +69,8 @@ pub(super) async fn delete_conversations(
         ),
         (&mut erased.components, of("DELETE FROM components WHERE conversation_id IN ({scope})")),
         (&mut erased.elicitations, of("DELETE FROM elicitations WHERE conversation_id IN ({scope})")),
+        (&mut erased.apps, of("DELETE FROM app_views WHERE conversation_id IN ({scope})")),
+        (&mut erased.app_states, of("DELETE FROM app_states WHERE conversation_id IN ({scope})")),
         (&mut erased.feedback, of("DELETE FROM message_feedback WHERE conversation_id IN ({scope})")),
         (&mut erased.messages, of("DELETE FROM messages WHERE conversation_id IN ({scope})")),
         (&mut erased.actions, of("DELETE FROM actions WHERE conversation_id IN ({scope})")),

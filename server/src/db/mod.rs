@@ -7,6 +7,7 @@
 //! caddie/ for the Caddie tool side).
 
 pub mod actions;
+pub mod apps;
 pub mod audit;
 pub mod caddie;
 pub mod carts;

@@ -14,7 +14,7 @@ use super::events::TurnEvent;
 use crate::db::elicitations::{self, NewElicitation};
 use crate::host::{ExecutionScope, HostError, ToolSpec};
 use crate::llm::ToolCall;
-use crate::sources::{CallEvent, ElicitAnswer, Elicitation, Source};
+use crate::sources::{CallEvent, ElicitAnswer, Elicitation, Read, Source};
 
 /// How often the answers of a call's open requests are looked for.
 const POLL: std::time::Duration = std::time::Duration::from_millis(200);
@@ -28,7 +28,7 @@ impl Turn<'_> {
         source: &Source,
         arguments: &Value,
         scope: &ExecutionScope,
-    ) -> Result<Value, HostError> {
+    ) -> Result<Read, HostError> {
         let (events, mut told) = tokio::sync::mpsc::unbounded_channel();
         let read = self.engine.sources.read(source, tool, &call.id, arguments, scope, events);
         tokio::pin!(read);

@@ -20,6 +20,22 @@ pub(super) struct ToolOutcome {
     pub content: String,
     pub cards: Vec<widget::wire::DisplayCard>,
     pub component: Option<HostComponent>,
+    /// An MCP App to show with the result (the sandbox is configured).
+    pub app: Option<Box<AppShown>>,
+}
+
+/// An MCP App's tool ran: what its app is shown with.
+#[derive(Debug)]
+pub(super) struct AppShown {
+    pub integration: String,
+    pub version: i64,
+    /// The tool's own name on its server, and what the user reads.
+    pub tool: String,
+    pub title: String,
+    pub resource_uri: String,
+    pub input: Value,
+    /// The whole `CallToolResult`, for the app alone.
+    pub result: Value,
 }
 
 impl ToolOutcome {
@@ -36,7 +52,7 @@ impl ToolOutcome {
     pub fn output(output: Value) -> Self {
         let cards = cards_from_output(&output);
         let component = crate::component::from_output(&output);
-        Self { content: for_model(output), cards, component }
+        Self { content: for_model(output), cards, component, app: None }
     }
 }
 
@@ -44,7 +60,7 @@ impl Turn<'_> {
     /// Saves and shows `outcome` as the answer to `call_id`; returns what
     /// the model is told.
     pub(super) async fn deliver(&self, call_id: &str, outcome: ToolOutcome) -> anyhow::Result<String> {
-        let ToolOutcome { content, cards, component } = outcome;
+        let ToolOutcome { content, cards, component, app } = outcome;
         let admitted = self.progress.lock().cards.admit(cards);
         let saved = NewMessage::tool_result(call_id, &content, &admitted);
         let message_id = db::append_message(&self.engine.pool, &self.input.conversation_id, saved).await?;
@@ -54,7 +70,49 @@ impl Turn<'_> {
         if let Some(component) = component {
             self.show_component(call_id, &message_id, component).await;
         }
+        if let Some(app) = app {
+            self.show_app(call_id, &message_id, app).await;
+        }
         Ok(content)
+    }
+
+    /// Saves an MCP App's view and shows it: the widget frames our bridge
+    /// page, which fetches the app's HTML, input and result with the app
+    /// token in its address. Nothing is shown without a sandbox origin,
+    /// or when the view cannot be saved (the reply goes on without it).
+    async fn show_app(&self, call_id: &str, message_id: &str, app: Box<AppShown>) {
+        let Some(frames) = &self.engine.apps else { return };
+        let caller = &self.input.caller;
+        let data = serde_json::json!({ "title": app.title });
+        let view = db::apps::NewView {
+            conversation_id: &self.input.conversation_id,
+            workspace_id: &caller.workspace_id,
+            external_user_id: &caller.external_user_id,
+            message_id,
+            call_id,
+            data: &data,
+            integration: &app.integration,
+            integration_version: app.version,
+            tool: &app.tool,
+            resource_uri: &app.resource_uri,
+            input: &app.input,
+            result: &app.result,
+        };
+        let component_id = match db::apps::show(&self.engine.pool, view, self.engine.clock.now_ms()).await {
+            Ok(id) => id,
+            Err(error) => {
+                tracing::error!(error = format!("{error:#}"), "cannot save an app's view");
+                return;
+            }
+        };
+        let src = frames.src(&component_id, caller, self.engine.clock.now_ms() / 1000);
+        self.events.send(TurnEvent::Component(ComponentEvent {
+            call_id: call_id.to_owned(),
+            kind: db::apps::KIND.to_owned(),
+            data: serde_json::json!({ "title": app.title, "src": src }),
+            component_id,
+            update: false,
+        }));
     }
 
     /// Saves a result's component and shows it: a new one, or fresh data

@@ -87,7 +87,13 @@ impl Turn<'_> {
             tracing::error!(error = format!("{error:#}"), "cannot read the conversation");
             Stop::Failed("error_load")
         })?;
-        let mut messages = vec![ChatMessage::System(prompt::system_prompt(&context, self.input.lang))];
+        let mut system = prompt::system_prompt(&context, self.input.lang);
+        match db::apps::model_context(&engine.pool, &self.input.conversation_id).await {
+            Ok(Some(told)) => system.push_str(&prompt::app_context(&told)),
+            Ok(None) => {}
+            Err(error) => tracing::warn!(error = format!("{error:#}"), "cannot read what the apps told the model"),
+        }
+        let mut messages = vec![ChatMessage::System(system)];
         messages.extend(prompt::transcript(&history));
         model.policy.history_tokens = engine.limits.max_history_tokens;
         Ok(Prepared { sources, scope, tools, messages, model })

@@ -27,6 +27,8 @@ pub struct Engine {
     pub clock: Clock,
     /// Told when a turn has ended, before its `done` is sent.
     pub on_turn_finished: Option<Arc<dyn TurnFinished>>,
+    /// Where MCP Apps run (`CA_SANDBOX_URL`); none: apps are not shown.
+    pub apps: Option<crate::app_frames::AppFrames>,
 }
 
 /// What starts a turn.

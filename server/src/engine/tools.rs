@@ -9,7 +9,7 @@ use widget::wire::ToolStatus;
 use super::actions::pending_action;
 use super::context::Turn;
 use super::events::TurnEvent;
-use super::outcome::{ToolOutcome, tool_error};
+use super::outcome::{AppShown, ToolOutcome, tool_error};
 use super::plan::Plan;
 use super::prepare::Prepared;
 use crate::db::actions::NewAction;
@@ -47,10 +47,22 @@ impl Turn<'_> {
         self.engine.budgets.usage.count(&self.input.caller.workspace_id, Metric::ToolCalls, 1);
         tracing::debug!(tool = %tool.name, duration_ms = started.elapsed().as_secs_f64() * 1000.0, "tool call");
         match result {
-            Ok(output) => {
+            Ok(read) => {
                 crate::metrics::tool_call(Some(tool.verb), "ok");
                 activity(ToolStatus::Succeeded);
-                ToolOutcome::output(output)
+                let mut outcome = ToolOutcome::output(read.output);
+                if let (Some(result), Some(uri)) = (read.app_result, &tool.origin.app) {
+                    outcome.app = Some(Box::new(AppShown {
+                        integration: source.name.clone(),
+                        version: source.version,
+                        tool: tool.origin.name.clone(),
+                        title: tool.origin.title.clone().unwrap_or_else(|| tool.origin.name.clone()),
+                        resource_uri: uri.clone(),
+                        input: arguments.clone(),
+                        result,
+                    }));
+                }
+                outcome
             }
             Err(error) => {
                 crate::metrics::tool_call(Some(tool.verb), "error");

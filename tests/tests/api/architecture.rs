@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 /// (where allowed) and from any layer below.
 const SERVER_LAYERS: &[(&str, &[&str])] = &[
     ("wiring", &["app"]),
-    ("edges", &["api", "caddie", "bistro", "console", "demo", "embed", "ops"]),
+    ("edges", &["api", "caddie", "bistro", "console", "demo", "embed", "ops", "sandbox"]),
     ("engine", &["engine"]),
     (
         "services",
@@ -19,6 +19,7 @@ const SERVER_LAYERS: &[(&str, &[&str])] = &[
             "host",
             "mcp",
             "sources",
+            "app_frames",
             "llm",
             "limits",
             "display",

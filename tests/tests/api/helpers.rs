@@ -105,6 +105,8 @@ pub struct TestApp {
     pub address: SocketAddr,
     /// `CA_METRICS_ADDR`'s listener, when the test asked for one.
     pub metrics_address: Option<SocketAddr>,
+    /// `CA_SANDBOX_ADDR`'s listener (MCP Apps' origin), when asked for.
+    pub sandbox_address: Option<SocketAddr>,
     pub database_url: String,
     pub client: reqwest::Client,
     pub state: server::app::AppState,
@@ -245,7 +247,7 @@ impl AppBuilder {
         let config = Config::from_lookup(|name| vars.get(name).cloned()).expect("test configuration is valid");
         let clock = server::clock::Clock::default();
         let app = Application::build_with_clock(config, clock.clone()).await.expect("the app starts");
-        let (address, metrics_address) = (app.address(), app.metrics_address());
+        let (address, metrics_address, sandbox_address) = (app.address(), app.metrics_address(), app.sandbox_address());
         let state = app.state().clone();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let served = tokio::spawn(app.run_until(async {
@@ -254,6 +256,7 @@ impl AppBuilder {
         TestApp {
             address,
             metrics_address,
+            sandbox_address,
             database_url,
             client: reqwest::Client::new(),
             state,

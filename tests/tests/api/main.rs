@@ -24,6 +24,7 @@ mod keys;
 mod languages;
 mod limits;
 mod mcp;
+mod mcp_apps;
 mod mcp_sources;
 mod op;
 mod openapi;

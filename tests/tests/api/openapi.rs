@@ -45,6 +45,8 @@ const OPERATIONS: &[(&str, &str, &str)] = &[
     ("post", "/v1/actions/{id}/cancel", "embed_token"),
     ("post", "/v1/components/{id}/call", "embed_token"),
     ("post", "/v1/elicitations/{id}", "embed_token"),
+    ("get", "/v1/apps/{id}", "app_token"),
+    ("post", "/v1/apps/{id}/requests", "app_token"),
 ];
 
 #[tokio::test]

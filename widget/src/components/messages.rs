@@ -168,6 +168,7 @@ fn components_markup(chat: Chat, components: &[Component]) -> String {
     for (i, component) in components.iter().enumerate() {
         let drawn = match component.kind.as_str() {
             "menu_cart" => menu_cart::draw(chat, component),
+            "mcp-app" => component.data.with(|data| app_frame(data)),
             _ => continue,
         };
         // Host text is escaped (`"` included), so only our own attributes match.
@@ -175,6 +176,31 @@ fn components_markup(chat: Chat, components: &[Component]) -> String {
         let _ = write!(html, "<div class=\"ca-part\" data-component=\"{i}\">{drawn}</div>");
     }
     html
+}
+
+/// An MCP App: a frame of the assistant's own bridge page, whose address
+/// (with the app's token after `#`) the server gave; the app runs inside
+/// it on the sandbox origin. The bridge's code loads only here.
+fn app_frame(data: &str) -> String {
+    #[cfg(feature = "hydrate")]
+    let (title, src) = {
+        let data = crate::js::parse(data);
+        (crate::js::string(&data, "title"), crate::js::string(&data, "src"))
+    };
+    #[cfg(not(feature = "hydrate"))]
+    let (title, src) = {
+        let data: serde_json::Value = serde_json::from_str(data).unwrap_or_default();
+        let text = |key: &str| data.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+        (text("title"), text("src"))
+    };
+    match src.filter(|src| src.starts_with("/widget/app/")) {
+        Some(src) => format!(
+            "<iframe class=\"ca-app\" src=\"{}\" title=\"{}\"></iframe>",
+            escape(&src),
+            escape(&title.unwrap_or_default())
+        ),
+        None => String::new(),
+    }
 }
 
 /// The component a control inside the reply belongs to, if any.
@@ -188,6 +214,18 @@ mod tests {
     use super::super::region::{ESCAPED, HOSTILE, english};
     use super::text_markup;
     use crate::wire::Role;
+
+    #[test]
+    fn an_app_is_framed_only_at_the_bridge_with_its_title_escaped() {
+        let html = super::app_frame(r#"{"title":"<b>Clock</b>","src":"/widget/app/cmp_1#tok.en"}"#);
+        assert_eq!(
+            html,
+            r#"<iframe class="ca-app" src="/widget/app/cmp_1#tok.en" title="&lt;b&gt;Clock&lt;/b&gt;"></iframe>"#
+        );
+        assert_eq!(super::app_frame(r#"{"title":"x","src":"https://elsewhere.example/widget/app/1"}"#), "");
+        assert_eq!(super::app_frame(r#"{"title":"x","src":"javascript:alert(1)"}"#), "");
+        assert_eq!(super::app_frame("not json"), "");
+    }
 
     #[test]
     fn streamed_text_is_escaped_and_finished_html_is_the_servers() {

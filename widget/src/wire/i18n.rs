@@ -146,6 +146,20 @@ pub const LOADER_KEYS: [&str; 6] =
 
 /// The texts the server itself writes into a reply (`engine/close.rs`):
 /// a limit or the user cut it short.
+/// The words of an MCP App's bridge page (the assistant's chrome around
+/// an app: its questions to the visitor), all languages in the page.
+pub const APP_KEYS: [&str; 9] = [
+    "app_loading",
+    "app_unavailable",
+    "app_expired",
+    "app_confirm_message",
+    "app_send",
+    "app_confirm_link",
+    "app_open",
+    "app_cancel",
+    "app_exit_full",
+];
+
 pub const SERVER_KEYS: [&str; 24] = [
     "notice_iterations",
     "notice_time",
@@ -264,7 +278,7 @@ mod tests {
     use std::collections::{BTreeSet, HashMap};
 
     use super::catalogues::CATALOGUES;
-    use super::{LANGUAGES, LOADER_KEYS, Msg, SERVER_KEYS, negotiate};
+    use super::{APP_KEYS, LANGUAGES, LOADER_KEYS, Msg, SERVER_KEYS, negotiate};
 
     fn placeholders(text: &str) -> Vec<&str> {
         let mut found: Vec<&str> = text
@@ -279,8 +293,10 @@ mod tests {
     /// language fails here, not on a visitor's screen.
     #[test]
     fn every_catalogue_has_every_word_with_its_placeholders() {
-        let expected: BTreeSet<&str> = Msg::ALL.iter().map(|m| m.key()).chain(LOADER_KEYS).chain(SERVER_KEYS).collect();
-        assert_eq!(expected.len(), Msg::ALL.len() + LOADER_KEYS.len() + SERVER_KEYS.len(), "a key is named twice");
+        let expected: BTreeSet<&str> =
+            Msg::ALL.iter().map(|m| m.key()).chain(LOADER_KEYS).chain(SERVER_KEYS).chain(APP_KEYS).collect();
+        let named = Msg::ALL.len() + LOADER_KEYS.len() + SERVER_KEYS.len() + APP_KEYS.len();
+        assert_eq!(expected.len(), named, "a key is named twice");
         let english: &HashMap<String, String> = &CATALOGUES[0];
         for (lang, catalogue) in LANGUAGES.iter().zip(CATALOGUES.iter()) {
             let keys: BTreeSet<&str> = catalogue.keys().map(String::as_str).collect();

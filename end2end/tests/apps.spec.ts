@@ -1,0 +1,150 @@
+import { expect, test, type Frame, type Page } from "@playwright/test";
+import { TaskHostPage, taskWorkspace, type Workspace } from "./hosts";
+
+// An MCP App nobody here wrote (npm's server-basic-vanillajs, started by
+// playwright.config.ts) inside the widget: it runs on the sandbox origin,
+// shows its tool's result, calls its tool again through the assistant,
+// writes in the chat once the visitor agrees, and opens only http(s) links
+// the visitor confirms. The demo model calls the first tool whose name
+// (dashes as spaces) is in the message.
+const appServer = `http://127.0.0.1:${process.env.E2E_APP_SERVER_PORT ?? "3218"}/mcp`;
+const sandboxOrigin = `http://127.0.0.1:${process.env.E2E_SANDBOX_PORT ?? "3217"}`;
+
+// A link the app opens must not leave the machine: names resolve to nothing.
+test.use({
+  launchOptions: {
+    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
+    ],
+  },
+});
+
+async function withClock(request: Parameters<typeof taskWorkspace>[0]): Promise<Workspace> {
+  const ws = await taskWorkspace(request);
+  const connected = await request.post("/v1/integrations/mcp/connect", {
+    headers: { authorization: `Bearer ${ws.api_key}` },
+    // The app declares no annotations: its host says the clock only reads.
+    data: { name: "clock", url: appServer, verbs: { "get-time": "get" } },
+  });
+  expect(connected.status()).toBe(200);
+  return ws;
+}
+
+/** The app's own document: the frame inside the sandbox page. */
+async function appFrame(page: Page): Promise<Frame> {
+  await expect
+    .poll(() => page.frames().find((f) => f.parentFrame()?.url().startsWith(`${sandboxOrigin}/`)) !== undefined)
+    .toBe(true);
+  return page.frames().find((f) => f.parentFrame()?.url().startsWith(`${sandboxOrigin}/`))!;
+}
+
+async function showClock(page: Page, request: Parameters<typeof taskWorkspace>[0], baseURL: string, user: string) {
+  const ws = await withClock(request);
+  const host = new TaskHostPage(page, baseURL);
+  await host.goto(ws, user);
+  await host.ask("get time please");
+  const bridge = host.widget.frameLocator("iframe.ca-app");
+  const app = bridge.frameLocator("iframe").frameLocator("iframe");
+  // The tool's result, as the app shows it (an ISO time).
+  await expect(app.locator("#server-time")).toHaveText(/^\d{4}-\d\d-\d\dT\d\d:\d\d/);
+  return { host, bridge, app };
+}
+
+test("an MCP App runs on the sandbox origin, calls its tool again and writes in the chat", async ({
+  page,
+  request,
+  baseURL,
+}) => {
+  const { host, bridge, app } = await showClock(page, request, baseURL!, "app_user");
+  await page.screenshot({ path: "test-results/mcp-app-desktop.png" });
+
+  // The app's page has no origin of its own, inside the sandbox origin's page.
+  const inner = await appFrame(page);
+  const reach = await inner.evaluate(() => {
+    const tried: string[] = [];
+    const attempt = (what: string, f: () => unknown) => {
+      try {
+        f();
+        tried.push(`${what}: read`);
+      } catch {
+        tried.push(`${what}: blocked`);
+      }
+    };
+    attempt("sandbox page", () => window.parent.document.body.innerHTML);
+    attempt("widget", () => window.parent.parent.parent.document.body.innerHTML);
+    attempt("host page", () => window.top!.document.body.innerHTML);
+    attempt("cookies", () => document.cookie);
+    attempt("storage", () => window.localStorage.length);
+    return tried;
+  });
+  expect(reach).toEqual([
+    "sandbox page: blocked",
+    "widget: blocked",
+    "host page: blocked",
+    "cookies: blocked",
+    "storage: blocked",
+  ]);
+
+  // Its button calls the tool again, through the assistant.
+  const time = app.locator("#server-time");
+  const first = await time.textContent();
+  const called = page.waitForResponse((r) => r.url().includes("/requests") && r.request().method() === "POST");
+  await app.locator("#get-time-btn").click();
+  expect((await (await called).json()).result.structuredContent.time).toBeTruthy();
+  await expect(time).not.toHaveText(first!);
+
+  // Send Message: the visitor is asked first, in the assistant's chrome.
+  await app.locator("#message-text").fill("What does this clock show?");
+  await app.locator("#send-message-btn").click();
+  const ask = bridge.getByRole("alertdialog");
+  await expect(ask).toContainText("The app wants to send this message for you:");
+  await expect(ask).toContainText("What does this clock show?");
+  await ask.getByRole("button", { name: "Send" }).click();
+  await expect(ask).toHaveCount(0);
+  await expect(host.widget.locator(".ca-user").last()).toContainText("What does this clock show?");
+});
+
+test("an MCP App opens only http links, and only when the visitor says so", async ({ page, request, baseURL }) => {
+  const { bridge, app } = await showClock(page, request, baseURL!, "link_user");
+  const decided = () => page.waitForResponse((r) => r.url().includes("/requests") && r.request().method() === "POST");
+
+  await app.locator("#link-url").fill("javascript:alert(document.domain)");
+  let answer = decided();
+  await app.locator("#open-link-btn").click();
+  expect((await (await answer).json()).error.message).toContain("only http and https");
+  await expect(bridge.getByRole("alertdialog")).toHaveCount(0);
+
+  await app.locator("#link-url").fill("https://modelcontextprotocol.io/");
+  answer = decided();
+  await app.locator("#open-link-btn").click();
+  await answer;
+  const ask = bridge.getByRole("alertdialog");
+  await expect(ask).toContainText("The app wants to open this link:");
+  await expect(ask).toContainText("https://modelcontextprotocol.io/");
+  // Cancel opens nothing; Open opens a new tab (its name resolves to nothing here).
+  await ask.getByRole("button", { name: "Cancel" }).click();
+  await expect(ask).toHaveCount(0);
+  await app.locator("#open-link-btn").click();
+  const opened = page.context().waitForEvent("request", (r) => r.url() === "https://modelcontextprotocol.io/");
+  await bridge.getByRole("alertdialog").getByRole("button", { name: "Open" }).click();
+  expect((await opened).frame().page()).not.toBe(page);
+});
+
+test("an MCP App fits a phone-sized panel", async ({ page, request, baseURL }) => {
+  await page.setViewportSize({ width: 375, height: 740 });
+  const { host } = await showClock(page, request, baseURL!, "phone_user");
+  const frame = host.widget.locator("iframe.ca-app");
+  const box = (await frame.boundingBox())!;
+  expect(box.width).toBeLessThanOrEqual(375);
+  // It took the height the app asked for, within the panel's bound.
+  await expect.poll(async () => (await frame.boundingBox())!.height).toBeGreaterThan(200);
+  await page.screenshot({ path: "test-results/mcp-app-375.png" });
+});

@@ -1,0 +1,158 @@
+//! MCP Apps in conversations: each app shown (a component of kind
+//! [`KIND`] with its view: the server and tool it came from, the tool's
+//! input and whole result), and what a conversation's apps may do or told
+//! the model.
+
+use sqlx::{Connection, FromRow};
+
+use super::Pool;
+use crate::ids::new_id;
+
+/// The component kind of an MCP App. A host's component kind has no dash
+/// (`component::valid_kind`), so no tool result can pass for an app.
+pub const KIND: &str = "mcp-app";
+
+/// An app as shown.
+#[derive(Debug, Clone, FromRow)]
+pub struct AppView {
+    pub component_id: String,
+    pub conversation_id: String,
+    pub workspace_id: String,
+    pub external_user_id: String,
+    /// The MCP server's integration name, and its version then.
+    pub integration: String,
+    pub integration_version: i64,
+    /// The tool's own name on its server.
+    pub tool: String,
+    pub resource_uri: String,
+    /// The tool's arguments (JSON).
+    pub input: String,
+    /// The tool's `CallToolResult` (JSON), for the app alone.
+    pub result: String,
+}
+
+const COLUMNS: &str = "component_id, conversation_id, workspace_id, external_user_id, integration, \
+                       integration_version, tool, resource_uri, input, result";
+
+/// What a new view holds.
+pub struct NewView<'a> {
+    pub conversation_id: &'a str,
+    pub workspace_id: &'a str,
+    pub external_user_id: &'a str,
+    /// The tool-result message the app is shown under, and its call.
+    pub message_id: &'a str,
+    pub call_id: &'a str,
+    /// What the widget is told of it (the title).
+    pub data: &'a serde_json::Value,
+    pub integration: &'a str,
+    pub integration_version: i64,
+    pub tool: &'a str,
+    pub resource_uri: &'a str,
+    pub input: &'a serde_json::Value,
+    pub result: &'a serde_json::Value,
+}
+
+/// Saves an app shown in a conversation (its component and its view, in
+/// one transaction); its component id.
+pub async fn show(pool: &Pool, view: NewView<'_>, now: i64) -> anyhow::Result<String> {
+    let id = new_id("cmp");
+    let mut conn = pool.acquire().await?;
+    let mut tx = conn.begin().await?;
+    sqlx::query(
+        "INSERT INTO components (id, conversation_id, message_id, call_id, kind, data, tools, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, '[]', $7, $7)",
+    )
+    .bind(&id)
+    .bind(view.conversation_id)
+    .bind(view.message_id)
+    .bind(view.call_id)
+    .bind(KIND)
+    .bind(view.data.to_string())
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO app_views (component_id, conversation_id, workspace_id, external_user_id, integration,
+             integration_version, tool, resource_uri, input, result, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+    )
+    .bind(&id)
+    .bind(view.conversation_id)
+    .bind(view.workspace_id)
+    .bind(view.external_user_id)
+    .bind(view.integration)
+    .bind(view.integration_version)
+    .bind(view.tool)
+    .bind(view.resource_uri)
+    .bind(view.input.to_string())
+    .bind(view.result.to_string())
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+/// The view `component_id` when it is `user`'s in `workspace_id`.
+pub async fn owned(pool: &Pool, component_id: &str, workspace_id: &str, user: &str) -> anyhow::Result<Option<AppView>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM app_views WHERE component_id = $1 AND workspace_id = $2 AND external_user_id = $3"
+    );
+    Ok(sqlx::query_as(&sql).bind(component_id).bind(workspace_id).bind(user).fetch_optional(pool).await?)
+}
+
+/// The workspace of app `component_id`, if there is one.
+pub async fn workspace_of(pool: &Pool, component_id: &str) -> anyhow::Result<Option<String>> {
+    let row: Option<(String,)> = sqlx::query_as("SELECT workspace_id FROM app_views WHERE component_id = $1")
+        .bind(component_id)
+        .fetch_optional(pool)
+        .await?;
+    Ok(row.map(|(workspace,)| workspace))
+}
+
+/// What the conversation's apps last told the model (`ui/update-model-context`).
+pub async fn model_context(pool: &Pool, conversation_id: &str) -> anyhow::Result<Option<String>> {
+    let row: Option<(Option<String>,)> =
+        sqlx::query_as("SELECT model_context FROM app_states WHERE conversation_id = $1")
+            .bind(conversation_id)
+            .fetch_optional(pool)
+            .await?;
+    Ok(row.and_then(|(context,)| context))
+}
+
+/// Keeps what an app tells the model, in place of what it told before.
+pub async fn set_model_context(pool: &Pool, conversation_id: &str, context: &str, now: i64) -> anyhow::Result<()> {
+    sqlx::query(
+        "INSERT INTO app_states (conversation_id, model_context, messages_allowed, updated_at) VALUES ($1, $2, 0, $3)
+         ON CONFLICT (conversation_id) DO UPDATE SET model_context = excluded.model_context,
+             updated_at = excluded.updated_at",
+    )
+    .bind(conversation_id)
+    .bind(context)
+    .bind(now)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Whether the user let the conversation's apps write in their name.
+pub async fn messages_allowed(pool: &Pool, conversation_id: &str) -> anyhow::Result<bool> {
+    let row: Option<(i64,)> = sqlx::query_as("SELECT messages_allowed FROM app_states WHERE conversation_id = $1")
+        .bind(conversation_id)
+        .fetch_optional(pool)
+        .await?;
+    Ok(row.is_some_and(|(allowed,)| allowed != 0))
+}
+
+/// Records that the user let the conversation's apps write in their name.
+pub async fn allow_messages(pool: &Pool, conversation_id: &str, now: i64) -> anyhow::Result<()> {
+    sqlx::query(
+        "INSERT INTO app_states (conversation_id, model_context, messages_allowed, updated_at) VALUES ($1, NULL, 1, $2)
+         ON CONFLICT (conversation_id) DO UPDATE SET messages_allowed = 1, updated_at = excluded.updated_at",
+    )
+    .bind(conversation_id)
+    .bind(now)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
