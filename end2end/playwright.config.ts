@@ -68,6 +68,9 @@ export default defineConfig({
         "--disable-background-networking",
         "--disable-component-update",
         "--disable-sync",
+        // No page may follow a link off the machine (an app's Open Link,
+        // a card): every name but localhost resolves to nothing.
+        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
       ],
     },
   },

@@ -10,22 +10,8 @@ import { TaskHostPage, taskWorkspace, type Workspace } from "./hosts";
 const appServer = `http://127.0.0.1:${process.env.E2E_APP_SERVER_PORT ?? "3218"}/mcp`;
 const sandboxOrigin = `http://127.0.0.1:${process.env.E2E_SANDBOX_PORT ?? "3217"}`;
 
-// A link the app opens must not leave the machine: names resolve to nothing.
-test.use({
-  launchOptions: {
-    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
-    ],
-  },
-});
+// A link the app opens must not leave the machine: playwright.config.ts
+// has every name but localhost resolve to nothing.
 
 async function withClock(request: Parameters<typeof taskWorkspace>[0]): Promise<Workspace> {
   const ws = await taskWorkspace(request);

@@ -33,7 +33,7 @@ use crate::mcp::classify::{Hints, verb};
 pub use crate::mcp::client::{CallEvent, ElicitAnswer, Elicitation};
 use crate::mcp::client::{Endpoint, McpError};
 use crate::mcp::content::{Outcome, app_outcome, outcome};
-use crate::mcp::pool::{Connections, Key};
+use crate::mcp::pool::{Connection, Connections, Key};
 
 /// The `_meta` key under which every MCP `tools/call` carries who it acts
 /// for: `{"workspaceId", "externalUserId", "permissions", "requestId"}`, as
@@ -259,14 +259,20 @@ impl Sources {
         source: &Source,
         uri: &str,
     ) -> Result<Arc<crate::mcp::apps::AppResource>, HostError> {
-        let SourceKind::Mcp(server) = &source.kind else {
-            return Err(HostError::Invalid("a Remote Tools host has no UI resources".into()));
-        };
         if !crate::mcp::apps::is_ui_uri(uri) {
             return Err(HostError::Invalid("not a ui:// resource".into()));
         }
-        let connection = self.connection(source, server).await.map_err(into_host_error)?;
+        let connection = self.mcp_connection(source, "UI resources").await?;
         connection.app(uri).await.map_err(into_host_error)
+    }
+
+    /// The connection to `source`, an MCP server; a Remote Tools host has
+    /// no `what` (an app's resources, its tools, its UI).
+    async fn mcp_connection(&self, source: &Source, what: &str) -> Result<Arc<Connection>, HostError> {
+        let SourceKind::Mcp(server) = &source.kind else {
+            return Err(HostError::Invalid(format!("a Remote Tools host has no {what}")));
+        };
+        self.connection(source, server).await.map_err(into_host_error)
     }
 
     /// The source's context (`GET /context`): only a Remote Tools host has one.
@@ -324,9 +330,10 @@ impl Sources {
 
     /// An MCP server's tools as it lists them (kept per connection).
     pub async fn listed(&self, source: &Source) -> Result<Arc<Vec<Value>>, HostError> {
-        let SourceKind::Mcp(server) = &source.kind else { return Ok(Arc::new(Vec::new())) };
-        let connection = self.connection(source, server).await.map_err(into_host_error)?;
-        connection.tools().await.map_err(into_host_error)
+        if source.is_remote() {
+            return Ok(Arc::new(Vec::new()));
+        }
+        self.mcp_connection(source, "MCP tools").await?.tools().await.map_err(into_host_error)
     }
 
     /// The tools an MCP App of `source` may call (MCP Apps' `visibility`
@@ -334,8 +341,7 @@ impl Sources {
     /// the model's.
     pub async fn app_tools(&self, source: &Source) -> Result<Vec<ToolSpec>, HostError> {
         let SourceKind::Mcp(server) = &source.kind else { return Ok(Vec::new()) };
-        let connection = self.connection(source, server).await.map_err(into_host_error)?;
-        let listed = connection.tools().await.map_err(into_host_error)?;
+        let listed = self.listed(source).await?;
         let for_app: Vec<Value> = listed.iter().filter(|t| crate::mcp::apps::visible_to_app(t)).cloned().collect();
         let mut tools = listing(&source.name, server, &for_app, false);
         tools.retain(|t| source.allowed_tools.is_empty() || source.allowed_tools.contains(&t.origin.name));
@@ -351,11 +357,8 @@ impl Sources {
         arguments: &Value,
         scope: &ExecutionScope,
     ) -> Result<Value, HostError> {
-        let SourceKind::Mcp(server) = &source.kind else {
-            return Err(HostError::Invalid("a Remote Tools host has no apps".into()));
-        };
         let started = std::time::Instant::now();
-        let connection = self.connection(source, server).await.map_err(into_host_error)?;
+        let connection = self.mcp_connection(source, "apps").await?;
         let arguments = arguments.as_object().cloned().unwrap_or_default();
         let result = connection.server.call(tool, arguments, scope_meta(scope)).await;
         crate::metrics::host_request("mcp/tools/call", started.elapsed(), result.is_ok());
@@ -365,11 +368,8 @@ impl Sources {
     /// Reads a resource of `source` for an MCP App (`resources/read`): the
     /// server's answer as it gave it.
     pub async fn read_for_app(&self, source: &Source, uri: &str) -> Result<Value, HostError> {
-        let SourceKind::Mcp(server) = &source.kind else {
-            return Err(HostError::Invalid("a Remote Tools host has no resources".into()));
-        };
         let started = std::time::Instant::now();
-        let connection = self.connection(source, server).await.map_err(into_host_error)?;
+        let connection = self.mcp_connection(source, "resources").await?;
         let result = connection.server.read_resource(uri).await;
         crate::metrics::host_request("mcp/resources/read", started.elapsed(), result.is_ok());
         result.map_err(into_host_error)
