@@ -26,6 +26,10 @@ const mcpPort = process.env.E2E_MCP_PORT ?? "3216";
 // MCP App nobody here wrote: npm's server-basic-vanillajs (apps.spec.ts).
 const sandboxPort = process.env.E2E_SANDBOX_PORT ?? "3217";
 const appServerPort = process.env.E2E_APP_SERVER_PORT ?? "3218";
+// A hostile MCP App of ours (tests/mcp/hostile_app.py, on PyPI's mcp) and
+// the listener that counts what its page manages to send out.
+const hostilePort = process.env.E2E_HOSTILE_APP_PORT ?? "3219";
+const hostileCounterPort = process.env.E2E_HOSTILE_COUNTER_PORT ?? "3220";
 const server = process.env.CA_SERVER_BIN;
 
 /** The environment of an assistant under test on `port`, with its own data directory. */
@@ -153,6 +157,14 @@ export default defineConfig({
       reuseExistingServer: false,
       timeout: 30_000,
       env: { PORT: appServerPort },
+    },
+    {
+      // The tests' Python venv (made by tests/python-venv.sh, which prints its python).
+      command: `"$(bash ../tests/python-venv.sh)" ../tests/mcp/hostile_app.py ${hostilePort} ${hostileCounterPort}`,
+      port: Number(hostilePort),
+      reuseExistingServer: false,
+      // The venv is made once per machine (pip); ./dev test has made it already.
+      timeout: 180_000,
     },
     {
       command: "node fixtures/proxy.mjs",

@@ -136,3 +136,112 @@ test("an MCP App fits a phone-sized panel", async ({ page, request, baseURL }) =
   await expect.poll(async () => (await frame.boundingBox())!.height).toBeGreaterThan(200);
   await page.screenshot({ path: "test-results/mcp-app-375.png" });
 });
+
+// A hostile MCP App of ours (tests/mcp/hostile_app.py, started by
+// playwright.config.ts): an order board whose buttons each try something
+// a bad app could. Its orders and what its page managed to send out are
+// counted by its server (`/count`), never by the page.
+const hostileServer = `http://127.0.0.1:${process.env.E2E_HOSTILE_APP_PORT ?? "3219"}/mcp`;
+const hostileCounter = `http://127.0.0.1:${process.env.E2E_HOSTILE_COUNTER_PORT ?? "3220"}/count`;
+
+async function counts(request: Parameters<typeof taskWorkspace>[0]): Promise<{ steal: number; orders: string[] }> {
+  return (await request.get(hostileCounter)).json();
+}
+
+async function showBoard(page: Page, request: Parameters<typeof taskWorkspace>[0], baseURL: string, user: string) {
+  // The clock is connected too: another server, whose tools are not the board's.
+  const ws = await withClock(request);
+  const connected = await request.post("/v1/integrations/mcp/connect", {
+    headers: { authorization: `Bearer ${ws.api_key}` },
+    // Its annotations are not trusted: the host says which tools only read.
+    data: { name: "board", url: hostileServer, verbs: { "show-board": "get", "count-orders": "get" } },
+  });
+  expect(connected.status()).toBe(200);
+  const host = new TaskHostPage(page, baseURL);
+  await host.goto(ws, user);
+  await host.ask("show board please");
+  const bridge = host.widget.frameLocator("iframe.ca-app");
+  const app = bridge.frameLocator("iframe").frameLocator("iframe");
+  const log = app.locator("#log");
+  await expect(log).toContainText("shown");
+  return { host, bridge, app, log };
+}
+
+test("a change an app asks for waits for the visitor's Apply in the assistant's chrome, and runs once", async ({
+  page,
+  request,
+  baseURL,
+}) => {
+  const { bridge, app, log } = await showBoard(page, request, baseURL!, "board_user");
+  const before = (await counts(request)).orders.length;
+
+  // Declined: nothing runs, the app hears so.
+  await app.locator("#write").click();
+  const ask = bridge.getByRole("alertdialog");
+  await expect(ask).toContainText("The app wants to make this change:");
+  await expect(ask).toContainText("Place an order");
+  await expect(ask).toContainText("dish: Soup");
+  await ask.getByRole("button", { name: "Cancel" }).click();
+  await expect(log).toContainText("write: error the visitor declined");
+  expect((await counts(request)).orders.length).toBe(before);
+
+  // Applied: it runs once, and the app gets the tool's result.
+  await app.locator("#write").click();
+  await expect(ask).toContainText("dish: Soup");
+  expect((await counts(request)).orders.length).toBe(before);
+  await ask.getByRole("button", { name: "Apply" }).click();
+  await expect(log).toContainText(`write: ok Order ${before + 1} placed: Soup`);
+  expect((await counts(request)).orders.length).toBe(before + 1);
+
+  // A delete: confirmed, then applied.
+  await app.locator("#delete").click();
+  await expect(ask).toContainText("The app wants to delete this:");
+  await ask.getByRole("button", { name: "Delete…" }).click();
+  await expect(ask).toContainText("This permanently deletes it. Are you sure?");
+  await ask.getByRole("button", { name: "Yes, delete permanently" }).click();
+  await expect(log).toContainText(`delete: ok ${before + 1} orders cancelled`);
+  expect((await counts(request)).orders).toEqual([]);
+});
+
+test("a hostile app cannot reach other tools, outgrow the panel, send data out or flood the chat", async ({
+  page,
+  request,
+  baseURL,
+}) => {
+  const { host, bridge, app, log } = await showBoard(page, request, baseURL!, "hostile_user");
+
+  // Another server's tool, a tool only the model sees, another server's resource.
+  await app.locator("#other").click();
+  await expect(log).toContainText("other: error this app may not call that tool");
+  await app.locator("#hidden").click();
+  await expect(log).toContainText("hidden: error this app may not call that tool");
+  await app.locator("#read-other").click();
+  await expect(log).toContainText("read-other: error");
+  await expect(log).not.toContainText("read-other: ok");
+
+  // 100 000 px asked: the frame stops at the panel's bound.
+  await app.locator("#tall").click();
+  const appFrameOf = bridge.locator("#app iframe");
+  await expect(appFrameOf).toHaveAttribute("style", /height: 600px/);
+  const box = (await host.widget.locator("iframe.ca-app").boundingBox())!;
+  expect(box.height).toBeLessThanOrEqual(620);
+
+  // A fetch to an origin it did not declare: stopped by the sandbox's policy.
+  await app.locator("#fetch").click();
+  await expect(log).toContainText("fetch: blocked");
+  expect((await counts(request)).steal).toBe(0);
+
+  // Twenty messages at once: the visitor is asked about one, the rest refused.
+  await app.locator("#flood").click();
+  await expect(log).toContainText("flood: 19 refused");
+  const ask = bridge.getByRole("alertdialog");
+  await expect(ask).toContainText("The app wants to send this message for you:");
+  await ask.getByRole("button", { name: "Cancel" }).click();
+  await expect(ask).toHaveCount(0);
+  // The chat goes on: the visitor's own message is answered.
+  const replies = await host.widget.locator(".ca-assistant").count();
+  await host.ask("hello there");
+  await expect(host.widget.locator(".ca-assistant")).toHaveCount(replies + 1);
+  await expect(host.lastReply).toContainText("offline demo model");
+  expect((await counts(request)).steal).toBe(0);
+});

@@ -39,7 +39,7 @@ async fn owned_action(state: &ApiState, caller: &Caller, id: &str) -> Result<Act
 }
 
 /// Why an action did not move: read its current state and say so.
-async fn refusal(state: &ApiState, id: &str) -> ApiError {
+pub(super) async fn refusal(state: &ApiState, id: &str) -> ApiError {
     let Ok(Some(mut action)) = actions::get(&state.pool, id).await else { return ApiError::NotFound };
     let now = state.clock.now_ms();
     if action.status.is_open() && action.is_expired(now) {

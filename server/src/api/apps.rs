@@ -8,7 +8,8 @@
 //! - `tools/call`: only a tool of the app's own MCP server whose
 //!   `_meta.ui.visibility` lets apps call it, within the workspace's
 //!   allowlist and its `inputSchema`; a `get` runs at once, anything else
-//!   is refused here (it is the model's, through the chat's Apply).
+//!   becomes the app's pending action, which the visitor applies in the
+//!   assistant's chrome around the app (api/app_actions.rs).
 //! - `resources/read`: of the app's own server only.
 //! - `ui/message`: the visitor's next message, once the visitor let the
 //!   conversation's apps write (asked the first time: `confirm`).
@@ -108,6 +109,11 @@ pub struct AppAnswer {
     /// visitor's next message.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub send: Option<String>,
+    /// Instead of `result` of a `tools/call` of a change: the app's pending
+    /// action, for the visitor to apply (`/v1/apps/{id}/actions/…`) or
+    /// cancel; the app's request waits for that answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<widget::wire::PendingAction>,
 }
 
 /// A JSON-RPC error for the app.
@@ -130,12 +136,12 @@ pub struct AppConfirm {
 }
 
 impl AppAnswer {
-    fn result(result: Value) -> Self {
+    pub(super) fn result(result: Value) -> Self {
         Self { result: Some(result), ..Self::default() }
     }
 
     /// The spec's implementation-defined error (`-32000`) with `message`.
-    fn refused(message: impl Into<String>) -> Self {
+    pub(super) fn refused(message: impl Into<String>) -> Self {
         Self::error(-32000, message)
     }
 
@@ -149,7 +155,7 @@ impl AppAnswer {
 }
 
 /// The app token's caller and the app, or `401`/`404`.
-async fn app_caller(state: &ApiState, headers: &HeaderMap, id: &str) -> Result<(Caller, AppView), ApiError> {
+pub(super) async fn app_caller(state: &ApiState, headers: &HeaderMap, id: &str) -> Result<(Caller, AppView), ApiError> {
     let Some(frames) = &state.engine.apps else { return Err(ApiError::NotFound) };
     let token = bearer_in(headers).ok_or(ApiError::Unauthorized)?;
     let claims = frames.verify(token, id).ok_or(ApiError::Unauthorized)?;
@@ -326,8 +332,7 @@ async fn call_tool(state: &ApiState, caller: &Caller, view: &AppView, params: &V
         return Ok(AppAnswer::error(-32602, format!("the arguments do not fit the tool's inputSchema: {problems}")));
     }
     if tool.verb != Verb::Get {
-        tracing::info!(integration = %view.integration, tool = name, "an app asked for a change");
-        return Ok(AppAnswer::refused("this tool changes data: ask in the chat, where the visitor applies changes"));
+        return super::app_actions::propose(state, caller, view, &source, tool, &arguments).await;
     }
     let request_id = new_id("app");
     let scope = caller.scope(&request_id);

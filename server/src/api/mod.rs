@@ -3,6 +3,7 @@
 //! chat API's caller comes from the embed token (`state.rs`).
 
 pub mod actions;
+pub mod app_actions;
 pub mod apps;
 pub mod audit;
 pub mod chat;
@@ -39,6 +40,7 @@ fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(actions::router())
         .merge(apps::router())
+        .merge(app_actions::router())
         .merge(audit::router())
         .merge(chat::router())
         .merge(components::router())

@@ -40,6 +40,8 @@ pub struct ActionRow {
     pub integration: Option<String>,
     /// The digest of the tool's definition when it was previewed.
     pub tool_digest: Option<String>,
+    /// The MCP App (its component) that asked for it; None: the model did.
+    pub app_component_id: Option<String>,
 }
 
 impl ActionRow {
@@ -64,11 +66,17 @@ impl ActionRow {
     pub fn needs_confirmation(&self) -> bool {
         self.confirmations_required == 2
     }
+
+    /// Asked for by an MCP App, not by the model: no tool call of the
+    /// conversation waits for it.
+    pub fn from_app(&self) -> bool {
+        self.app_component_id.is_some()
+    }
 }
 
 const COLUMNS: &str = "id, conversation_id, workspace_id, external_user_id, permissions, call_id, tool, verb, \
                        arguments, preview, status, confirmations_required, created_at, expires_at, \
-                       integration_url, integration_version, replaces, integration, tool_digest";
+                       integration_url, integration_version, replaces, integration, tool_digest, app_component_id";
 
 /// What a new action freezes.
 pub struct NewAction<'a> {
@@ -89,6 +97,8 @@ pub struct NewAction<'a> {
     /// The integration that previews it, and its tool's digest.
     pub integration: &'a str,
     pub tool_digest: &'a str,
+    /// The MCP App that asks for it (None: the model).
+    pub app_component_id: Option<&'a str>,
 }
 
 /// Freezes a new action, `pending` until `now` + its time to live.
@@ -97,8 +107,8 @@ pub async fn insert(pool: &Pool, a: NewAction<'_>, now: i64) -> anyhow::Result<A
     sqlx::query(
         "INSERT INTO actions (id, conversation_id, workspace_id, external_user_id, permissions, call_id, tool, verb,
              arguments, preview, status, confirmations_required, created_at, expires_at, updated_at,
-            integration_url, integration_version, replaces, integration, tool_digest)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+            integration_url, integration_version, replaces, integration, tool_digest, app_component_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 'pending', $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
     )
     .bind(&id)
     .bind(a.conversation_id)
@@ -119,6 +129,7 @@ pub async fn insert(pool: &Pool, a: NewAction<'_>, now: i64) -> anyhow::Result<A
     .bind(a.replaces)
     .bind(a.integration)
     .bind(a.tool_digest)
+    .bind(a.app_component_id)
     .execute(pool)
     .await?;
     let action = get(pool, &id).await?.ok_or_else(|| anyhow::anyhow!("the action just written is missing"))?;
@@ -126,20 +137,31 @@ pub async fn insert(pool: &Pool, a: NewAction<'_>, now: i64) -> anyhow::Result<A
         "action_id": action.id, "conversation_id": action.conversation_id, "verb": action.verb.as_str(),
         "preview": action.preview, "arguments": a.arguments, "replaces": a.replaces,
     });
-    record_life(pool, &action, "assistant", "action.previewed", None, detail).await;
+    record_life(pool, &action, origin_actor(&action), "action.previewed", None, detail).await;
     Ok(action)
 }
 
+/// Who proposed `action`, as the audit trail's actor: `assistant` (the
+/// model) or `app` (an MCP App of the conversation).
+pub fn origin_actor(action: &ActionRow) -> &'static str {
+    if action.from_app() { "app" } else { "assistant" }
+}
+
 /// Records a step of `action`'s life in the audit trail (with its tool and
-/// user). A failure to record is logged, never the user's failure.
+/// user; an app's action says so, and which app). A failure to record is
+/// logged, never the user's failure.
 pub async fn record_life(
     pool: &Pool,
     action: &ActionRow,
     actor: &str,
     event: &str,
     outcome: Option<&str>,
-    detail: serde_json::Value,
+    mut detail: serde_json::Value,
 ) {
+    if let (Some(component), Some(fields)) = (&action.app_component_id, detail.as_object_mut()) {
+        fields.insert("origin".into(), "app".into());
+        fields.insert("component_id".into(), component.clone().into());
+    }
     let entry = super::audit::Entry {
         actor,
         action: event,
@@ -163,10 +185,11 @@ pub async fn get(pool: &Pool, id: &str) -> anyhow::Result<Option<ActionRow>> {
     Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM actions WHERE id = $1")).bind(id).fetch_optional(pool).await?)
 }
 
-/// The action, only if it belongs to this workspace and user.
+/// The model's action, only if it belongs to this workspace and user.
 pub async fn owned(pool: &Pool, id: &str, workspace_id: &str, user: &str) -> anyhow::Result<Option<ActionRow>> {
     Ok(sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM actions WHERE id = $1 AND workspace_id = $2 AND external_user_id = $3"
+        "SELECT {COLUMNS} FROM actions WHERE id = $1 AND workspace_id = $2 AND external_user_id = $3 \
+         AND app_component_id IS NULL"
     ))
     .bind(id)
     .bind(workspace_id)
@@ -175,11 +198,45 @@ pub async fn owned(pool: &Pool, id: &str, workspace_id: &str, user: &str) -> any
     .await?)
 }
 
-/// The conversation's open action (pending or confirmed once), if any.
+/// The action `component` (an MCP App of this workspace and user) asked for.
+pub async fn of_app(
+    pool: &Pool,
+    id: &str,
+    component: &str,
+    workspace_id: &str,
+    user: &str,
+) -> anyhow::Result<Option<ActionRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM actions WHERE id = $1 AND app_component_id = $2 AND workspace_id = $3 \
+         AND external_user_id = $4"
+    ))
+    .bind(id)
+    .bind(component)
+    .bind(workspace_id)
+    .bind(user)
+    .fetch_optional(pool)
+    .await?)
+}
+
+/// The open action (pending or confirmed once, not expired at `now`) an
+/// app asked for, if any: an app has one change waiting at a time.
+pub async fn open_of_app(pool: &Pool, component: &str, now: i64) -> anyhow::Result<Option<ActionRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM actions WHERE app_component_id = $1 AND status IN ('pending', 'confirmed_once') \
+         AND expires_at > $2 LIMIT 1"
+    ))
+    .bind(component)
+    .bind(now)
+    .fetch_optional(pool)
+    .await?)
+}
+
+/// The conversation's open action (pending or confirmed once) of the
+/// model's, if any (an app's waits in the app's chrome, not the chat's).
 pub async fn open_in_conversation(pool: &Pool, conversation_id: &str) -> anyhow::Result<Option<ActionRow>> {
     Ok(sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM actions WHERE conversation_id = $1 AND status IN ('pending', 'confirmed_once')
-         ORDER BY created_at DESC LIMIT 1"
+         AND app_component_id IS NULL ORDER BY created_at DESC LIMIT 1"
     ))
     .bind(conversation_id)
     .fetch_optional(pool)
@@ -259,11 +316,13 @@ pub async fn expire(pool: &Pool, id: &str, now: i64) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Cancels every open action of a conversation (the user moved on);
-/// returns those it cancelled.
+/// Cancels every open action the model proposed in a conversation (the
+/// user moved on); returns those it cancelled. An app's stays: its app
+/// still shows it.
 pub async fn supersede_open(pool: &Pool, conversation_id: &str) -> anyhow::Result<Vec<ActionRow>> {
     let open: Vec<ActionRow> = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM actions WHERE conversation_id = $1 AND status IN ('pending', 'confirmed_once')"
+        "SELECT {COLUMNS} FROM actions WHERE conversation_id = $1 AND status IN ('pending', 'confirmed_once') \
+         AND app_component_id IS NULL"
     ))
     .bind(conversation_id)
     .fetch_all(pool)

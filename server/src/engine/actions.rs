@@ -81,6 +81,54 @@ impl Turn<'_> {
     }
 }
 
+/// Calls the MCP server once for an app's action in `executing` (the
+/// visitor applied it in the app's chrome), with the frozen arguments and
+/// scope and the action id as `requestId`; records how it ended. The whole
+/// `CallToolResult` goes back to the app (an `isError` one ends the action
+/// `failed`), or what failed; no model step follows.
+pub async fn execute_for_app(
+    pool: &db::Pool,
+    workspaces: &crate::workspaces::Workspaces,
+    sources: &crate::sources::Sources,
+    action: &ActionRow,
+) -> Result<serde_json::Value, String> {
+    let started = std::time::Instant::now();
+    let connected = workspaces.sources(&action.workspace_id).await.unwrap_or_else(|error| {
+        tracing::error!(error = format!("{error:#}"), "cannot load the workspace's integrations");
+        Vec::new()
+    });
+    let scope = ExecutionScope {
+        workspace_id: action.workspace_id.clone(),
+        external_user_id: action.external_user_id.clone(),
+        permissions: action.permissions(),
+        request_id: action.id.clone(),
+    };
+    let result = match connected.iter().find(|s| s.name == action.integration() && !s.is_remote()) {
+        Some(source) => sources
+            .call_for_app(source, &action.tool, &action.arguments(), &scope)
+            .await
+            .map_err(|error| (error.code(), error.for_model())),
+        None => Err(("no_host", "the app's server is no longer connected".to_owned())),
+    };
+    let (status, error) = match &result {
+        Ok(result) if result.get("isError").and_then(serde_json::Value::as_bool) == Some(true) => {
+            (ActionStatus::Failed, Some("tool_error"))
+        }
+        Ok(_) => (ActionStatus::Succeeded, None),
+        Err((code, _)) => (ActionStatus::Failed, Some(*code)),
+    };
+    crate::metrics::tool_call(Some(action.verb), if error.is_none() { "ok" } else { "error" });
+    if let Err(error) = db::actions::finish(pool, &action.id, status).await {
+        tracing::error!(error = format!("{error:#}"), action_id = %action.id, "cannot record the action's end");
+    }
+    let detail = serde_json::json!({
+        "action_id": action.id, "duration_ms": started.elapsed().as_millis() as u64, "error": error,
+    });
+    db::actions::record_life(pool, action, "system", "action.executed", Some(status.as_str()), detail).await;
+    tracing::info!(action_id = %action.id, outcome = status.as_str(), "an app's action executed");
+    result.map_err(|(_, told)| told)
+}
+
 /// Why an action cannot be applied where it stands now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unbound {
@@ -144,7 +192,13 @@ pub async fn binding(
     else {
         return Ok(Some(Unbound::IntegrationChanged));
     };
-    let tools = sources.current_tools(source, &scope.for_call()).await?;
+    // An app's change is checked against what apps may call (tools only
+    // apps see are not the model's).
+    let tools = if action.from_app() {
+        sources.app_tools(source).await?
+    } else {
+        sources.current_tools(source, &scope.for_call()).await?
+    };
     let listed = tools.iter().any(|t| {
         t.origin.name == action.tool
             && t.verb == action.verb
@@ -155,14 +209,19 @@ pub async fn binding(
 
 /// Ends `action` as failed because it is `why` unbound, if it is still
 /// open, and tells the model why in the tool call's place (the next turn
-/// reads it). True when this call ended it.
+/// reads it; an app's action is answered to its app instead). True when
+/// this call ended it.
 pub async fn refuse(pool: &db::Pool, action: &ActionRow, why: Unbound, now: i64) -> anyhow::Result<bool> {
     let open = [ActionStatus::Pending, ActionStatus::ConfirmedOnce];
     if !db::actions::transition(pool, &action.id, &open, ActionStatus::Failed, now).await? {
         return Ok(false);
     }
-    let content = tool_error(why.told(), why.code());
-    db::append_message(pool, &action.conversation_id, NewMessage::tool_result(&action.call_id, &content, &[])).await?;
+    // An app's action has no tool call in the conversation: its app hears why.
+    if !action.from_app() {
+        let content = tool_error(why.told(), why.code());
+        db::append_message(pool, &action.conversation_id, NewMessage::tool_result(&action.call_id, &content, &[]))
+            .await?;
+    }
     let detail = serde_json::json!({ "action_id": action.id, "error": why.code() });
     db::actions::record_life(pool, action, "system", "action.refused", Some(why.code()), detail).await;
     tracing::info!(action_id = %action.id, code = why.code(), "apply refused: the action is no longer bound to its preview");
@@ -175,12 +234,13 @@ pub const STUCK_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_sec
 /// Records the honest outcome of actions whose execution was interrupted
 /// (a crash or restart between the host call and its answer): failed, and
 /// the model is told the outcome is unknown, so it neither claims success
-/// nor retries blindly. Nothing is sent to the host again.
+/// nor retries blindly (an app's action: only the audit trail says so; the
+/// app's request died with the process). Nothing is sent to the host again.
 pub async fn abandon_stuck(pool: &db::Pool, tool_timeout: std::time::Duration) -> anyhow::Result<usize> {
     // Longer than any execute call may take, so a live call is never touched.
     let cutoff = crate::ids::now_ms() - tool_timeout.as_millis() as i64 - 60_000;
     let moved = db::actions::abandon_stuck(pool, cutoff).await?;
-    for action in &moved {
+    for action in moved.iter().filter(|a| !a.from_app()) {
         let content = tool_error(
             "the outcome is unknown: the assistant was interrupted while the app carried out this change; \
              tell the user to check before asking again",

@@ -41,7 +41,10 @@ pub mod stop;
 mod tools;
 mod turn;
 
-pub use actions::{STUCK_SWEEP_EVERY, Unbound, abandon_stuck, binding, pending_action, refuse, sweep_stuck_actions};
+pub use actions::{
+    STUCK_SWEEP_EVERY, Unbound, abandon_stuck, binding, execute_for_app, pending_action, refuse, sweep_stuck_actions,
+};
 pub use hooks::TurnFinished;
 pub use outcome::MAX_TOOL_RESULT_CHARS;
 pub use service::{Engine, TurnInput, TurnStart};
+pub use tools::shown_preview;

@@ -106,7 +106,7 @@ impl Turn<'_> {
             tracing::warn!(tool = %tool.name, code = error.code(), %error, "preview failed");
             tool_error(&error.for_model(), error.code())
         })?;
-        Ok(preview.chars().filter(|c| !c.is_control() || *c == '\n').take(MAX_PREVIEW_CHARS).collect())
+        Ok(shown_preview(&preview))
     }
 
     /// Freezes a previewed change as a pending action (the fresh preview
@@ -143,6 +143,7 @@ impl Turn<'_> {
                 replaces,
                 integration: &source.name,
                 tool_digest: &tool.origin.digest,
+                app_component_id: None,
             },
             engine.clock.now_ms(),
         )
@@ -156,4 +157,10 @@ impl Turn<'_> {
         self.events.send(TurnEvent::PendingAction(pending_action(&action)));
         Ok(())
     }
+}
+
+/// A preview as the user is shown it: plain text (no control characters
+/// but line breaks), 1,000 characters at most.
+pub fn shown_preview(preview: &str) -> String {
+    preview.chars().filter(|c| !c.is_control() || *c == '\n').take(MAX_PREVIEW_CHARS).collect()
 }

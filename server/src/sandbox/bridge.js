@@ -157,7 +157,52 @@
       chrome.appendChild(box);
       asking = box;
       fit();
-      ok.focus();
+      // Yes cannot be pressed at once: an app cannot time its request so
+      // that our question appears under a click meant for the app.
+      // Focus starts on Cancel, the answer that changes nothing.
+      ok.disabled = true;
+      no.focus();
+      setTimeout(function () {
+        ok.disabled = false;
+      }, 500);
+    });
+  }
+
+  // A change the app asked for (a tool that is not a read), frozen on the
+  // server as the app's pending action: shown here, outside the app's
+  // frame, and run only on the visitor's Apply — a delete is confirmed
+  // first, then applied. The app's request is answered with the tool's
+  // result, or told the visitor declined.
+  function change(id, action) {
+    var path = "/v1/apps/" + config.id + "/actions/" + encodeURIComponent(action.action_id) + "/";
+    function cancel(why) {
+      api("POST", path + "cancel");
+      fail(id, -32000, why || "the visitor declined");
+    }
+    function answered(answer) {
+      if (chrome.firstChild && chrome.firstChild.className === "note") chrome.textContent = "";
+      fit();
+      decided(id, "tools/call", {}, answer);
+    }
+    function apply() {
+      say(t("applying"));
+      api("POST", path + "apply").then(answered, function () {
+        fail(id, -32000, "the assistant cannot be reached");
+      });
+    }
+    if (asking) return cancel("the visitor is answering another question");
+    var destructive = action.confirmations_required === 2;
+    var question = destructive ? t("app_confirm_delete") : t("app_confirm_change");
+    ask(question, action.preview, destructive ? t("delete") : t("apply")).then(function (yes) {
+      if (!yes) return cancel();
+      if (!destructive) return apply();
+      api("POST", path + "confirm").then(function (confirmed) {
+        if (confirmed.status !== 200) return answered(confirmed);
+        ask(t("action_delete_warning"), action.preview, t("delete_permanently")).then(function (sure) {
+          if (sure) apply();
+          else cancel();
+        });
+      });
     });
   }
 
@@ -179,6 +224,7 @@
     if (answer.status !== 200) return fail(id, -32000, (answer.body && answer.body.error) || "refused");
     var body = answer.body;
     if (body.error) return fail(id, body.error.code, body.error.message);
+    if (body.action) return change(id, body.action);
     if (body.confirm) {
       if (asking) return fail(id, -32000, "the visitor is answering another question");
       var link = body.confirm.kind === "link";

@@ -397,7 +397,7 @@ async fn each_token_snippet_mints_a_token_the_server_accepts() {
     let (ws, secret) = (made.id.as_str(), made.secret.as_str());
     let cache = std::env::var("CA_CACHE")
         .unwrap_or_else(|_| format!("{}/.cache/context-assistant", std::env::var("HOME").unwrap()));
-    let python = std::env::var("CA_TEST_PYTHON").unwrap_or_else(|_| format!("{cache}/tools/api-fuzz-venv/bin/python"));
+    let python = crate::helpers::test_python();
     let work = tempfile::tempdir().unwrap();
     let mut minted = Vec::new();
     for (language, file, source) in console::snippets::all(ws) {

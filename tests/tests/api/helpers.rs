@@ -367,6 +367,14 @@ pub fn spawn_until_ready(
     }
 }
 
+/// The tests' Python (tests/python-venv.sh's venv: schemathesis, PyJWT,
+/// PyPI's `mcp`), as `./dev test` names it or where it keeps it.
+pub fn test_python() -> String {
+    let cache = std::env::var("CA_CACHE")
+        .unwrap_or_else(|_| format!("{}/.cache/context-assistant", std::env::var("HOME").unwrap()));
+    std::env::var("CA_TEST_PYTHON").unwrap_or_else(|_| format!("{cache}/tools/api-fuzz-venv/bin/python"))
+}
+
 /// A fake tool host: serves the given tools, a context, previews and
 /// executes as configured, and records every call it receives.
 #[derive(Clone)]

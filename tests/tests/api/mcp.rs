@@ -443,6 +443,47 @@ impl Drop for Everything {
     }
 }
 
+/// The hostile MCP App of tests/mcp/hostile_app.py (PyPI `mcp`'s server
+/// and its MCP Apps extension), on a port of its own until dropped, with
+/// the listener that counts what its page managed to send out.
+pub(crate) struct HostileApp {
+    child: std::process::Child,
+    pub url: url::Url,
+    /// `http://127.0.0.1:PORT`: `/count` says what reached it.
+    pub counter: String,
+}
+
+impl HostileApp {
+    pub fn start() -> HostileApp {
+        let script = format!("{}/mcp/hostile_app.py", env!("CARGO_MANIFEST_DIR"));
+        for _ in 0..3 {
+            let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let (port, counter) = (free(), free());
+            let mut command = std::process::Command::new(crate::helpers::test_python());
+            command.arg(&script).arg(port.to_string()).arg(counter.to_string());
+            let ready = |line: &str| line.contains("hostile app ready").then(String::new);
+            if let Some((child, _)) = spawn_until_ready(command, Says::Stdout, ready, Duration::from_secs(30)) {
+                let url = url::Url::parse(&format!("http://127.0.0.1:{port}/mcp")).unwrap();
+                return HostileApp { child, url, counter: format!("http://127.0.0.1:{counter}") };
+            }
+        }
+        panic!("{script} did not start three times (is PyPI's mcp in the tests' venv? run ./dev test)");
+    }
+
+    /// `{"steal": n, "orders": [...]}`: what reached the counter, and the
+    /// orders the server has carried out.
+    pub async fn counts(&self) -> serde_json::Value {
+        reqwest::get(format!("{}/count", self.counter)).await.unwrap().json().await.unwrap()
+    }
+}
+
+impl Drop for HostileApp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// An MCP App nobody here wrote: its tool names its UI, which is read
 /// through the server (once per connection), never from the browser.
 #[tokio::test]

@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 
 use crate::helpers::{ADMIN_TOKEN, Db, ScriptedModel, Step, TestApp, of, spawn_app, token};
-use crate::mcp::Everything;
+use crate::mcp::{Everything, HostileApp};
 use crate::on_both_databases;
 
 on_both_databases!(
@@ -16,6 +16,9 @@ on_both_databases!(
     an_app_token_opens_its_own_app_only,
     an_apps_tool_calls_are_decided_on_the_server,
     an_apps_messages_links_and_notes_are_decided_on_the_server,
+    an_apps_change_waits_for_the_visitors_apply_and_runs_once,
+    an_apps_delete_needs_two_confirmations_and_a_decline_runs_nothing,
+    a_hostile_apps_reach_beyond_its_own_tools_is_refused,
 );
 
 /// A workspace whose scripted model calls the basic app's `get-time`,
@@ -32,8 +35,13 @@ struct AppRig {
 
 impl AppRig {
     async fn start(db: Db) -> AppRig {
+        Self::calling(db, "get-time").await
+    }
+
+    /// The rig whose model calls `tool` on each turn.
+    async fn calling(db: Db, tool: &'static str) -> AppRig {
         // Each turn calls the app's tool, then answers (three turns' worth).
-        let turn = [Step::Call("get-time", json!({})), Step::Text("It is {last_tool}")];
+        let turn = [Step::Call(tool, json!({})), Step::Text("It is {last_tool}")];
         let model = ScriptedModel::start(turn.iter().cycle().take(6).cloned().collect()).await;
         let app =
             spawn_app(db).env("OPENAI_BASE_URL", model.base_url()).env("CA_SANDBOX_ADDR", "127.0.0.1:0").start().await;
@@ -63,6 +71,31 @@ impl AppRig {
     async fn request(&self, app: &Value, body: Value) -> (u16, Value) {
         let id = app["component_id"].as_str().unwrap();
         self.app.post_json(&format!("/v1/apps/{id}/requests"), app_token(app), &body).await
+    }
+
+    /// The app's `tools/call` of `name` with `arguments`.
+    async fn call(&self, app: &Value, name: &str, arguments: Value) -> Value {
+        let body = json!({"method": "tools/call", "params": {"name": name, "arguments": arguments}});
+        let (status, answer) = self.request(app, body).await;
+        assert_eq!(status, 200, "{answer}");
+        answer
+    }
+
+    /// The visitor's `step` (`confirm`, `apply`, `cancel`) on an app's action.
+    async fn answer(&self, app: &Value, action: &Value, step: &str) -> (u16, Value) {
+        let (id, action) = (app["component_id"].as_str().unwrap(), action["action_id"].as_str().unwrap());
+        self.app.post_json(&format!("/v1/apps/{id}/actions/{action}/{step}"), app_token(app), &json!({})).await
+    }
+
+    /// Connects the hostile board (tests/mcp/hostile_app.py) beside the clock.
+    async fn with_hostile(&self) -> HostileApp {
+        let hostile = HostileApp::start();
+        // Its annotations are not trusted: the host says which tools read.
+        let body = json!({"name": "board", "url": hostile.url.as_str(),
+                          "verbs": {"show-board": "get", "count-orders": "get"}});
+        let (status, connected) = self.app.post_json("/v1/integrations/mcp/connect", &self.api_key, &body).await;
+        assert_eq!(status, 200, "{connected}");
+        hostile
     }
 }
 
@@ -245,4 +278,150 @@ async fn an_apps_messages_links_and_notes_are_decided_on_the_server(db: Db) {
     let (_, answer) =
         rig.request(&app, json!({"method": "notifications/message", "params": {"level": "info", "data": "hi"}})).await;
     assert_eq!(answer["result"], json!({}));
+}
+
+/// The audit trail's entries of one action, oldest first: (event, actor, detail).
+async fn life_of(rig: &AppRig, action_id: &str) -> Vec<(String, String, Value)> {
+    let (status, page) = rig.app.get_json("/v1/audit?limit=100", &rig.api_key).await;
+    assert_eq!(status, 200, "{page}");
+    let mut life: Vec<(String, String, Value)> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["detail"]["action_id"] == action_id)
+        .map(|i| {
+            (i["action"].as_str().unwrap().to_owned(), i["actor"].as_str().unwrap().to_owned(), i["detail"].clone())
+        })
+        .collect();
+    life.reverse();
+    life
+}
+
+async fn an_apps_change_waits_for_the_visitors_apply_and_runs_once(db: Db) {
+    let rig = AppRig::calling(db, "show-board").await;
+    let hostile = rig.with_hostile().await;
+    let (events, app) = rig.show().await;
+    let conversation = of(&events, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+    let model_calls = rig.model.requests.lock().unwrap().len();
+
+    // The app's call of a change is frozen as the app's action: nothing runs.
+    let answer = rig.call(&app, "place-order", json!({"dish": "Soup"})).await;
+    let action = answer["action"].clone();
+    assert!(answer.get("result").is_none() && answer.get("error").is_none(), "{answer}");
+    assert_eq!((action["verb"].as_str(), action["status"].as_str()), (Some("create"), Some("pending")), "{action}");
+    assert_eq!(action["confirmations_required"], 1);
+    assert_eq!(action["preview"], "Place an order\ndish: Soup");
+    assert_eq!(hostile.counts().await["orders"], json!([]), "nothing runs before Apply");
+    // One change of an app waits at a time.
+    let second = rig.call(&app, "place-order", json!({"dish": "Cake"})).await;
+    assert!(second["error"]["message"].as_str().unwrap().contains("waiting"), "{second}");
+
+    // It is not the chat's pending action, nor the embed token's to apply,
+    // nor another app's.
+    let (_, view) = rig.app.get_json(&format!("/v1/conversations/{conversation}"), &rig.token).await;
+    assert_eq!(view["pending_action"], Value::Null, "{view}");
+    let id = action["action_id"].as_str().unwrap();
+    let (status, _) = rig.app.post_json(&format!("/v1/actions/{id}/apply"), &rig.token, &json!({})).await;
+    assert_eq!(status, 404);
+    let (_, other) = rig.show().await;
+    let other_path = format!("/v1/apps/{}/actions/{id}/apply", other["component_id"].as_str().unwrap());
+    let (status, _) = rig.app.post_json(&other_path, app_token(&other), &json!({})).await;
+    assert_eq!(status, 404);
+    let mine = format!("/v1/apps/{}/actions/{id}/apply", app["component_id"].as_str().unwrap());
+    let (status, _) = rig.app.post_json(&mine, &rig.token, &json!({})).await;
+    assert_eq!(status, 401, "the embed token is not an app token");
+    assert_eq!(hostile.counts().await["orders"], json!([]));
+
+    // Applied by the visitor: it runs, once; the app gets the tool's result.
+    let applies = (0..8).map(|_| rig.answer(&app, &action, "apply"));
+    let answers = futures::future::join_all(applies).await;
+    let won: Vec<&Value> = answers.iter().filter(|(status, _)| *status == 200).map(|(_, a)| a).collect();
+    assert_eq!(won.len(), 1, "{answers:?}");
+    assert_eq!(won[0]["result"]["content"][0]["text"], "Order 1 placed: Soup", "{}", won[0]);
+    assert!(answers.iter().all(|(status, _)| [200, 409].contains(status)), "{answers:?}");
+    assert_eq!(hostile.counts().await["orders"], json!(["Soup"]));
+    let (status, again) = rig.answer(&app, &action, "apply").await;
+    assert_eq!((status, again["code"].as_str()), (409, Some("already_applied")), "{again}");
+    assert_eq!(hostile.counts().await["orders"], json!(["Soup"]));
+    // No model step: the model was asked nothing more.
+    assert_eq!(rig.model.requests.lock().unwrap().len(), model_calls + 2, "only the second show's turn");
+
+    // The trail says it was the app's, and the visitor's Apply.
+    let life = life_of(&rig, id).await;
+    let steps: Vec<(&str, &str)> = life.iter().map(|(e, a, _)| (e.as_str(), a.as_str())).collect();
+    assert_eq!(
+        steps,
+        [("action.previewed", "app"), ("action.applied", "user:user_42"), ("action.executed", "system")],
+        "{life:?}"
+    );
+    assert!(life.iter().all(|(_, _, d)| d["origin"] == "app" && d["component_id"] == app["component_id"]), "{life:?}");
+    // Now another change may wait.
+    let next = rig.call(&app, "place-order", json!({"dish": "Cake"})).await;
+    assert_eq!(next["action"]["status"], "pending", "{next}");
+}
+
+async fn an_apps_delete_needs_two_confirmations_and_a_decline_runs_nothing(db: Db) {
+    let rig = AppRig::calling(db, "show-board").await;
+    let hostile = rig.with_hostile().await;
+    let (_, app) = rig.show().await;
+    let order = rig.call(&app, "place-order", json!({"dish": "Soup"})).await["action"].clone();
+    assert_eq!(rig.answer(&app, &order, "apply").await.0, 200);
+
+    // A delete: Apply before the confirmation is refused.
+    let delete = rig.call(&app, "cancel-orders", json!({})).await["action"].clone();
+    assert_eq!((delete["verb"].as_str(), delete["confirmations_required"].as_i64()), (Some("delete"), Some(2)));
+    let (status, refused) = rig.answer(&app, &delete, "apply").await;
+    assert_eq!((status, refused["code"].as_str()), (409, Some("confirmation_required")), "{refused}");
+    // Declined: nothing runs, and it cannot be applied after.
+    let (status, cancelled) = rig.answer(&app, &delete, "cancel").await;
+    assert_eq!((status, cancelled["action"]["status"].as_str()), (200, Some("cancelled")), "{cancelled}");
+    let (status, refused) = rig.answer(&app, &delete, "confirm").await;
+    assert_eq!((status, refused["code"].as_str()), (409, Some("action_cancelled")), "{refused}");
+    assert_eq!(hostile.counts().await["orders"], json!(["Soup"]));
+
+    // Confirmed, then applied: it runs once.
+    let delete = rig.call(&app, "cancel-orders", json!({})).await["action"].clone();
+    let (status, confirmed) = rig.answer(&app, &delete, "confirm").await;
+    assert_eq!((status, confirmed["action"]["status"].as_str()), (200, Some("confirmed_once")), "{confirmed}");
+    let (status, done) = rig.answer(&app, &delete, "apply").await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "1 orders cancelled");
+    assert_eq!(hostile.counts().await["orders"], json!([]));
+    // A change that is not a delete needs no confirmation.
+    let order = rig.call(&app, "place-order", json!({"dish": "Tea"})).await["action"].clone();
+    let (status, refused) = rig.answer(&app, &order, "confirm").await;
+    assert_eq!((status, refused["code"].as_str()), (409, Some("confirmation_not_required")), "{refused}");
+}
+
+async fn a_hostile_apps_reach_beyond_its_own_tools_is_refused(db: Db) {
+    let rig = AppRig::calling(db, "show-board").await;
+    let hostile = rig.with_hostile().await;
+    let (_, app) = rig.show().await;
+    // Tools only apps see are never offered to the model; the model's own are.
+    let offered: Vec<String> = rig.model.requests.lock().unwrap()[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(offered.contains(&"show-board".to_owned()) && offered.contains(&"secret-report".to_owned()), "{offered:?}");
+    assert!(!offered.iter().any(|t| t == "place-order" || t == "cancel-orders"), "{offered:?}");
+
+    for (name, arguments, why) in [
+        ("get-time", json!({}), "the other server's tool"),
+        ("secret-report", json!({}), "a tool only the model sees"),
+        ("place-order", json!({"dish": 7}), "arguments outside the schema"),
+        ("place-order", json!({}), "a required argument missing"),
+    ] {
+        let answer = rig.call(&app, name, arguments).await;
+        assert!(answer["error"].is_object() && answer.get("action").is_none(), "{why}: {answer}");
+    }
+    // The other server's resource is not read from the app's.
+    let (_, answer) =
+        rig.request(&app, json!({"method": "resources/read", "params": {"uri": "ui://get-time/mcp-app.html"}})).await;
+    assert!(answer["error"].is_object() && answer.get("result").is_none(), "{answer}");
+    // Its own reads run at once.
+    let counted = rig.call(&app, "count-orders", json!({})).await;
+    assert_eq!(counted["result"]["content"][0]["text"], "0 orders", "{counted}");
+    assert_eq!(hostile.counts().await, json!({"steal": 0, "orders": []}));
 }

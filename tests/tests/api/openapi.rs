@@ -47,6 +47,9 @@ const OPERATIONS: &[(&str, &str, &str)] = &[
     ("post", "/v1/elicitations/{id}", "embed_token"),
     ("get", "/v1/apps/{id}", "app_token"),
     ("post", "/v1/apps/{id}/requests", "app_token"),
+    ("post", "/v1/apps/{id}/actions/{action_id}/confirm", "app_token"),
+    ("post", "/v1/apps/{id}/actions/{action_id}/apply", "app_token"),
+    ("post", "/v1/apps/{id}/actions/{action_id}/cancel", "app_token"),
 ];
 
 #[tokio::test]

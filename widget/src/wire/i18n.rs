@@ -148,7 +148,7 @@ pub const LOADER_KEYS: [&str; 6] =
 /// a limit or the user cut it short.
 /// The words of an MCP App's bridge page (the assistant's chrome around
 /// an app: its questions to the visitor), all languages in the page.
-pub const APP_KEYS: [&str; 9] = [
+pub const APP_KEYS: [&str; 11] = [
     "app_loading",
     "app_unavailable",
     "app_expired",
@@ -156,9 +156,15 @@ pub const APP_KEYS: [&str; 9] = [
     "app_send",
     "app_confirm_link",
     "app_open",
+    "app_confirm_change",
+    "app_confirm_delete",
     "app_cancel",
     "app_exit_full",
 ];
+
+/// The widget's own words the bridge page also says: a change an app asks
+/// for is applied (and a delete confirmed) in the chat's words.
+pub const APP_SHARED_KEYS: [&str; 5] = ["apply", "delete", "delete_permanently", "action_delete_warning", "applying"];
 
 pub const SERVER_KEYS: [&str; 24] = [
     "notice_iterations",
@@ -278,7 +284,7 @@ mod tests {
     use std::collections::{BTreeSet, HashMap};
 
     use super::catalogues::CATALOGUES;
-    use super::{APP_KEYS, LANGUAGES, LOADER_KEYS, Msg, SERVER_KEYS, negotiate};
+    use super::{APP_KEYS, APP_SHARED_KEYS, LANGUAGES, LOADER_KEYS, Msg, SERVER_KEYS, negotiate};
 
     fn placeholders(text: &str) -> Vec<&str> {
         let mut found: Vec<&str> = text
@@ -297,6 +303,9 @@ mod tests {
             Msg::ALL.iter().map(|m| m.key()).chain(LOADER_KEYS).chain(SERVER_KEYS).chain(APP_KEYS).collect();
         let named = Msg::ALL.len() + LOADER_KEYS.len() + SERVER_KEYS.len() + APP_KEYS.len();
         assert_eq!(expected.len(), named, "a key is named twice");
+        for key in APP_SHARED_KEYS {
+            assert!(Msg::ALL.iter().any(|m| m.key() == key), "{key} is not a word of the widget's");
+        }
         let english: &HashMap<String, String> = &CATALOGUES[0];
         for (lang, catalogue) in LANGUAGES.iter().zip(CATALOGUES.iter()) {
             let keys: BTreeSet<&str> = catalogue.keys().map(String::as_str).collect();

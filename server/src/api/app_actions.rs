@@ -1,0 +1,251 @@
+//! Changes an MCP App asks for (our extension; docs/api-extensions.md).
+//! An app's `tools/call` of a tool that is not a `get` is frozen as a
+//! pending action of that app ([`propose`]) and answered with it; the
+//! bridge page shows it in the assistant's chrome around the app — never
+//! inside the app's frame — and the visitor's Apply runs it exactly once
+//! (a delete is confirmed first), with no model step: the result goes back
+//! to the app's request. The audit trail records it as the app's.
+//!
+//! Like the chat's actions (api/actions.rs), every move is one conditional
+//! UPDATE, an action runs only while its server lists the tool as it was,
+//! and these routes take the app token: only the app's own bridge, for
+//! its own visitor, reaches them; the embed token's `/v1/actions` never
+//! sees an app's action.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use widget::wire::{ActionStatus, PendingAction};
+
+use super::actions::refusal;
+use super::apps::{AppAnswer, app_caller};
+use super::state::ApiState;
+use crate::auth::Caller;
+use crate::db::actions::{self, ActionRow, NewAction};
+use crate::db::apps::AppView;
+use crate::engine::pending_action;
+use crate::host::ToolSpec;
+use crate::http::ApiError;
+use crate::ids::new_id;
+use crate::sources::Source;
+
+pub fn router() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(confirm_app_action))
+        .routes(routes!(apply_app_action))
+        .routes(routes!(cancel_app_action))
+}
+
+/// An app's action as it stands after `confirm` or `cancel`.
+#[derive(Serialize, utoipa::ToSchema)]
+struct AppActionState {
+    action: PendingAction,
+}
+
+/// Freezes an app's call of a change as the app's pending action: the
+/// answer carries it for the bridge to show. One change of an app waits at
+/// a time; a second is refused until the visitor answered the first.
+pub(super) async fn propose(
+    state: &ApiState,
+    caller: &Caller,
+    view: &AppView,
+    source: &Source,
+    tool: &ToolSpec,
+    arguments: &Value,
+) -> Result<AppAnswer, ApiError> {
+    let now = state.clock.now_ms();
+    if actions::open_of_app(&state.pool, &view.component_id, now).await?.is_some() {
+        return Ok(AppAnswer::refused("another change of this app is waiting for the visitor"));
+    }
+    let call_id = new_id("app");
+    let scope = caller.scope(&call_id);
+    let preview = match state.engine.sources.stage(source, tool, &call_id, arguments, &scope).await {
+        Ok(preview) => crate::engine::shown_preview(&preview),
+        Err(error) => return Ok(AppAnswer::refused(error.for_model())),
+    };
+    let action = actions::insert(
+        &state.pool,
+        NewAction {
+            conversation_id: &view.conversation_id,
+            workspace_id: &caller.workspace_id,
+            external_user_id: &caller.external_user_id,
+            permissions: &caller.permissions,
+            call_id: &call_id,
+            tool: &tool.origin.name,
+            verb: tool.verb,
+            arguments,
+            preview: &preview,
+            ttl_ms: state.engine.limits.action_ttl.as_millis() as i64,
+            integration_url: Some(source.url.as_str()),
+            integration_version: Some(source.version),
+            replaces: None,
+            integration: &source.name,
+            tool_digest: &tool.origin.digest,
+            app_component_id: Some(&view.component_id),
+        },
+        now,
+    )
+    .await?;
+    crate::metrics::tool_call(Some(tool.verb), "previewed");
+    tracing::info!(action_id = %action.id, component_id = %view.component_id, tool = %tool.origin.name, "an app asked for a change");
+    Ok(AppAnswer { action: Some(pending_action(&action)), ..AppAnswer::default() })
+}
+
+/// The app's action `action_id`, or `404` (another app's, the model's, or
+/// none).
+async fn app_action(state: &ApiState, headers: &HeaderMap, id: &str, action_id: &str) -> Result<ActionRow, ApiError> {
+    let (caller, _view) = app_caller(state, headers, id).await?;
+    actions::of_app(&state.pool, action_id, id, &caller.workspace_id, &caller.external_user_id)
+        .await?
+        .ok_or(ApiError::NotFound)
+}
+
+/// The first of the two confirmations of a delete an app asked for.
+///
+/// Takes the app token (app_token). Only a delete needs it
+/// (`409 confirmation_not_required` otherwise); an action that cannot move
+/// answers `409` or `410` with the action as it stands.
+#[utoipa::path(
+    post,
+    path = "/v1/apps/{id}/actions/{action_id}/confirm",
+    tag = "chat",
+    security(("app_token" = [])),
+    params(
+        ("id" = String, Path, description = "The `component_id` of an `mcp-app` component"),
+        ("action_id" = String, Path, description = "The `action_id` of the app's pending action"),
+    ),
+    responses((status = 200, description = "The delete is confirmed; Apply may follow", body = AppActionState)),
+)]
+async fn confirm_app_action(
+    State(state): State<ApiState>,
+    headers: HeaderMap,
+    Path((id, action_id)): Path<(String, String)>,
+) -> Result<Json<AppActionState>, ApiError> {
+    let action = app_action(&state, &headers, &id, &action_id).await?;
+    if !action.needs_confirmation() {
+        return Err(ApiError::Action {
+            status: StatusCode::CONFLICT,
+            code: "confirmation_not_required",
+            message: "only a delete needs a separate confirmation; apply it directly",
+            action: Box::new(pending_action(&action)),
+        });
+    }
+    let now = state.clock.now_ms();
+    let moved =
+        actions::transition(&state.pool, &action_id, &[ActionStatus::Pending], ActionStatus::ConfirmedOnce, now)
+            .await?;
+    let current = actions::get(&state.pool, &action_id).await?.ok_or(ApiError::NotFound)?;
+    if moved {
+        let detail = serde_json::json!({ "action_id": action_id });
+        actions::record_life(&state.pool, &current, &actions::user_actor(&current), "action.confirmed", None, detail)
+            .await;
+    }
+    if moved || (current.status == ActionStatus::ConfirmedOnce && !current.is_expired(now)) {
+        return Ok(Json(AppActionState { action: pending_action(&current) }));
+    }
+    Err(refusal(&state, &action_id).await)
+}
+
+/// Runs the change an app asked for, once, and answers the app's request.
+///
+/// Takes the app token (app_token). Of simultaneous applies, one wins; the
+/// others answer `409`. A delete must be confirmed first. The answer is
+/// the tool's result for the app (`result`, an `isError` one included) or
+/// why it failed (`error`); no model step follows.
+#[utoipa::path(
+    post,
+    path = "/v1/apps/{id}/actions/{action_id}/apply",
+    tag = "chat",
+    security(("app_token" = [])),
+    params(
+        ("id" = String, Path, description = "The `component_id` of an `mcp-app` component"),
+        ("action_id" = String, Path, description = "The `action_id` of the app's pending action"),
+    ),
+    responses((status = 200, description = "The change ran: the answer for the app", body = AppAnswer)),
+)]
+async fn apply_app_action(
+    State(state): State<ApiState>,
+    headers: HeaderMap,
+    Path((id, action_id)): Path<(String, String)>,
+) -> Result<Json<AppAnswer>, ApiError> {
+    let action = app_action(&state, &headers, &id, &action_id).await?;
+    let from = if action.needs_confirmation() { ActionStatus::ConfirmedOnce } else { ActionStatus::Pending };
+    let now = state.clock.now_ms();
+    // Run only where it was previewed, while its server still lets apps call it so.
+    if action.status == from && !action.is_expired(now) {
+        let scope = crate::host::ExecutionScope {
+            workspace_id: action.workspace_id.clone(),
+            external_user_id: action.external_user_id.clone(),
+            permissions: action.permissions(),
+            request_id: action.id.clone(),
+        };
+        let bound = crate::engine::binding(&state.workspaces, &state.engine.sources, &scope, &action)
+            .await
+            .map_err(|error| ApiError::BadGateway(error.code(), error.for_model()))?;
+        if let Some(why) = bound {
+            crate::engine::refuse(&state.pool, &action, why, now).await?;
+            let current = actions::get(&state.pool, &action_id).await?.ok_or(ApiError::NotFound)?;
+            return Err(ApiError::Action {
+                status: StatusCode::CONFLICT,
+                code: why.code(),
+                message: why.message(),
+                action: Box::new(pending_action(&current)),
+            });
+        }
+    }
+    if !actions::transition(&state.pool, &action_id, &[from], ActionStatus::Executing, now).await? {
+        return Err(refusal(&state, &action_id).await);
+    }
+    let mut action = action;
+    action.status = ActionStatus::Executing;
+    let detail = serde_json::json!({ "action_id": action_id });
+    actions::record_life(&state.pool, &action, &actions::user_actor(&action), "action.applied", None, detail).await;
+    state.limits.usage.count(&action.workspace_id, crate::usage::Metric::ToolCalls, 1);
+    // Run to the end even if the bridge goes away meanwhile: the outcome
+    // is recorded either way, and the action is never left `executing`.
+    let engine = state.engine.clone();
+    let executed = tokio::spawn(async move {
+        crate::engine::execute_for_app(&engine.pool, &engine.workspaces, &engine.sources, &action).await
+    })
+    .await
+    .map_err(anyhow::Error::from)?;
+    Ok(Json(match executed {
+        Ok(result) => AppAnswer::result(result),
+        Err(told) => AppAnswer::refused(told),
+    }))
+}
+
+/// Declines the change an app asked for.
+///
+/// Takes the app token (app_token). The bridge then tells the app the
+/// visitor declined; the chat goes on as it was.
+#[utoipa::path(
+    post,
+    path = "/v1/apps/{id}/actions/{action_id}/cancel",
+    tag = "chat",
+    security(("app_token" = [])),
+    params(
+        ("id" = String, Path, description = "The `component_id` of an `mcp-app` component"),
+        ("action_id" = String, Path, description = "The `action_id` of the app's pending action"),
+    ),
+    responses((status = 200, description = "The change is cancelled", body = AppActionState)),
+)]
+async fn cancel_app_action(
+    State(state): State<ApiState>,
+    headers: HeaderMap,
+    Path((id, action_id)): Path<(String, String)>,
+) -> Result<Json<AppActionState>, ApiError> {
+    let action = app_action(&state, &headers, &id, &action_id).await?;
+    let open = [ActionStatus::Pending, ActionStatus::ConfirmedOnce];
+    if !actions::transition(&state.pool, &action_id, &open, ActionStatus::Cancelled, state.clock.now_ms()).await? {
+        return Err(refusal(&state, &action_id).await);
+    }
+    let detail = serde_json::json!({ "action_id": action_id });
+    actions::record_life(&state.pool, &action, &actions::user_actor(&action), "action.cancelled", None, detail).await;
+    let current = actions::get(&state.pool, &action_id).await?.ok_or(ApiError::NotFound)?;
+    Ok(Json(AppActionState { action: pending_action(&current) }))
+}
