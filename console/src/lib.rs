@@ -194,6 +194,9 @@ pub struct Onboarding {
     /// The empty chat's greeting and suggested prompts, per language the
     /// widget speaks (all of them, in order; empty where none is set).
     pub start_screens: Vec<StartScreen>,
+    /// The browser features its MCP Apps may have (`camera`, …).
+    #[serde(default)]
+    pub app_permissions: Vec<String>,
 }
 
 /// What the empty chat says in one language.
@@ -416,6 +419,7 @@ fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
         entered_base_url,
         assistant_origin,
         start_screens,
+        app_permissions,
     } = onboarding;
     let origins = allowed_origins.join("\n");
     let connected = tool_server.is_some();
@@ -513,6 +517,7 @@ fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
                 </div>
             </form>
             {mcp_report.map(|rules| view! { <Report rules/> })}
+            <AppPermissionsForm granted=app_permissions/>
         </li>
     }
     .into_any();
@@ -550,6 +555,32 @@ fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
     let look = view! { <ThemeStep theme/> }.into_any();
     let start = view! { <StartStep start_screens/> }.into_any();
     view! { <ol class="steps">{workspace}{tools}{embed}{look}{start}</ol> }
+}
+
+/// The browser features an MCP App may ask for, and how the console names them.
+const APP_FEATURES: [(&str, &str); 4] = [
+    ("camera", "Camera"),
+    ("microphone", "Microphone"),
+    ("geolocation", "Location"),
+    ("clipboard-write", "Writing to the clipboard"),
+];
+
+/// What the MCP Apps of the workspace may use, when their UI asks: none by default.
+#[component]
+fn AppPermissionsForm(granted: Vec<String>) -> impl IntoView {
+    view! {
+        <h3 id="app-permissions-title">"What MCP Apps may use"</h3>
+        <p>"An MCP App (a tool's own UI, shown in the chat) gets a browser feature only if its UI asks for it             and you allow it here. Camera, microphone and location also need your page to lend them to the             widget: " <code>r#"data-app-permissions="camera; microphone; geolocation""#</code> "."</p>
+        <form method="post" action="/console/mcp/app-permissions" aria-labelledby="app-permissions-title">
+            {APP_FEATURES.into_iter().map(|(feature, label)| {
+                let checked = granted.iter().any(|g| g == feature);
+                view! {
+                    <label class="check"><input name=feature type="checkbox" value="1" checked=checked/> " " {label}</label>
+                }
+            }).collect_view()}
+            <button type="submit" class="button">"Save"</button>
+        </form>
+    }
 }
 
 /// The empty chat's greeting and prompts, per language: a visitor sees

@@ -148,9 +148,22 @@ async function counts(request: Parameters<typeof taskWorkspace>[0]): Promise<{ s
   return (await request.get(hostileCounter)).json();
 }
 
-async function showBoard(page: Page, request: Parameters<typeof taskWorkspace>[0], baseURL: string, user: string) {
+async function showBoard(
+  page: Page,
+  request: Parameters<typeof taskWorkspace>[0],
+  baseURL: string,
+  user: string,
+  options: { appPermissions?: string[]; pageLends?: string } = {},
+) {
   // The clock is connected too: another server, whose tools are not the board's.
   const ws = await withClock(request);
+  if (options.appPermissions) {
+    const patched = await request.patch("/v1/workspace", {
+      headers: { authorization: `Bearer ${ws.api_key}` },
+      data: { app_permissions: options.appPermissions },
+    });
+    expect(patched.status()).toBe(200);
+  }
   const connected = await request.post("/v1/integrations/mcp/connect", {
     headers: { authorization: `Bearer ${ws.api_key}` },
     // Its annotations are not trusted: the host says which tools only read.
@@ -158,7 +171,7 @@ async function showBoard(page: Page, request: Parameters<typeof taskWorkspace>[0
   });
   expect(connected.status()).toBe(200);
   const host = new TaskHostPage(page, baseURL);
-  await host.goto(ws, user);
+  await host.goto(ws, user, options.pageLends ? { app_permissions: options.pageLends } : {});
   await host.ask("show board please");
   const bridge = host.widget.frameLocator("iframe.ca-app");
   const app = bridge.frameLocator("iframe").frameLocator("iframe");
@@ -244,4 +257,23 @@ test("a hostile app cannot reach other tools, outgrow the panel, send data out o
   await expect(host.widget.locator(".ca-assistant")).toHaveCount(replies + 1);
   await expect(host.lastReply).toContainText("offline demo model");
   expect((await counts(request)).steal).toBe(0);
+});
+
+test("an MCP App gets a browser feature only when the workspace allows it and the page lends it", async ({
+  page,
+  request,
+  baseURL,
+}) => {
+  // The board asks for the camera and the clipboard.
+  let { app, log } = await showBoard(page, request, baseURL!, "features_user");
+  await app.locator("#features").click();
+  await expect(log).toContainText("features: camera=false microphone=false clipboard-write=false");
+
+  // Allowed by the workspace, lent by the page: it has them; never what it did not ask for.
+  ({ app, log } = await showBoard(page, request, baseURL!, "features_user_2", {
+    appPermissions: ["camera", "microphone", "clipboard-write"],
+    pageLends: "camera; microphone",
+  }));
+  await app.locator("#features").click();
+  await expect(log).toContainText("features: camera=true microphone=false clipboard-write=true");
 });

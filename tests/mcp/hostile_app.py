@@ -18,6 +18,8 @@ Tools (the app's page calls them through the host):
 - `cancel-orders` (app only, destructive): two confirmations.
 - `secret-report` (model only): the app must not reach it.
 
+Its UI asks for the camera and the clipboard (`_meta.ui.permissions`).
+
 The page's buttons each try one thing and log the answer in `#log`.
 """
 
@@ -28,7 +30,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from mcp.server.apps import Apps
+from mcp.server.apps import Apps, ResourcePermissions
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
@@ -52,6 +54,7 @@ PAGE = """<!doctype html>
 <button id="tall">Grow tall</button>
 <button id="fetch">Fetch an undeclared origin</button>
 <button id="flood">Flood messages</button>
+<button id="features">Which browser features do I have?</button>
 <pre id="log"></pre>
 <script>
 var next = 1, pending = {}, steal = null;
@@ -114,6 +117,12 @@ button("flood", function () {
     });
   }
 });
+button("features", function () {
+  var policy = document.featurePolicy || document.permissionsPolicy;
+  var has = function (f) { return policy ? policy.allowsFeature(f) : "unknown"; };
+  log("features: camera=" + has("camera") + " microphone=" + has("microphone") +
+      " clipboard-write=" + has("clipboard-write"));
+});
 request("ui/initialize", {
   protocolVersion: "2026-01-26",
   appInfo: { name: "hostile-board", version: "1" },
@@ -165,7 +174,9 @@ def secret_report() -> str:
     return "the secret report"
 
 
-apps.add_html_resource(URI, PAGE, title="Order board")
+# It asks for the camera and the clipboard: it gets what the workspace allows.
+apps.add_html_resource(URI, PAGE, title="Order board",
+                       permissions=ResourcePermissions(camera={}, clipboard_write={}))
 
 
 class Counter(BaseHTTPRequestHandler):

@@ -1,6 +1,6 @@
 //! Changes an MCP App asks for (our extension; docs/api-extensions.md).
 //! An app's `tools/call` of a tool that is not a `get` is frozen as a
-//! pending action of that app ([`propose`]) and answered with it; the
+//! pending action of that app (api/apps.rs, `propose`) and answered with it; the
 //! bridge page shows it in the assistant's chrome around the app — never
 //! inside the app's frame — and the visitor's Apply runs it exactly once
 //! (a delete is confirmed first), with no model step: the result goes back
@@ -16,7 +16,6 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use serde::Serialize;
-use serde_json::Value;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use widget::wire::{ActionStatus, PendingAction};
@@ -24,14 +23,9 @@ use widget::wire::{ActionStatus, PendingAction};
 use super::actions::refusal;
 use super::apps::{AppAnswer, app_caller};
 use super::state::ApiState;
-use crate::auth::Caller;
-use crate::db::actions::{self, ActionRow, NewAction};
-use crate::db::apps::AppView;
+use crate::db::actions::{self, ActionRow};
 use crate::engine::pending_action;
-use crate::host::ToolSpec;
 use crate::http::ApiError;
-use crate::ids::new_id;
-use crate::sources::Source;
 
 pub fn router() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
@@ -44,55 +38,6 @@ pub fn router() -> OpenApiRouter<ApiState> {
 #[derive(Serialize, utoipa::ToSchema)]
 struct AppActionState {
     action: PendingAction,
-}
-
-/// Freezes an app's call of a change as the app's pending action: the
-/// answer carries it for the bridge to show. One change of an app waits at
-/// a time; a second is refused until the visitor answered the first.
-pub(super) async fn propose(
-    state: &ApiState,
-    caller: &Caller,
-    view: &AppView,
-    source: &Source,
-    tool: &ToolSpec,
-    arguments: &Value,
-) -> Result<AppAnswer, ApiError> {
-    let now = state.clock.now_ms();
-    if actions::open_of_app(&state.pool, &view.component_id, now).await?.is_some() {
-        return Ok(AppAnswer::refused("another change of this app is waiting for the visitor"));
-    }
-    let call_id = new_id("app");
-    let scope = caller.scope(&call_id);
-    let preview = match state.engine.sources.stage(source, tool, &call_id, arguments, &scope).await {
-        Ok(preview) => crate::engine::shown_preview(&preview),
-        Err(error) => return Ok(AppAnswer::refused(error.for_model())),
-    };
-    let action = actions::insert(
-        &state.pool,
-        NewAction {
-            conversation_id: &view.conversation_id,
-            workspace_id: &caller.workspace_id,
-            external_user_id: &caller.external_user_id,
-            permissions: &caller.permissions,
-            call_id: &call_id,
-            tool: &tool.origin.name,
-            verb: tool.verb,
-            arguments,
-            preview: &preview,
-            ttl_ms: state.engine.limits.action_ttl.as_millis() as i64,
-            integration_url: Some(source.url.as_str()),
-            integration_version: Some(source.version),
-            replaces: None,
-            integration: &source.name,
-            tool_digest: &tool.origin.digest,
-            app_component_id: Some(&view.component_id),
-        },
-        now,
-    )
-    .await?;
-    crate::metrics::tool_call(Some(tool.verb), "previewed");
-    tracing::info!(action_id = %action.id, component_id = %view.component_id, tool = %tool.origin.name, "an app asked for a change");
-    Ok(AppAnswer { action: Some(pending_action(&action)), ..AppAnswer::default() })
 }
 
 /// The app's action `action_id`, or `404` (another app's, the model's, or

@@ -32,7 +32,10 @@ use utoipa_axum::routes;
 
 use super::state::ApiState;
 use crate::auth::Caller;
+use crate::db::actions::{self, NewAction};
 use crate::db::{self, apps::AppView};
+use crate::engine::pending_action;
+use crate::host::ToolSpec;
 use crate::host::Verb;
 use crate::http::{ApiError, ApiJson, bearer_in};
 use crate::ids::new_id;
@@ -73,6 +76,10 @@ pub struct AppFrame {
     /// The tool's whole result (`ui/notifications/tool-result`).
     #[schema(value_type = Object)]
     pub result: Value,
+    /// The `allow` of the app's frame: the browser features its resource
+    /// asks for (`_meta.ui.permissions`) that the workspace lets apps have
+    /// (`app_permissions`), e.g. `camera; clipboard-write`; empty: none.
+    pub allow: String,
     /// The app's `_meta.ui.prefersBorder`, when it says.
     pub prefers_border: Option<bool>,
     /// The protocol version the bridge speaks.
@@ -227,8 +234,13 @@ async fn get_app(
         .unwrap_or_else(|| json!({ "name": view.tool, "inputSchema": {"type": "object"} }));
     let title = tool.get("title").and_then(Value::as_str).unwrap_or(&view.tool).to_owned();
     let csp = crate::mcp::apps::Csp::of(&resource.ui);
+    let allowed = db::workspace(&state.pool, &view.workspace_id).await?.map(|w| w.app_permissions());
+    let granted = crate::mcp::apps::granted_permissions(&resource.ui, &allowed.unwrap_or_default());
     let mut sandbox_url = url::Url::parse(&frames.sandbox_origin).map_err(anyhow::Error::from)?;
     sandbox_url.query_pairs_mut().append_pair("ws", &view.workspace_id).extend_pairs(csp.query());
+    if !granted.is_empty() {
+        sandbox_url.query_pairs_mut().append_pair("allow", &granted.join(" "));
+    }
     let call_id = db::components::call_of(&state.pool, &id).await?.unwrap_or_default();
     Ok(Json(AppFrame {
         component_id: id,
@@ -239,6 +251,7 @@ async fn get_app(
         sandbox_url: sandbox_url.to_string(),
         input: serde_json::from_str(&view.input).unwrap_or_else(|_| json!({})),
         result: serde_json::from_str(&view.result).unwrap_or_else(|_| json!({"content": []})),
+        allow: granted.join("; "),
         prefers_border: resource.ui.get("prefersBorder").and_then(Value::as_bool),
         protocol_version: PROTOCOL_VERSION,
     }))
@@ -332,7 +345,7 @@ async fn call_tool(state: &ApiState, caller: &Caller, view: &AppView, params: &V
         return Ok(AppAnswer::error(-32602, format!("the arguments do not fit the tool's inputSchema: {problems}")));
     }
     if tool.verb != Verb::Get {
-        return super::app_actions::propose(state, caller, view, &source, tool, &arguments).await;
+        return propose(state, caller, view, &source, tool, &arguments).await;
     }
     let request_id = new_id("app");
     let scope = caller.scope(&request_id);
@@ -343,6 +356,55 @@ async fn call_tool(state: &ApiState, caller: &Caller, view: &AppView, params: &V
         Ok(result) => AppAnswer::result(result),
         Err(error) => AppAnswer::refused(error.for_model()),
     })
+}
+
+/// Freezes an app's call of a change as the app's pending action: the
+/// answer carries it for the bridge to show. One change of an app waits at
+/// a time; a second is refused until the visitor answered the first.
+async fn propose(
+    state: &ApiState,
+    caller: &Caller,
+    view: &AppView,
+    source: &Source,
+    tool: &ToolSpec,
+    arguments: &Value,
+) -> Result<AppAnswer, ApiError> {
+    let now = state.clock.now_ms();
+    if actions::open_of_app(&state.pool, &view.component_id, now).await?.is_some() {
+        return Ok(AppAnswer::refused("another change of this app is waiting for the visitor"));
+    }
+    let call_id = new_id("app");
+    let scope = caller.scope(&call_id);
+    let preview = match state.engine.sources.stage(source, tool, &call_id, arguments, &scope).await {
+        Ok(preview) => crate::engine::shown_preview(&preview),
+        Err(error) => return Ok(AppAnswer::refused(error.for_model())),
+    };
+    let action = actions::insert(
+        &state.pool,
+        NewAction {
+            conversation_id: &view.conversation_id,
+            workspace_id: &caller.workspace_id,
+            external_user_id: &caller.external_user_id,
+            permissions: &caller.permissions,
+            call_id: &call_id,
+            tool: &tool.origin.name,
+            verb: tool.verb,
+            arguments,
+            preview: &preview,
+            ttl_ms: state.engine.limits.action_ttl.as_millis() as i64,
+            integration_url: Some(source.url.as_str()),
+            integration_version: Some(source.version),
+            replaces: None,
+            integration: &source.name,
+            tool_digest: &tool.origin.digest,
+            app_component_id: Some(&view.component_id),
+        },
+        now,
+    )
+    .await?;
+    crate::metrics::tool_call(Some(tool.verb), "previewed");
+    tracing::info!(action_id = %action.id, component_id = %view.component_id, tool = %tool.origin.name, "an app asked for a change");
+    Ok(AppAnswer { action: Some(pending_action(&action)), ..AppAnswer::default() })
 }
 
 /// `resources/read` of an app: its own server's resources only.

@@ -40,6 +40,9 @@ struct ShownWorkspace {
     /// (`en`, `es`, `fr`, `de`, `ja`, `ar`): a visitor sees their
     /// language's, else the widget's neutral greeting.
     welcome: Welcome,
+    /// The browser features its MCP Apps may have (each app gets those its
+    /// resource asks for in `_meta.ui.permissions` and this list holds).
+    app_permissions: Vec<AppPermission>,
     /// The current embed secret's key id (`kid` in a token's header).
     embed_secret_kid: String,
     /// While a rotated embed secret still verifies tokens: until when (RFC 3339).
@@ -108,6 +111,38 @@ struct WorkspacePatch {
     /// `greeting` (1 to 300 characters) and up to four `prompts` (1 to 100).
     #[serde(default, deserialize_with = "crate::http::object_only")]
     welcome: Option<Welcome>,
+    /// Replaces the browser features MCP Apps may have (`[]`: none, the default).
+    app_permissions: Option<Vec<AppPermission>>,
+}
+
+/// A browser feature an MCP App may be granted (a Permissions Policy
+/// feature; MCP Apps' `_meta.ui.permissions` asks for it as `camera`,
+/// `microphone`, `geolocation` or `clipboardWrite`). A host page must
+/// delegate it to the widget too (`data-app-permissions`).
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+enum AppPermission {
+    Camera,
+    Microphone,
+    Geolocation,
+    ClipboardWrite,
+}
+
+impl AppPermission {
+    fn feature(self) -> &'static str {
+        match self {
+            AppPermission::Camera => "camera",
+            AppPermission::Microphone => "microphone",
+            AppPermission::Geolocation => "geolocation",
+            AppPermission::ClipboardWrite => "clipboard-write",
+        }
+    }
+
+    fn of(feature: &str) -> Option<Self> {
+        [Self::Camera, Self::Microphone, Self::Geolocation, Self::ClipboardWrite]
+            .into_iter()
+            .find(|p| p.feature() == feature)
+    }
 }
 
 /// A widget look: each value optional.
@@ -265,6 +300,14 @@ async fn update_workspace(
         },
         None => row.welcome(),
     };
+    let app_permissions: Vec<String> = match patch.app_permissions {
+        Some(mut permissions) => {
+            permissions.sort();
+            permissions.dedup();
+            permissions.into_iter().map(|p| p.feature().to_owned()).collect()
+        }
+        None => row.app_permissions(),
+    };
     let settings = db::WorkspaceSettings {
         name: &name,
         origins: &origins,
@@ -272,6 +315,7 @@ async fn update_workspace(
         theme: &theme,
         retention_days,
         welcome: &welcome,
+        app_permissions: &app_permissions,
     };
     db::set_workspace_settings(&state.pool, &row.id, settings).await?;
     tracing::info!(workspace_id = %row.id, "workspace settings changed");
@@ -299,6 +343,7 @@ async fn update_workspace(
         serde_json::to_value(row.welcome()).unwrap_or_default(),
         serde_json::to_value(&welcome).unwrap_or_default(),
     );
+    note("app_permissions", row.app_permissions().into(), app_permissions.clone().into());
     if !changed.is_empty() {
         let detail = serde_json::Value::Object(changed);
         db::audit::record(&state.pool, "api-key", "workspace.updated", Some(&row.id), None, &detail).await?;
@@ -309,6 +354,7 @@ async fn update_workspace(
     row.theme = serde_json::to_string(&theme).map_err(anyhow::Error::from)?;
     row.retention_days = retention_days;
     row.welcome = serde_json::to_string(&welcome).map_err(anyhow::Error::from)?;
+    row.app_permissions = serde_json::to_string(&app_permissions).map_err(anyhow::Error::from)?;
     Ok(Json(shown(&state, row)?))
 }
 
@@ -320,6 +366,7 @@ fn shown(state: &ApiState, row: db::WorkspaceRow) -> Result<ShownWorkspace, ApiE
         theme: row.theme().into(),
         retention_days: row.retention_days,
         welcome: row.welcome(),
+        app_permissions: row.app_permissions().iter().filter_map(|f| AppPermission::of(f)).collect(),
         embed_secret_kid: crate::auth::kid(state.vault.open(&row.embed_secret_enc)?.expose()),
         previous_embed_secret_valid_until: while_valid(row.embed_secret_prev_until),
         previous_api_key_valid_until: while_valid(row.api_key_prev_until),

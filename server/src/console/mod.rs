@@ -42,6 +42,7 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/mcp/connect", post(setup::connect_mcp))
         .route("/console/mcp/check", post(setup::check_mcp))
         .route("/console/mcp/disconnect", post(setup::disconnect_mcp))
+        .route("/console/mcp/app-permissions", post(setup::save_app_permissions))
         .route("/console/theme", post(setup::save_theme))
         .route("/console/welcome", post(setup::save_welcome))
         .route("/console/preview", get(setup::preview))

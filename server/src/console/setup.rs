@@ -64,6 +64,7 @@ impl Signed {
             entered_base_url: None,
             assistant_origin: self.state.public_origin.to_string(),
             start_screens: start_screens(&workspace["welcome"]),
+            app_permissions: strings(&workspace["app_permissions"]).unwrap_or_default(),
         });
         Ok(page("Set up your assistant", text(&workspace["name"]), notice, body))
     }
@@ -215,6 +216,34 @@ pub(super) async fn disconnect_mcp(
         return Ok(Redirect::to("/console?done=disconnected").into_response());
     }
     Ok(render(answer.status, console.onboarding(answer.problem(), None).await?))
+}
+
+/// The browser features MCP Apps may have: a box ticked per feature.
+#[derive(Deserialize)]
+pub(super) struct AppPermissionsForm {
+    #[serde(default)]
+    camera: Option<String>,
+    #[serde(default)]
+    microphone: Option<String>,
+    #[serde(default)]
+    geolocation: Option<String>,
+    #[serde(default, rename = "clipboard-write")]
+    clipboard_write: Option<String>,
+}
+
+/// Sets the browser features the workspace's MCP Apps may have.
+pub(super) async fn save_app_permissions(
+    console: InWorkspace,
+    Form(form): Form<AppPermissionsForm>,
+) -> Result<Response, Response> {
+    let ticked = [
+        ("camera", &form.camera),
+        ("microphone", &form.microphone),
+        ("geolocation", &form.geolocation),
+        ("clipboard-write", &form.clipboard_write),
+    ];
+    let features: Vec<&str> = ticked.iter().filter(|(_, box_)| box_.is_some()).map(|(f, _)| *f).collect();
+    console.patch_workspace(json!({ "app_permissions": features }), "/console?done=saved").await
 }
 
 #[derive(Deserialize)]

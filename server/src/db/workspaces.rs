@@ -29,11 +29,20 @@ pub struct WorkspaceRow {
     pub retention_days: Option<i64>,
     /// Its start screen per language, as JSON (`widget::wire::Welcome`).
     pub welcome: String,
+    /// The browser features its MCP Apps may have, as JSON (a list of
+    /// Permissions Policy features).
+    pub app_permissions: String,
 }
 
 impl WorkspaceRow {
     pub fn allowed_origins(&self) -> Vec<String> {
         serde_json::from_str(&self.allowed_origins).unwrap_or_default()
+    }
+
+    /// The browser features its MCP Apps may have (written by
+    /// `set_workspace_settings` only, after the API checked each).
+    pub fn app_permissions(&self) -> Vec<String> {
+        serde_json::from_str(&self.app_permissions).unwrap_or_default()
     }
 
     /// Its own limits; none that could not be read (they are written by
@@ -142,13 +151,15 @@ pub struct WorkspaceSettings<'a> {
     pub theme: &'a widget::wire::Theme,
     pub retention_days: Option<i64>,
     pub welcome: &'a widget::wire::Welcome,
+    pub app_permissions: &'a [String],
 }
 
-/// Writes a workspace's name, allowed origins, own limits, theme, retention and start screen.
+/// Writes a workspace's name, allowed origins, own limits, theme, retention,
+/// start screen and its apps' browser features.
 pub async fn set_workspace_settings(pool: &Pool, id: &str, s: WorkspaceSettings<'_>) -> anyhow::Result<()> {
     sqlx::query(
         "UPDATE workspaces SET name = $1, allowed_origins = $2, limits = $3, theme = $4, retention_days = $5,
-         welcome = $6 WHERE id = $7",
+         welcome = $6, app_permissions = $7 WHERE id = $8",
     )
     .bind(s.name)
     .bind(serde_json::to_string(s.origins)?)
@@ -156,6 +167,7 @@ pub async fn set_workspace_settings(pool: &Pool, id: &str, s: WorkspaceSettings<
     .bind(serde_json::to_string(s.theme)?)
     .bind(s.retention_days)
     .bind(serde_json::to_string(s.welcome)?)
+    .bind(serde_json::to_string(s.app_permissions)?)
     .bind(id)
     .execute(pool)
     .await?;
@@ -187,7 +199,7 @@ pub async fn set_workspace_origins(pool: &Pool, id: &str, origins: &[String]) ->
 
 const WORKSPACE_COLUMNS: &str = "id, name, allowed_origins, embed_secret_enc, limits,
     (SELECT COUNT(*) FROM caddie_links l WHERE l.workspace_id = workspaces.id) AS caddie_linked,
-    embed_secret_prev_enc, embed_secret_prev_until, api_key_prev_until, theme, retention_days, welcome";
+    embed_secret_prev_enc, embed_secret_prev_until, api_key_prev_until, theme, retention_days, welcome, app_permissions";
 
 pub async fn workspace(pool: &Pool, id: &str) -> anyhow::Result<Option<WorkspaceRow>> {
     Ok(sqlx::query_as(&format!("SELECT {WORKSPACE_COLUMNS} FROM workspaces WHERE id = $1"))

@@ -4,7 +4,9 @@
    token expires. Draws a launcher; creates the widget's iframe on the first open only. The token
    travels by postMessage to the assistant's exact origin, never in a URL. The language is the
    host's (data-lang, init({ lang })), else the browser's, else English; the server fills in WORDS
-   from the catalogues (widget/i18n) and serves this file minified. */
+   from the catalogues (widget/i18n) and serves this file minified. data-app-permissions="camera;
+   microphone; geolocation" (init({ appPermissions }); an iframe's allow) lends those browser
+   features to the widget, for the MCP Apps the workspace lets have them. */
 (function () {
   "use strict";
   var me = document.currentScript;
@@ -106,7 +108,9 @@
       if (!frame) {
         frame = document.createElement("iframe");
         frame.title = opts.label || say(5);
-        frame.allow = "clipboard-write";
+        // The widget copies replies; an MCP App gets camera, microphone or
+        // geolocation only if the page lends them here too (data-app-permissions).
+        frame.allow = "clipboard-write;" + (opts.appPermissions || "");
         frame.className = "ca-frame";
         var q = { ws: opts.workspace, lang: lang, theme: opts.theme, accent: opts.accent, radius: opts.radius,
           font: opts.font };
@@ -174,5 +178,5 @@
   var ws = me.getAttribute("data-workspace");
   if (ws) api.init({ workspace: ws, token: me.getAttribute("data-token"), tokenUrl: me.getAttribute("data-token-url"),
     theme: me.getAttribute("data-theme") || null, lang: me.getAttribute("data-lang") || null,
-    accent: me.getAttribute("data-accent") || null });
+    accent: me.getAttribute("data-accent") || null, appPermissions: me.getAttribute("data-app-permissions") });
 })();

@@ -1,9 +1,10 @@
 //! MCP Apps (the `io.modelcontextprotocol/ui` extension, issue #31): a
 //! tool names a `ui://` resource of type `text/html;profile=mcp-app` in
 //! `_meta.ui.resourceUri`; the assistant reads it from the server (never
-//! from the browser) and keeps it per connection. What is here so far: the
-//! resource as read and checked, and the sandbox's policy built from its
-//! `_meta.ui.csp` (each entry checked as an origin).
+//! from the browser) and keeps it per connection. Here: the resource as
+//! read and checked, who may call a tool, the browser features an app may
+//! be granted, and the sandbox's policy built from its `_meta.ui.csp`
+//! (each entry checked as an origin).
 
 use serde_json::Value;
 
@@ -65,6 +66,36 @@ pub fn visible_to_model(tool: &Value) -> bool {
         Some(visibility) => visibility.iter().any(|v| v == "model"),
         None => true,
     }
+}
+
+/// The browser features an app may ask for in `_meta.ui.permissions`: its
+/// key there and the Permissions Policy feature it maps to (the `allow`
+/// of the app's frame), in the order an `allow` lists them.
+pub const PERMISSIONS: [(&str, &str); 4] = [
+    ("camera", "camera"),
+    ("microphone", "microphone"),
+    ("geolocation", "geolocation"),
+    ("clipboardWrite", "clipboard-write"),
+];
+
+/// Whether `feature` is one an app may be granted (`camera`, `microphone`,
+/// `geolocation`, `clipboard-write`).
+pub fn is_permission(feature: &str) -> bool {
+    PERMISSIONS.iter().any(|(_, f)| *f == feature)
+}
+
+/// The features an app is granted: those its resource asks for (an
+/// object under the key, as the spec has it) that the workspace lets apps
+/// have, in [`PERMISSIONS`] order.
+pub fn granted_permissions(ui: &Value, allowed: &[String]) -> Vec<&'static str> {
+    PERMISSIONS
+        .iter()
+        .filter(|(key, feature)| {
+            ui.pointer(&format!("/permissions/{key}")).is_some_and(Value::is_object)
+                && allowed.iter().any(|a| a == feature)
+        })
+        .map(|(_, feature)| *feature)
+        .collect()
 }
 
 /// Whether an app may call a tool: unless its `_meta.ui.visibility` says
@@ -231,6 +262,18 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn an_app_gets_only_the_features_it_asks_for_and_the_workspace_allows() {
+        let ui = json!({"permissions": {"camera": {}, "clipboardWrite": {}, "microphone": true, "usb": {}}});
+        assert!(granted_permissions(&ui, &[]).is_empty(), "nothing by default");
+        let all: Vec<String> = PERMISSIONS.iter().map(|(_, f)| (*f).to_owned()).collect();
+        // `microphone: true` is not the spec's shape; `usb` is no feature of ours.
+        assert_eq!(granted_permissions(&ui, &all), ["camera", "clipboard-write"]);
+        assert_eq!(granted_permissions(&ui, &["clipboard-write".into(), "geolocation".into()]), ["clipboard-write"]);
+        assert!(granted_permissions(&Value::Null, &all).is_empty());
+        assert!(is_permission("clipboard-write") && !is_permission("clipboardWrite") && !is_permission("usb"));
+    }
 
     #[test]
     fn a_ui_resource_is_read_only_of_its_uri_and_type() {

@@ -375,7 +375,8 @@
       if (app.prefers_border === false) document.documentElement.classList.add("borderless");
       frame = document.createElement("iframe");
       frame.setAttribute("sandbox", "allow-scripts allow-same-origin allow-forms");
-      frame.setAttribute("allow", "");
+      // Only the browser features the server granted this app (none by default).
+      frame.setAttribute("allow", app.allow || "");
       frame.setAttribute("referrerpolicy", "no-referrer");
       frame.title = app.title;
       frame.src = app.sandbox_url;

@@ -29,7 +29,8 @@ use widget::wire::i18n;
 use crate::db::{self, Pool};
 use crate::mcp::apps::Csp;
 
-/// The sandbox page's script, minified; `__HOST__` is the assistant's origin.
+/// The sandbox page's script, minified; `__HOST__` is the assistant's origin and
+/// `__ALLOW__` the `allow` of the app's frame.
 static SANDBOX_JS: LazyLock<String> = LazyLock::new(|| minifier::js::minify(include_str!("sandbox.js")).to_string());
 /// The bridge page's script, minified.
 static BRIDGE_JS: LazyLock<String> = LazyLock::new(|| minifier::js::minify(include_str!("bridge.js")).to_string());
@@ -135,7 +136,16 @@ async fn sandbox_page(State(state): State<SandboxState>, RawQuery(query): RawQue
     };
     let csp = Csp::from_query(&pairs).header(&ancestors);
     let host = serde_json::to_string(&*state.public_origin).unwrap_or_default().replace('<', "\\u003c");
-    let script = SANDBOX_JS.replace("\"__HOST__\"", &host);
+    // The features the bridge lends the app's frame (from GET /v1/apps):
+    // known ones only. A frame can lend no more than it was lent itself.
+    let allow: Vec<&str> = pairs
+        .iter()
+        .filter(|(k, _)| k == "allow")
+        .flat_map(|(_, v)| v.split(' '))
+        .filter(|f| crate::mcp::apps::is_permission(f))
+        .collect();
+    let allow = serde_json::to_string(&allow.join("; ")).unwrap_or_default();
+    let script = SANDBOX_JS.replace("\"__HOST__\"", &host).replace("\"__ALLOW__\"", &allow);
     let page = format!(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>App</title>\
          <style>html,body{{margin:0;height:100%;overflow:hidden;background:transparent}}\

@@ -6,6 +6,7 @@
 (function () {
   "use strict";
   var host = "__HOST__";
+  var allow = "__ALLOW__"; // the browser features granted (GET /v1/apps decided), or ""
   var inner = null;
   function toHost(message) {
     parent.postMessage(message, host);
@@ -20,8 +21,10 @@
         if (inner || typeof params.html !== "string") return;
         inner = document.createElement("iframe");
         // Scripts and forms (posting nowhere: form-action 'none'); no
-        // origin, no popups, no top navigation, no permissions.
+        // origin, no popups, no top navigation; only the browser
+        // features the workspace lets its apps have and this app asked for.
         inner.setAttribute("sandbox", "allow-scripts allow-forms");
+        if (allow) inner.setAttribute("allow", allow);
         inner.setAttribute("title", typeof params.title === "string" ? params.title : "App");
         inner.srcdoc = params.html;
         document.body.appendChild(inner);

@@ -19,6 +19,7 @@ on_both_databases!(
     an_apps_change_waits_for_the_visitors_apply_and_runs_once,
     an_apps_delete_needs_two_confirmations_and_a_decline_runs_nothing,
     a_hostile_apps_reach_beyond_its_own_tools_is_refused,
+    an_app_gets_only_the_browser_features_its_workspace_allows,
 );
 
 /// A workspace whose scripted model calls the basic app's `get-time`,
@@ -424,4 +425,49 @@ async fn a_hostile_apps_reach_beyond_its_own_tools_is_refused(db: Db) {
     let counted = rig.call(&app, "count-orders", json!({})).await;
     assert_eq!(counted["result"]["content"][0]["text"], "0 orders", "{counted}");
     assert_eq!(hostile.counts().await, json!({"steal": 0, "orders": []}));
+}
+
+async fn an_app_gets_only_the_browser_features_its_workspace_allows(db: Db) {
+    let rig = AppRig::calling(db, "show-board").await;
+    let _hostile = rig.with_hostile().await;
+    let (_, app) = rig.show().await;
+    let id = app["component_id"].as_str().unwrap();
+    // The board asks for the camera and the clipboard: by default it gets neither.
+    let (status, shown) = rig.app.get_json(&format!("/v1/apps/{id}"), app_token(&app)).await;
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(shown["allow"], "");
+    assert!(!shown["sandbox_url"].as_str().unwrap().contains("allow="), "{shown}");
+    let (_, workspace) = rig.app.get_json("/v1/workspace", &rig.api_key).await;
+    assert_eq!(workspace["app_permissions"], json!([]));
+
+    // Allowed camera and microphone: it gets the camera (it asked for no microphone).
+    let patch = json!({"app_permissions": ["microphone", "camera", "camera"]});
+    let (status, workspace) = rig.app.patch_json("/v1/workspace", &rig.api_key, &patch).await;
+    assert_eq!(status, 200, "{workspace}");
+    assert_eq!(workspace["app_permissions"], json!(["camera", "microphone"]));
+    let (_, shown) = rig.app.get_json(&format!("/v1/apps/{id}"), app_token(&app)).await;
+    assert_eq!(shown["allow"], "camera");
+    let sandbox_url = shown["sandbox_url"].as_str().unwrap().to_owned();
+    assert!(sandbox_url.ends_with("&allow=camera"), "{sandbox_url}");
+    let (_, workspace) = rig
+        .app
+        .patch_json("/v1/workspace", &rig.api_key, &json!({"app_permissions": ["camera", "clipboard-write"]}))
+        .await;
+    assert_eq!(workspace["app_permissions"], json!(["camera", "clipboard-write"]));
+    let (_, shown) = rig.app.get_json(&format!("/v1/apps/{id}"), app_token(&app)).await;
+    assert_eq!(shown["allow"], "camera; clipboard-write");
+
+    // The sandbox page lends its app frame only features it knows.
+    let page = rig.app.client.get(format!("{sandbox_url}+usb+payment")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let page = page.text().await.unwrap();
+    assert!(page.contains(r#""camera""#) && !page.contains("usb") && !page.contains("payment"), "{page}");
+
+    // Nothing else is a feature; the change is in the trail.
+    for bad in [json!(["usb"]), json!(["Camera"]), json!("camera"), json!([1])] {
+        let (status, _) = rig.app.patch_json("/v1/workspace", &rig.api_key, &json!({"app_permissions": bad})).await;
+        assert_eq!(status, 400, "{bad}");
+    }
+    let (_, trail) = rig.app.get_json("/v1/audit?action=workspace.updated", &rig.api_key).await;
+    assert_eq!(trail["items"][0]["detail"]["app_permissions"]["to"], json!(["camera", "clipboard-write"]), "{trail}");
 }
