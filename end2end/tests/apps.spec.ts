@@ -153,7 +153,7 @@ async function showBoard(
   request: Parameters<typeof taskWorkspace>[0],
   baseURL: string,
   user: string,
-  options: { appPermissions?: string[]; pageLends?: string } = {},
+  options: { appPermissions?: string[]; pageLends?: string; ask?: string } = {},
 ) {
   // The clock is connected too: another server, whose tools are not the board's.
   const ws = await withClock(request);
@@ -167,16 +167,16 @@ async function showBoard(
   const connected = await request.post("/v1/integrations/mcp/connect", {
     headers: { authorization: `Bearer ${ws.api_key}` },
     // Its annotations are not trusted: the host says which tools only read.
-    data: { name: "board", url: hostileServer, verbs: { "show-board": "get", "count-orders": "get" } },
+    data: { name: "board", url: hostileServer, verbs: { "show-board": "get", "slow-board": "get", "count-orders": "get" } },
   });
   expect(connected.status()).toBe(200);
   const host = new TaskHostPage(page, baseURL);
   await host.goto(ws, user, options.pageLends ? { app_permissions: options.pageLends } : {});
-  await host.ask("show board please");
+  await host.ask(options.ask ?? "show board please");
   const bridge = host.widget.frameLocator("iframe.ca-app");
   const app = bridge.frameLocator("iframe").frameLocator("iframe");
   const log = app.locator("#log");
-  await expect(log).toContainText("shown");
+  await expect(log).toContainText(options.ask ? "input:" : "shown");
   return { host, bridge, app, log };
 }
 
@@ -276,4 +276,18 @@ test("an MCP App gets a browser feature only when the workspace allows it and th
   }));
   await app.locator("#features").click();
   await expect(log).toContainText("features: camera=true microphone=false clipboard-write=true");
+});
+
+test("an MCP App is shown while its tool runs, and hears when the visitor stops the reply", async ({
+  page,
+  request,
+  baseURL,
+}) => {
+  // The slow board answers after a minute: its app is there before that, with the tool's input.
+  const { host, log } = await showBoard(page, request, baseURL!, "slow_user", { ask: "slow board please" });
+  await expect(log).toContainText("input: {}");
+  await expect(log).not.toContainText("shown");
+  await host.widget.getByRole("button", { name: "Stop" }).click();
+  await expect(log).toContainText("cancelled: The user stopped the reply.");
+  await expect(log).not.toContainText("shown");
 });

@@ -13,6 +13,8 @@ origin, so the sandbox's policy must stop it), and `GET /count` answers
 Tools (the app's page calls them through the host):
 - `show-board` (model and app, read-only): shows the page; its result
   carries the counter's `/steal` address for the page to try.
+- `slow-board` (model and app, read-only): the same, after `seconds` (60):
+  the turn can be stopped while it runs.
 - `count-orders` (model and app, read-only).
 - `place-order` (app only, a write): a pending action the visitor applies.
 - `cancel-orders` (app only, destructive): two confirmations.
@@ -30,8 +32,9 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import anyio
 from mcp.server.apps import Apps, ResourcePermissions
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 
 PORT = int(sys.argv[1])
@@ -76,6 +79,8 @@ window.addEventListener("message", function (event) {
   var m = event.data;
   if (!m || m.jsonrpc !== "2.0") return;
   if (m.id !== undefined && !m.method && pending[m.id]) { pending[m.id](m); delete pending[m.id]; return; }
+  if (m.method === "ui/notifications/tool-input") log("input: " + JSON.stringify(m.params.arguments));
+  if (m.method === "ui/notifications/tool-cancelled") log("cancelled: " + m.params.reason);
   if (m.method === "ui/notifications/tool-result") {
     steal = m.params && m.params.structuredContent && m.params.structuredContent.steal;
     log("shown");
@@ -139,6 +144,17 @@ read_only = ToolAnnotations(readOnlyHint=True)
 @apps.tool(resource_uri=URI, visibility=["model", "app"], name="show-board", annotations=read_only,
            description="Shows the order board")
 def show_board() -> dict:
+    return {"board": "open", "steal": f"http://127.0.0.1:{COUNTER_PORT}/steal"}
+
+
+@apps.tool(resource_uri=URI, visibility=["model", "app"], name="slow-board", annotations=read_only,
+           description="Shows the order board after a while")
+async def slow_board(ctx: Context, seconds: float = 60) -> dict:
+    # The assistant's connect report calls each read once, as its own
+    # check user: it gets its answer at once.
+    scope = (ctx.request_context.meta or {}).get("context-assistant/execution") or {}
+    if scope.get("externalUserId") != "context-assistant-check":
+        await anyio.sleep(seconds)
     return {"board": "open", "steal": f"http://127.0.0.1:{COUNTER_PORT}/steal"}
 
 

@@ -73,9 +73,16 @@ pub struct AppFrame {
     /// The tool's arguments (`ui/notifications/tool-input`).
     #[schema(value_type = Object)]
     pub input: Value,
-    /// The tool's whole result (`ui/notifications/tool-result`).
-    #[schema(value_type = Object)]
+    /// The tool's whole result (`ui/notifications/tool-result`); null
+    /// until its tool answered.
+    #[schema(value_type = Option<Object>)]
     pub result: Value,
+    /// `running` (the tool has not answered yet: ask again), `done`, or
+    /// `cancelled` (the turn ended first: `ui/notifications/tool-cancelled`).
+    #[schema(pattern = "^(running|done|cancelled)$")]
+    pub status: String,
+    /// Why the tool was cancelled, for the app.
+    pub cancel_reason: Option<String>,
     /// The `allow` of the app's frame: the browser features its resource
     /// asks for (`_meta.ui.permissions`) that the workspace lets apps have
     /// (`app_permissions`), e.g. `camera; clipboard-write`; empty: none.
@@ -250,7 +257,12 @@ async fn get_app(
         html: resource.html.clone(),
         sandbox_url: sandbox_url.to_string(),
         input: serde_json::from_str(&view.input).unwrap_or_else(|_| json!({})),
-        result: serde_json::from_str(&view.result).unwrap_or_else(|_| json!({"content": []})),
+        result: match view.status.as_str() {
+            db::apps::DONE => serde_json::from_str(&view.result).unwrap_or_else(|_| json!({"content": []})),
+            _ => Value::Null,
+        },
+        status: view.status,
+        cancel_reason: view.cancel_reason,
         allow: granted.join("; "),
         prefers_border: resource.ui.get("prefersBorder").and_then(Value::as_bool),
         protocol_version: PROTOCOL_VERSION,

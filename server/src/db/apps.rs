@@ -27,19 +27,32 @@ pub struct AppView {
     pub resource_uri: String,
     /// The tool's arguments (JSON).
     pub input: String,
-    /// The tool's `CallToolResult` (JSON), for the app alone.
+    /// The tool's `CallToolResult` (JSON), for the app alone; empty while
+    /// the tool runs or when it was cancelled.
     pub result: String,
+    /// [`RUNNING`], [`DONE`] or [`CANCELLED`].
+    pub status: String,
+    /// Why the tool was cancelled (what the app is told).
+    pub cancel_reason: Option<String>,
 }
 
+/// A view's tool is running: the app has its input, not its result.
+pub const RUNNING: &str = "running";
+/// The tool answered: the app has its result.
+pub const DONE: &str = "done";
+/// The turn ended before the tool answered.
+pub const CANCELLED: &str = "cancelled";
+
 const COLUMNS: &str = "component_id, conversation_id, workspace_id, external_user_id, integration, \
-                       integration_version, tool, resource_uri, input, result";
+                       integration_version, tool, resource_uri, input, result, status, cancel_reason";
 
 /// What a new view holds.
 pub struct NewView<'a> {
     pub conversation_id: &'a str,
     pub workspace_id: &'a str,
     pub external_user_id: &'a str,
-    /// The tool-result message the app is shown under, and its call.
+    /// The tool-result message the app is shown under (empty while its
+    /// tool runs: [`finish`] names it), and its call.
     pub message_id: &'a str,
     pub call_id: &'a str,
     /// What the widget is told of it (the title).
@@ -49,11 +62,12 @@ pub struct NewView<'a> {
     pub tool: &'a str,
     pub resource_uri: &'a str,
     pub input: &'a serde_json::Value,
-    pub result: &'a serde_json::Value,
+    /// The tool's result; none while it runs.
+    pub result: Option<&'a serde_json::Value>,
 }
 
 /// Saves an app shown in a conversation (its component and its view, in
-/// one transaction); its component id.
+/// one transaction; [`RUNNING`] without a result); its component id.
 pub async fn show(pool: &Pool, view: NewView<'_>, now: i64) -> anyhow::Result<String> {
     let id = new_id("cmp");
     let mut conn = pool.acquire().await?;
@@ -73,8 +87,8 @@ pub async fn show(pool: &Pool, view: NewView<'_>, now: i64) -> anyhow::Result<St
     .await?;
     sqlx::query(
         "INSERT INTO app_views (component_id, conversation_id, workspace_id, external_user_id, integration,
-             integration_version, tool, resource_uri, input, result, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+             integration_version, tool, resource_uri, input, result, created_at, status)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
     )
     .bind(&id)
     .bind(view.conversation_id)
@@ -85,12 +99,59 @@ pub async fn show(pool: &Pool, view: NewView<'_>, now: i64) -> anyhow::Result<St
     .bind(view.tool)
     .bind(view.resource_uri)
     .bind(view.input.to_string())
-    .bind(view.result.to_string())
+    .bind(view.result.map(ToString::to_string).unwrap_or_default())
     .bind(now)
+    .bind(if view.result.is_some() { DONE } else { RUNNING })
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
     Ok(id)
+}
+
+/// The tool of a [`RUNNING`] view answered: its result, and the message
+/// the app is shown under from now on. False when the view is no longer
+/// running (the turn was stopped first).
+pub async fn finish(
+    pool: &Pool,
+    component_id: &str,
+    message_id: &str,
+    result: &serde_json::Value,
+    now: i64,
+) -> anyhow::Result<bool> {
+    let mut conn = pool.acquire().await?;
+    let mut tx = conn.begin().await?;
+    let moved = sqlx::query("UPDATE app_views SET status = $1, result = $2 WHERE component_id = $3 AND status = $4")
+        .bind(DONE)
+        .bind(result.to_string())
+        .bind(component_id)
+        .bind(RUNNING)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    if moved == 1 {
+        sqlx::query("UPDATE components SET message_id = $1, updated_at = $2 WHERE id = $3")
+            .bind(message_id)
+            .bind(now)
+            .bind(component_id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(moved == 1)
+}
+
+/// The turn ended before the tool of a [`RUNNING`] view answered: the
+/// app is told `reason`. Its component stays under no message: a reload
+/// does not show it again.
+pub async fn cancel(pool: &Pool, component_id: &str, reason: &str) -> anyhow::Result<()> {
+    sqlx::query("UPDATE app_views SET status = $1, cancel_reason = $2 WHERE component_id = $3 AND status = $4")
+        .bind(CANCELLED)
+        .bind(reason)
+        .bind(component_id)
+        .bind(RUNNING)
+        .execute(pool)
+        .await?;
+    Ok(())
 }
 
 /// The view `component_id` when it is `user`'s in `workspace_id`.

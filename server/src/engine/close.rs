@@ -1,6 +1,7 @@
 //! The turn's last phase: the reply is saved (with a notice when a limit
-//! or the stop button cut it short), the finished message is sent, the
-//! turn's end is recorded, subscribers hear of it, and `done` goes last.
+//! or the stop button cut it short), apps whose tool never answered are
+//! cancelled, the finished message is sent, the turn's end is recorded,
+//! subscribers hear of it, and `done` goes last.
 
 use widget::wire::{FinishedMessage, Role, StopReason, TurnDone};
 
@@ -12,8 +13,13 @@ use crate::db::{self, NewMessage};
 impl Turn<'_> {
     pub(super) async fn close(&self, reason: StopReason) {
         let engine = self.engine;
-        let Progress { mut text, mut step_text, iterations, tokens, held_message_id, .. } =
+        let Progress { mut text, mut step_text, iterations, tokens, held_message_id, running_apps, .. } =
             std::mem::take(&mut *self.progress.lock());
+        for component_id in &running_apps {
+            if let Err(error) = db::apps::cancel(&engine.pool, component_id, cancel_reason(reason)).await {
+                tracing::error!(error = format!("{error:#}"), "cannot record an app's cancelled tool");
+            }
+        }
         if let Some(notice) = limit_notice(reason).map(|key| widget::wire::i18n::text(self.input.lang, key)) {
             for t in [&mut text, &mut step_text] {
                 if !t.is_empty() {
@@ -46,6 +52,17 @@ impl Turn<'_> {
             hook.turn_finished(&self.input.caller.workspace_id).await;
         }
         self.events.send(TurnEvent::Done(TurnDone { stop_reason: reason }));
+    }
+}
+
+/// What an MCP App is told when the turn ended before its tool answered
+/// (`ui/notifications/tool-cancelled`'s reason; for the app, in English).
+fn cancel_reason(reason: StopReason) -> &'static str {
+    match reason {
+        StopReason::Cancelled => "The user stopped the reply.",
+        StopReason::TimeLimit => "The reply ran out of time.",
+        StopReason::Interrupted => "The assistant was interrupted.",
+        _ => "The reply ended before the tool answered.",
     }
 }
 

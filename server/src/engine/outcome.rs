@@ -27,6 +27,9 @@ pub(super) struct ToolOutcome {
 /// An MCP App's tool ran: what its app is shown with.
 #[derive(Debug)]
 pub(super) struct AppShown {
+    /// The app already shown when its tool was called ([`Turn::start_app`]),
+    /// if it was.
+    pub component_id: Option<String>,
     pub integration: String,
     pub version: i64,
     /// The tool's own name on its server, and what the user reads.
@@ -76,12 +79,66 @@ impl Turn<'_> {
         Ok(content)
     }
 
-    /// Saves an MCP App's view and shows it: the widget frames our bridge
-    /// page, which fetches the app's HTML, input and result with the app
-    /// token in its address. Nothing is shown without a sandbox origin,
-    /// or when the view cannot be saved (the reply goes on without it).
+    /// Shows an MCP App as its tool is called: its view is saved
+    /// `running` (the app gets the tool's input at once) and its component
+    /// shown; [`Turn::show_app`] gives it the result, and the turn's close
+    /// cancels it if the tool never answered. Nothing without a sandbox
+    /// origin, or when the view cannot be saved (it is shown when the tool
+    /// answers instead).
+    pub(super) async fn start_app(
+        &self,
+        call_id: &str,
+        tool: &crate::host::ToolSpec,
+        source: &crate::sources::Source,
+        arguments: &Value,
+    ) -> Option<String> {
+        self.engine.apps.as_ref()?;
+        let resource_uri = tool.origin.app.as_ref()?;
+        let title = tool.origin.title.clone().unwrap_or_else(|| tool.origin.name.clone());
+        let app = AppShown {
+            component_id: None,
+            integration: source.name.clone(),
+            version: source.version,
+            tool: tool.origin.name.clone(),
+            title,
+            resource_uri: resource_uri.clone(),
+            input: arguments.clone(),
+            result: Value::Null,
+        };
+        let component_id = self.save_app(call_id, "", &app, None).await?;
+        self.progress.lock().running_apps.push(component_id.clone());
+        self.emit_app(call_id, &component_id, &app.title);
+        Some(component_id)
+    }
+
+    /// Gives an MCP App its tool's result: the app shown when its tool was
+    /// called, or a new one. Nothing is shown without a sandbox origin, or
+    /// when the view cannot be saved (the reply goes on without it).
     async fn show_app(&self, call_id: &str, message_id: &str, app: Box<AppShown>) {
-        let Some(frames) = &self.engine.apps else { return };
+        if self.engine.apps.is_none() {
+            return;
+        }
+        if let Some(component_id) = &app.component_id {
+            self.progress.lock().running_apps.retain(|running| running != component_id);
+            let now = self.engine.clock.now_ms();
+            if let Err(error) = db::apps::finish(&self.engine.pool, component_id, message_id, &app.result, now).await {
+                tracing::error!(error = format!("{error:#}"), "cannot save an app's result");
+            }
+            return;
+        }
+        if let Some(component_id) = self.save_app(call_id, message_id, &app, Some(&app.result)).await {
+            self.emit_app(call_id, &component_id, &app.title);
+        }
+    }
+
+    /// Saves an app's view (`running` without a result); its component id.
+    async fn save_app(
+        &self,
+        call_id: &str,
+        message_id: &str,
+        app: &AppShown,
+        result: Option<&Value>,
+    ) -> Option<String> {
         let caller = &self.input.caller;
         let data = serde_json::json!({ "title": app.title });
         let view = db::apps::NewView {
@@ -96,21 +153,25 @@ impl Turn<'_> {
             tool: &app.tool,
             resource_uri: &app.resource_uri,
             input: &app.input,
-            result: &app.result,
+            result,
         };
-        let component_id = match db::apps::show(&self.engine.pool, view, self.engine.clock.now_ms()).await {
-            Ok(id) => id,
-            Err(error) => {
-                tracing::error!(error = format!("{error:#}"), "cannot save an app's view");
-                return;
-            }
-        };
-        let src = frames.src(&component_id, caller, self.engine.clock.now_ms() / 1000);
+        db::apps::show(&self.engine.pool, view, self.engine.clock.now_ms())
+            .await
+            .map_err(|error| tracing::error!(error = format!("{error:#}"), "cannot save an app's view"))
+            .ok()
+    }
+
+    /// The `component` event of an app: the widget frames our bridge page,
+    /// which fetches the app's HTML, input and result with the app token
+    /// in its address.
+    fn emit_app(&self, call_id: &str, component_id: &str, title: &str) {
+        let Some(frames) = &self.engine.apps else { return };
+        let src = frames.src(component_id, &self.input.caller, self.engine.clock.now_ms() / 1000);
         self.events.send(TurnEvent::Component(ComponentEvent {
             call_id: call_id.to_owned(),
             kind: db::apps::KIND.to_owned(),
-            data: serde_json::json!({ "title": app.title, "src": src }),
-            component_id,
+            data: serde_json::json!({ "title": title, "src": src }),
+            component_id: component_id.to_owned(),
             update: false,
         }));
     }

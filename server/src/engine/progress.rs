@@ -20,6 +20,9 @@ pub(super) struct Progress {
     /// Whether today's token budgets had room after this turn's last step
     /// (the totals its spend returned); unknown before the first step.
     pub within_budget: Option<bool>,
+    /// MCP Apps shown while their tool runs (component ids): those still
+    /// here when the turn ends are told their tool was cancelled.
+    pub running_apps: Vec<String>,
 }
 
 /// Shared between the loop, its text callback and the closing phase.

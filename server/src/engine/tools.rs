@@ -42,33 +42,52 @@ impl Turn<'_> {
         };
         let activity = |status| self.events.tool_activity(&call.id, &tool.name, tool.verb, status);
         activity(ToolStatus::Started);
+        // An MCP App is shown as its tool is called: it has the input now.
+        let shown = self.start_app(&call.id, tool, source, arguments).await;
         let started = std::time::Instant::now();
         let result = self.read_observed(call, tool, source, arguments, &prepared.scope.for_call()).await;
         self.engine.budgets.usage.count(&self.input.caller.workspace_id, Metric::ToolCalls, 1);
         tracing::debug!(tool = %tool.name, duration_ms = started.elapsed().as_secs_f64() * 1000.0, "tool call");
+        let app = |result: Value| {
+            tool.origin.app.as_ref().map(|uri| {
+                Box::new(AppShown {
+                    component_id: shown.clone(),
+                    integration: source.name.clone(),
+                    version: source.version,
+                    tool: tool.origin.name.clone(),
+                    title: tool.origin.title.clone().unwrap_or_else(|| tool.origin.name.clone()),
+                    resource_uri: uri.clone(),
+                    input: arguments.clone(),
+                    result,
+                })
+            })
+        };
         match result {
             Ok(read) => {
                 crate::metrics::tool_call(Some(tool.verb), "ok");
                 activity(ToolStatus::Succeeded);
                 let mut outcome = ToolOutcome::output(read.output);
-                if let (Some(result), Some(uri)) = (read.app_result, &tool.origin.app) {
-                    outcome.app = Some(Box::new(AppShown {
-                        integration: source.name.clone(),
-                        version: source.version,
-                        tool: tool.origin.name.clone(),
-                        title: tool.origin.title.clone().unwrap_or_else(|| tool.origin.name.clone()),
-                        resource_uri: uri.clone(),
-                        input: arguments.clone(),
-                        result,
-                    }));
-                }
+                outcome.app = match read.app_result {
+                    Some(result) => app(result),
+                    // Shown, but its server's answer had nothing for it.
+                    None if shown.is_some() => app(serde_json::json!({ "content": [] })),
+                    None => None,
+                };
                 outcome
             }
             Err(error) => {
                 crate::metrics::tool_call(Some(tool.verb), "error");
                 tracing::warn!(tool = %tool.name, code = error.code(), %error, "tool call failed");
                 activity(ToolStatus::Failed);
-                ToolOutcome::error(&error.for_model(), error.code())
+                let mut outcome = ToolOutcome::error(&error.for_model(), error.code());
+                // An app already shown hears how its tool failed, as an error result.
+                if shown.is_some() {
+                    let failed = serde_json::json!({
+                        "content": [{ "type": "text", "text": error.for_model() }], "isError": true,
+                    });
+                    outcome.app = app(failed);
+                }
+                outcome
             }
         }
     }

@@ -251,6 +251,33 @@
     reply(id, body.result || {});
   }
 
+  // The tool's result once it answered, or that it was cancelled (the
+  // turn ended first); while it runs the server is asked again, about
+  // once a second, for as long as a tool may take.
+  var asked = 0;
+  function outcome() {
+    if (app.status === "done") return notify("ui/notifications/tool-result", app.result);
+    if (app.status === "cancelled") {
+      return notify("ui/notifications/tool-cancelled", { reason: app.cancel_reason || "cancelled" });
+    }
+    if (++asked > 900) return;
+    setTimeout(function () {
+      api("GET", "/v1/apps/" + config.id).then(
+        function (answer) {
+          if (answer.status !== 200) return;
+          app.status = answer.body.status;
+          app.result = answer.body.result;
+          app.cancel_reason = answer.body.cancel_reason;
+          outcome();
+        },
+        function () {
+          app.status = "running";
+          outcome();
+        }
+      );
+    }, asked < 4 ? 300 : 1000);
+  }
+
   function setMode(wanted) {
     if (wanted !== "inline" && wanted !== "fullscreen") return mode;
     mode = wanted;
@@ -315,7 +342,7 @@
       if (initialized) return;
       initialized = true;
       notify("ui/notifications/tool-input", { arguments: app.input });
-      notify("ui/notifications/tool-result", app.result);
+      outcome();
     } else if (message.method === "ui/notifications/size-changed") {
       var wanted = Number(params.height);
       if (!isFinite(wanted) || wanted < 0) return;

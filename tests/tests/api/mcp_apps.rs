@@ -20,6 +20,7 @@ on_both_databases!(
     an_apps_delete_needs_two_confirmations_and_a_decline_runs_nothing,
     a_hostile_apps_reach_beyond_its_own_tools_is_refused,
     an_app_gets_only_the_browser_features_its_workspace_allows,
+    an_app_is_shown_while_its_tool_runs_and_told_when_it_is_cancelled,
 );
 
 /// A workspace whose scripted model calls the basic app's `get-time`,
@@ -41,8 +42,13 @@ impl AppRig {
 
     /// The rig whose model calls `tool` on each turn.
     async fn calling(db: Db, tool: &'static str) -> AppRig {
+        Self::calling_with(db, tool, json!({})).await
+    }
+
+    /// The rig whose model calls `tool` with `arguments` on each turn.
+    async fn calling_with(db: Db, tool: &'static str, arguments: Value) -> AppRig {
         // Each turn calls the app's tool, then answers (three turns' worth).
-        let turn = [Step::Call(tool, json!({})), Step::Text("It is {last_tool}")];
+        let turn = [Step::Call(tool, arguments), Step::Text("It is {last_tool}")];
         let model = ScriptedModel::start(turn.iter().cycle().take(6).cloned().collect()).await;
         let app =
             spawn_app(db).env("OPENAI_BASE_URL", model.base_url()).env("CA_SANDBOX_ADDR", "127.0.0.1:0").start().await;
@@ -93,7 +99,7 @@ impl AppRig {
         let hostile = HostileApp::start();
         // Its annotations are not trusted: the host says which tools read.
         let body = json!({"name": "board", "url": hostile.url.as_str(),
-                          "verbs": {"show-board": "get", "count-orders": "get"}});
+                          "verbs": {"show-board": "get", "slow-board": "get", "count-orders": "get"}});
         let (status, connected) = self.app.post_json("/v1/integrations/mcp/connect", &self.api_key, &body).await;
         assert_eq!(status, 200, "{connected}");
         hostile
@@ -470,4 +476,36 @@ async fn an_app_gets_only_the_browser_features_its_workspace_allows(db: Db) {
     }
     let (_, trail) = rig.app.get_json("/v1/audit?action=workspace.updated", &rig.api_key).await;
     assert_eq!(trail["items"][0]["detail"]["app_permissions"]["to"], json!(["camera", "clipboard-write"]), "{trail}");
+}
+
+async fn an_app_is_shown_while_its_tool_runs_and_told_when_it_is_cancelled(db: Db) {
+    use futures::StreamExt;
+    let rig = AppRig::calling_with(db, "slow-board", json!({"seconds": 30})).await;
+    let _hostile = rig.with_hostile().await;
+    // The app is shown as its tool is called: its input now, no result yet.
+    let marker = r#""kind":"mcp-app""#;
+    let (mut stream, mut seen) = crate::helpers::turn_until(&rig.app, &rig.token, "slow board", marker).await;
+    while !seen[seen.find(marker).unwrap()..].contains("\n\n") {
+        seen.push_str(&String::from_utf8_lossy(&stream.next().await.unwrap().unwrap()));
+    }
+    let events = crate::helpers::parse_sse(&seen);
+    let app = of(&events, "component").into_iter().find(|c| c["kind"] == "mcp-app").cloned().unwrap();
+    let turn_id = of(&events, "turn")[0]["turn_id"].as_str().unwrap().to_owned();
+    let conversation = of(&events, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+    let id = app["component_id"].as_str().unwrap();
+    let (status, running) = rig.app.get_json(&format!("/v1/apps/{id}"), app_token(&app)).await;
+    assert_eq!(status, 200, "{running}");
+    assert_eq!((running["status"].as_str(), running["result"].clone()), (Some("running"), Value::Null), "{running}");
+    assert_eq!(running["input"], json!({"seconds": 30}));
+
+    // Stopped: the app hears why, and a reload does not show it again.
+    let stop = rig.app.post_empty(&format!("/v1/turns/{turn_id}/stop"), &rig.token).await;
+    assert_eq!(stop.status(), 202);
+    while stream.next().await.is_some() {}
+    let (_, cancelled) = rig.app.get_json(&format!("/v1/apps/{id}"), app_token(&app)).await;
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    assert_eq!(cancelled["cancel_reason"], "The user stopped the reply.");
+    assert_eq!(cancelled["result"], Value::Null);
+    let (_, view) = rig.app.get_json(&format!("/v1/conversations/{conversation}"), &rig.token).await;
+    assert!(!view.to_string().contains(id), "{view}");
 }
