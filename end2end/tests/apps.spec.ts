@@ -144,7 +144,9 @@ test("an MCP App fits a phone-sized panel", async ({ page, request, baseURL }) =
 const hostileServer = `http://127.0.0.1:${process.env.E2E_HOSTILE_APP_PORT ?? "3219"}/mcp`;
 const hostileCounter = `http://127.0.0.1:${process.env.E2E_HOSTILE_COUNTER_PORT ?? "3220"}/count`;
 
-async function counts(request: Parameters<typeof taskWorkspace>[0]): Promise<{ steal: number; orders: string[] }> {
+async function counts(
+  request: Parameters<typeof taskWorkspace>[0],
+): Promise<{ steal: number; orders: string[]; drafts: string[] }> {
   return (await request.get(hostileCounter)).json();
 }
 
@@ -167,7 +169,11 @@ async function showBoard(
   const connected = await request.post("/v1/integrations/mcp/connect", {
     headers: { authorization: `Bearer ${ws.api_key}` },
     // Its annotations are not trusted: the host says which tools only read.
-    data: { name: "board", url: hostileServer, verbs: { "show-board": "get", "slow-board": "get", "count-orders": "get" } },
+    data: {
+      name: "board",
+      url: hostileServer,
+      verbs: { "show-board": "get", "slow-board": "get", "count-orders": "get", "save-draft": "get" },
+    },
   });
   expect(connected.status()).toBe(200);
   const host = new TaskHostPage(page, baseURL);
@@ -290,4 +296,22 @@ test("an MCP App is shown while its tool runs, and hears when the visitor stops 
   await host.widget.getByRole("button", { name: "Stop" }).click();
   await expect(log).toContainText("cancelled: The user stopped the reply.");
   await expect(log).not.toContainText("shown");
+});
+
+test("an MCP App is asked to save its state before a new conversation takes it away", async ({
+  page,
+  request,
+  baseURL,
+}) => {
+  const { host } = await showBoard(page, request, baseURL!, "teardown_user");
+  // The reply is finished (a new conversation waits for that).
+  await expect(host.lastReply.locator(".ca-md")).toBeVisible();
+  const before = (await counts(request)).drafts.length;
+  await host.widget.getByRole("button", { name: "New conversation" }).click();
+  // The new conversation does not wait; the app's frame, aside and hidden,
+  // goes only once the app answered ui/resource-teardown, after it saved
+  // its draft through the host.
+  await expect(host.widget.locator(".ca-msg")).toHaveCount(0);
+  await expect(host.widget.locator("iframe.ca-app")).toHaveCount(0);
+  expect((await counts(request)).drafts.length).toBe(before + 1);
 });

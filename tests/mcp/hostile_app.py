@@ -8,7 +8,8 @@ The MCP server listens on 127.0.0.1:PORT (`/mcp`). A second listener on
 127.0.0.1:COUNTER_PORT counts what reached it: `GET /steal` is where the
 app's page tries to send data it was never allowed to (it declares no
 origin, so the sandbox's policy must stop it), and `GET /count` answers
-`{"steal": n, "orders": [...]}` for the tests without counting itself.
+`{"steal": n, "orders": [...], "drafts": [...]}` for the tests without
+counting itself.
 
 Tools (the app's page calls them through the host):
 - `show-board` (model and app, read-only): shows the page; its result
@@ -19,6 +20,8 @@ Tools (the app's page calls them through the host):
 - `place-order` (app only, a write): a pending action the visitor applies.
 - `cancel-orders` (app only, destructive): two confirmations.
 - `secret-report` (model only): the app must not reach it.
+- `save-draft` (app only, a read): what the page keeps when it is torn
+  down (`ui/resource-teardown`), before it answers.
 
 Its UI asks for the camera and the clipboard (`_meta.ui.permissions`).
 
@@ -41,7 +44,7 @@ PORT = int(sys.argv[1])
 COUNTER_PORT = int(sys.argv[2])
 URI = "ui://board/app.html"
 
-state = {"steal": 0, "orders": []}
+state = {"steal": 0, "orders": [], "drafts": []}
 lock = threading.Lock()
 
 PAGE = """<!doctype html>
@@ -79,6 +82,13 @@ window.addEventListener("message", function (event) {
   var m = event.data;
   if (!m || m.jsonrpc !== "2.0") return;
   if (m.id !== undefined && !m.method && pending[m.id]) { pending[m.id](m); delete pending[m.id]; return; }
+  if (m.method === "ui/resource-teardown" && m.id !== undefined) {
+    // Saves its draft through the host before it goes, then answers.
+    request("tools/call", { name: "save-draft", arguments: { note: "torn down" } }).then(function () {
+      parent.postMessage({ jsonrpc: "2.0", id: m.id, result: {} }, "*");
+    });
+    return;
+  }
   if (m.method === "ui/notifications/tool-input") log("input: " + JSON.stringify(m.params.arguments));
   if (m.method === "ui/notifications/tool-cancelled") log("cancelled: " + m.params.reason);
   if (m.method === "ui/notifications/tool-result") {
@@ -165,6 +175,14 @@ def count_orders() -> str:
         return f"{len(state['orders'])} orders"
 
 
+@apps.tool(resource_uri=URI, visibility=["app"], name="save-draft", annotations=read_only,
+           description="Keeps the board's draft")
+def save_draft(note: str) -> str:
+    with lock:
+        state["drafts"].append(note)
+        return "kept"
+
+
 @apps.tool(resource_uri=URI, visibility=["app"], name="place-order", title="Place an order",
            annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False),
            description="Places an order for a dish")
@@ -200,7 +218,7 @@ class Counter(BaseHTTPRequestHandler):
         with lock:
             if self.path.startswith("/steal"):
                 state["steal"] += 1
-            body = json.dumps({"steal": state["steal"], "orders": state["orders"]}).encode()
+            body = json.dumps(state).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Access-Control-Allow-Origin", "*")

@@ -81,6 +81,8 @@ pub fn reset(chat: Chat) {
     if chat.busy.get_untracked() {
         return;
     }
+    #[cfg(feature = "hydrate")]
+    client::apps::teardown();
     chat.action.set(None);
     chat.bubbles.set(Vec::new());
     chat.conversation_id.set(None);

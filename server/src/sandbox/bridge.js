@@ -382,12 +382,70 @@
     if (initialized) notify("ui/notifications/host-context-changed", { theme: theme(), locale: widget.getAttribute("lang") || "en" });
   }).observe(widget, { attributes: true, attributeFilter: ["lang", "data-theme", "dir", "style"] });
 
-  // Before our frame goes (the page unloads), the app may save its state.
+  // Before our frame goes, the app may save its state (ui/resource-teardown),
+  // once. Resolves when the app answered.
+  var tornDown = null;
+  function teardown() {
+    if (!tornDown) {
+      tornDown = new Promise(function (done) {
+        if (!initialized) return done();
+        var id = "teardown-" + nextId++;
+        waiting[id] = function () {
+          done();
+        };
+        send({ jsonrpc: "2.0", id: id, method: "ui/resource-teardown", params: {} });
+      });
+    }
+    return tornDown;
+  }
+  // Just before the widget empties its transcript it calls caTeardown on
+  // its window (widget/src/client/apps.rs). Every app on screen is moved
+  // aside into a hidden holder, still running (Element.moveBefore keeps a
+  // frame's document; a browser without it cannot, and the app is asked
+  // as its frame goes, best effort), asked to tear down, and removed once
+  // it answered, three seconds at most (out of sight: the new transcript
+  // does not wait). Each bridge on screen registers;
+  // caTeardown is always a live one's.
+  var widgetWindow = parent;
+  var bridges = widgetWindow.__caBridges || (widgetWindow.__caBridges = new widgetWindow.Array());
+  function leave(holder) {
+    if (!self || !self.isConnected) return;
+    if (typeof holder.moveBefore === "function") holder.moveBefore(self, null);
+    function gone() {
+      self.remove();
+      if (!holder.firstChild) holder.remove();
+    }
+    setTimeout(gone, 3000);
+    teardown().then(gone);
+  }
+  var me = {
+    leave: leave,
+    askAll: function () {
+      var doc = widgetWindow.document;
+      var holder = doc.createElement("div");
+      holder.hidden = true;
+      doc.body.appendChild(holder);
+      bridges.slice().forEach(function (bridge) {
+        try {
+          bridge.leave(holder);
+        } catch (e) {}
+      });
+      if (!holder.firstChild) holder.remove();
+    }
+  };
+  bridges.push(me);
+  widgetWindow.caTeardown = me.askAll;
+  // Our page goes (the frame was removed, or the whole page unloads): the
+  // app is asked if it was not yet (best effort: it may not hear it), and
+  // we leave the widget's list.
   window.addEventListener("pagehide", function () {
-    if (!initialized) return;
-    var id = "teardown-" + nextId++;
-    waiting[id] = function () {};
-    send({ jsonrpc: "2.0", id: id, method: "ui/resource-teardown", params: {} });
+    teardown();
+    var at = bridges.indexOf(me);
+    if (at >= 0) bridges.splice(at, 1);
+    if (widgetWindow.caTeardown === me.askAll) {
+      if (bridges.length) widgetWindow.caTeardown = bridges[bridges.length - 1].askAll;
+      else delete widgetWindow.caTeardown;
+    }
   });
 
   look();

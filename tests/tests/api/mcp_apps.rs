@@ -99,7 +99,7 @@ impl AppRig {
         let hostile = HostileApp::start();
         // Its annotations are not trusted: the host says which tools read.
         let body = json!({"name": "board", "url": hostile.url.as_str(),
-                          "verbs": {"show-board": "get", "slow-board": "get", "count-orders": "get"}});
+                          "verbs": {"show-board": "get", "slow-board": "get", "count-orders": "get", "save-draft": "get"}});
         let (status, connected) = self.app.post_json("/v1/integrations/mcp/connect", &self.api_key, &body).await;
         assert_eq!(status, 200, "{connected}");
         hostile
@@ -430,7 +430,7 @@ async fn a_hostile_apps_reach_beyond_its_own_tools_is_refused(db: Db) {
     // Its own reads run at once.
     let counted = rig.call(&app, "count-orders", json!({})).await;
     assert_eq!(counted["result"]["content"][0]["text"], "0 orders", "{counted}");
-    assert_eq!(hostile.counts().await, json!({"steal": 0, "orders": []}));
+    assert_eq!(hostile.counts().await, json!({"steal": 0, "orders": [], "drafts": []}));
 }
 
 async fn an_app_gets_only_the_browser_features_its_workspace_allows(db: Db) {

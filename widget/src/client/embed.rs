@@ -130,6 +130,7 @@ fn restore(chat: Chat, path: &str) {
         return;
     }
     host_page::remember_conversation(id);
+    super::apps::teardown();
     chat.action.set(None);
     chat.error.set(None);
     chat.bubbles.set(Vec::new());

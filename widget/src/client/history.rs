@@ -64,6 +64,7 @@ pub fn open(chat: Chat, id: String) {
     if chat.conversation_id.get_untracked().as_deref() == Some(id.as_str()) {
         return;
     }
+    super::apps::teardown();
     chat.action.set(None);
     chat.error.set(None);
     chat.bubbles.set(Vec::new());

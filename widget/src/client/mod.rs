@@ -8,10 +8,12 @@
 //! - `api`: one way to call the chat API, and [`WidgetError`];
 //! - `stream`: reading a turn's event stream into the chat;
 //! - `turns`, `actions`, `components`: what the user's clicks send;
-//! - `clipboard`: copying a reply; `history`: the user's earlier conversations.
+//! - `clipboard`: copying a reply; `history`: the user's earlier conversations;
+//! - `apps`: MCP Apps on screen torn down before the transcript goes.
 
 pub mod actions;
 pub mod api;
+pub mod apps;
 pub mod boot;
 pub mod bus;
 pub mod clipboard;

@@ -195,11 +195,10 @@ fn app_frame(data: &str) -> String {
     };
     match src.filter(|src| src.starts_with("/widget/app/")) {
         Some(src) => format!(
-            // The bridge is ours (this origin): it may lend the app what
-            // the page lent the widget, and lends only what the server
-            // granted the app (docs/mcp.md, "Browser features").
-            "<iframe class=\"ca-app\" src=\"{}\" title=\"{}\" \
-             allow=\"camera; microphone; geolocation; clipboard-write\"></iframe>",
+            // No `allow`: the bridge is of this origin, so it has what the
+            // page lent the widget, and lends the app only what the server
+            // granted it (docs/mcp.md, "Browser features").
+            "<iframe class=\"ca-app\" src=\"{}\" title=\"{}\"></iframe>",
             escape(&src),
             escape(&title.unwrap_or_default())
         ),
@@ -224,7 +223,7 @@ mod tests {
         let html = super::app_frame(r#"{"title":"<b>Clock</b>","src":"/widget/app/cmp_1#tok.en"}"#);
         assert_eq!(
             html,
-            r#"<iframe class="ca-app" src="/widget/app/cmp_1#tok.en" title="&lt;b&gt;Clock&lt;/b&gt;" allow="camera; microphone; geolocation; clipboard-write"></iframe>"#
+            r#"<iframe class="ca-app" src="/widget/app/cmp_1#tok.en" title="&lt;b&gt;Clock&lt;/b&gt;"></iframe>"#
         );
         assert_eq!(super::app_frame(r#"{"title":"x","src":"https://elsewhere.example/widget/app/1"}"#), "");
         assert_eq!(super::app_frame(r#"{"title":"x","src":"javascript:alert(1)"}"#), "");
