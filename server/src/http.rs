@@ -34,6 +34,9 @@ pub enum ApiError {
     Upstream { status: StatusCode, code: &'static str, message: String },
     #[error("Too many requests right now. Try again in {} s.", .0.as_secs_f64().ceil().max(1.0))]
     TooManyRequests(std::time::Duration),
+    /// The request cannot be done as it stands (`422`): the code says why.
+    #[error("{1}")]
+    Unprocessable(&'static str, String),
     /// A turn of the conversation is still running.
     #[error("A reply is still being written in this conversation. Wait for it, or stop it.")]
     TurnInProgress,
@@ -60,6 +63,7 @@ impl ApiError {
             ApiError::Upstream { status, code, .. } => (*status, code),
             ApiError::Conflict(code, _) => (StatusCode::CONFLICT, code),
             ApiError::TooManyRequests(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            ApiError::Unprocessable(code, _) => (StatusCode::UNPROCESSABLE_ENTITY, code),
             ApiError::TurnInProgress => (StatusCode::CONFLICT, "turn_in_progress"),
             ApiError::Overloaded(_) => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
             ApiError::Action { status, code, .. } => (*status, code),

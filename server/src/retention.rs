@@ -2,7 +2,8 @@
 //! conversations past their workspace's `retention_days` are deleted a
 //! batch at a time, each in its own short transaction, never one with a
 //! turn running (turns are never blocked for long); and, with
-//! `CA_AUDIT_RETENTION_DAYS`, audit entries older than that.
+//! `CA_AUDIT_RETENTION_DAYS`, audit entries older than that; idempotency
+//! keys of sends are forgotten after a day.
 
 use std::time::Duration;
 
@@ -37,6 +38,10 @@ pub async fn sweep(pool: &Pool, clock: &Clock, audit_days: Option<u64>) -> anyho
         }
         // Let turns have the database between batches.
         tokio::task::yield_now().await;
+    }
+    let keys = db::idempotency::sweep(pool, clock.now_ms()).await?;
+    if keys > 0 {
+        tracing::debug!(keys, "retention: idempotency keys older than a day forgotten");
     }
     if let Some(days) = audit_days {
         let pruned = db::retention::sweep_audit(pool, clock.now_ms(), days as i64).await?;

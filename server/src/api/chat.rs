@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::Extension;
 use axum::extract::{Path, State};
-use axum::http::{HeaderName, StatusCode};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use tokio_stream::StreamExt;
@@ -18,6 +18,7 @@ use super::state::ApiState;
 use crate::auth::Caller;
 use crate::client_addr::ClientAddr;
 use crate::db;
+use crate::db::idempotency::{Claim, KeyOf};
 use crate::engine::events::EventSink;
 use crate::engine::{TurnInput, TurnStart};
 use crate::http::{ApiError, ApiJson};
@@ -39,20 +40,38 @@ pub fn router() -> OpenApiRouter<ApiState> {
 /// conversation runs; `429 rate_limited` (the user, the client address or
 /// the workspace used its minute) and `503 overloaded` say when to try
 /// again in `Retry-After`.
+///
+/// **Idempotent sends.** With an `Idempotency-Key` header (any 1 to 255
+/// visible ASCII characters; a new one per message, e.g. a UUID), a send
+/// whose answer was lost can be retried safely: the same key from the
+/// same user within 24 hours answers the turn the first request started —
+/// its stream from the start, then live, with `Idempotent-Replayed: true`
+/// — instead of starting a second turn (the model is asked once). The
+/// same key with a different body is `422 idempotency_key_reused`; while
+/// the first request is still starting its turn, `409
+/// idempotency_key_in_use`. A request that started no turn (refused,
+/// invalid) leaves its key free. Keys are kept in the database: every
+/// replica and a restart honour them.
 #[utoipa::path(
     post,
     path = "/v1/chat/turns",
     tag = "chat",
     security(("embed_token" = [])),
+    params(
+        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255, pattern = "^[!-~]+$",
+         description = "A key of the client's for this message: a retry with it answers the same turn"),
+    ),
     request_body = TurnRequest,
     responses(
         (status = 200, description = super::openapi::TURN_STREAM, content_type = "text/event-stream", body = String),
+        (status = 422, description = "The `Idempotency-Key` came with another body before (`idempotency_key_reused`)", body = crate::http::ErrorBody),
     ),
 )]
 async fn create_turn(
     State(state): State<ApiState>,
     caller: Caller,
     client: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
     ApiJson(request): ApiJson<TurnRequest>,
 ) -> Result<Response, ApiError> {
     let message = request.message.trim().to_owned();
@@ -65,7 +84,85 @@ async fn create_turn(
     if request.lang.as_ref().is_some_and(|l| l.chars().count() > 35) {
         return Err(ApiError::BadRequest("lang must be at most 35 characters".into()));
     }
-    admit(&state, &caller, client.as_deref()).await?;
+    let Some(key) = idempotency_key(&headers)? else {
+        return start_turn(&state, caller, client.as_deref(), request).await.map(|(response, _)| response);
+    };
+    let body_hash = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(serde_json::to_vec(&request).map_err(anyhow::Error::from)?))
+    };
+    let (workspace_id, user) = (caller.workspace_id.clone(), caller.external_user_id.clone());
+    let of = KeyOf { workspace_id: &workspace_id, external_user_id: &user, key: &key };
+    if let Some(turn_id) = settle_key(&state, &of, &body_hash).await? {
+        tracing::info!(%turn_id, "a send retried with its idempotency key: its turn again");
+        let mut replayed = super::resume::replay(&state, caller, turn_id, 0).await?;
+        replayed.headers_mut().insert("idempotent-replayed", HeaderValue::from_static("true"));
+        return Ok(replayed);
+    }
+    match start_turn(&state, caller, client.as_deref(), request).await {
+        Ok((response, turn_id)) => {
+            db::idempotency::bind(&state.pool, &of, &turn_id).await?;
+            Ok(response)
+        }
+        Err(error) => {
+            // Nothing started: the same key may try again.
+            db::idempotency::forget(&state.pool, &of).await?;
+            Err(error)
+        }
+    }
+}
+
+/// The `Idempotency-Key` header, if any: 1 to 255 visible ASCII characters.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get("idempotency-key") else { return Ok(None) };
+    match value.to_str() {
+        Ok(key) if (1..=255).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_graphic()) => {
+            Ok(Some(key.to_owned()))
+        }
+        _ => Err(ApiError::BadRequest("Idempotency-Key must be 1 to 255 visible ASCII characters".into())),
+    }
+}
+
+/// How long a retry waits for the first request with its key to name its turn.
+const KEY_IN_FLIGHT_WAIT: Duration = Duration::from_secs(5);
+
+/// Claims the key for this request (`None`: start the turn), or the turn
+/// it already started (`Some`); `422` when it came with another body,
+/// `409` while its first request is still starting its turn.
+async fn settle_key(state: &ApiState, of: &KeyOf<'_>, body_hash: &str) -> Result<Option<String>, ApiError> {
+    let waited = std::time::Instant::now();
+    loop {
+        match db::idempotency::claim(&state.pool, of, body_hash, state.clock.now_ms()).await? {
+            Claim::Ours => return Ok(None),
+            Claim::Replay(turn_id) => return Ok(Some(turn_id)),
+            Claim::Reused => {
+                return Err(ApiError::Unprocessable(
+                    "idempotency_key_reused",
+                    "This Idempotency-Key was sent with another message. Use a new key for each message.".into(),
+                ));
+            }
+            Claim::InFlight if waited.elapsed() < KEY_IN_FLIGHT_WAIT => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Claim::InFlight => {
+                return Err(ApiError::Conflict(
+                    "idempotency_key_in_use",
+                    "A request with this Idempotency-Key is still starting its reply. Try again.".into(),
+                ));
+            }
+        }
+    }
+}
+
+/// Starts the turn `request` asks for: its stream and its id.
+async fn start_turn(
+    state: &ApiState,
+    caller: Caller,
+    client: Option<&ClientAddr>,
+    request: TurnRequest,
+) -> Result<(Response, String), ApiError> {
+    let message = request.message.trim().to_owned();
+    admit(state, &caller, client).await?;
     let asked = request.lang.as_deref().and_then(widget::wire::i18n::spoken);
     let (conversation_id, start) = match request.conversation_id {
         Some(id) => {
@@ -82,7 +179,7 @@ async fn create_turn(
         }
     };
 
-    let turn_id = claim(&state, &conversation_id).await?;
+    let turn_id = claim(state, &conversation_id).await?;
     let lang = match asked {
         Some(lang) => {
             db::set_conversation_lang(&state.pool, &conversation_id, lang).await?;
@@ -90,7 +187,7 @@ async fn create_turn(
         }
         None => db::conversation_lang(&state.pool, &conversation_id).await?,
     };
-    Ok(stream_turn(&state, caller, conversation_id, turn_id, start, lang))
+    Ok((stream_turn(state, caller, conversation_id, turn_id.clone(), start, lang), turn_id))
 }
 
 /// Admits a new turn of `caller`, before anything is written: `503` when

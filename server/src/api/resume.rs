@@ -59,14 +59,6 @@ async fn resume_turn(
     Path(turn_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let owned = turn_events::owned_turn(&state.pool, &turn_id, &caller.workspace_id, &caller.external_user_id).await?;
-    if owned.is_none() {
-        return Err(ApiError::NotFound);
-    }
-    let Some(slot) = state.streams.try_open() else {
-        state.limits.refused(&caller.workspace_id, "open_streams");
-        return Err(ApiError::Overloaded(Duration::from_secs(5)));
-    };
     let after = match headers.get("last-event-id").map(|v| v.to_str().map(str::trim)) {
         None => 0,
         Some(Ok(text)) => text
@@ -77,6 +69,21 @@ async fn resume_turn(
             .into(),
         Some(Err(_)) => return Err(ApiError::BadRequest("Last-Event-ID is not text".into())),
     };
+    replay(&state, caller, turn_id, after).await
+}
+
+/// The stream of the caller's turn `turn_id` after its event `after` (0:
+/// from the start), from the stored events, then live until its `done`:
+/// `404` when the turn is not the caller's.
+pub async fn replay(state: &ApiState, caller: Caller, turn_id: String, after: i64) -> Result<Response, ApiError> {
+    let owned = turn_events::owned_turn(&state.pool, &turn_id, &caller.workspace_id, &caller.external_user_id).await?;
+    if owned.is_none() {
+        return Err(ApiError::NotFound);
+    }
+    let Some(slot) = state.streams.try_open() else {
+        state.limits.refused(&caller.workspace_id, "open_streams");
+        return Err(ApiError::Overloaded(Duration::from_secs(5)));
+    };
     let follow = Follow {
         pool: state.pool.clone(),
         caller,
@@ -84,7 +91,7 @@ async fn resume_turn(
         after,
         queued: VecDeque::new(),
         over: false,
-        stale_ms: longest_turn(&state).as_millis() as i64,
+        stale_ms: longest_turn(state).as_millis() as i64,
         _slot: slot,
     };
     let events = futures::stream::unfold(follow, |mut follow| async move {

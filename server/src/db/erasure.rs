@@ -109,6 +109,13 @@ pub async fn erase_user(pool: &Pool, workspace_id: &str, user: &str) -> Result<E
         .execute(&mut *tx)
         .await?
         .rows_affected();
+    // The keys of their sends (`idempotency_keys`), counted with the counters.
+    erased.counters += sqlx::query("DELETE FROM idempotency_keys WHERE workspace_id = $1 AND external_user_id = $2")
+        .bind(workspace_id)
+        .bind(user)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
     erased.audit_entries_scrubbed = sqlx::query(
         "UPDATE audit_log SET username = NULL, detail = '{\"erased\":true}' WHERE workspace_id = $1 AND username = $2
          AND action <> 'user.erased'",

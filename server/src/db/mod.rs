@@ -17,6 +17,7 @@ mod conversations;
 pub mod elicitations;
 pub mod erasure;
 pub mod feedback;
+pub mod idempotency;
 pub mod kitchen;
 pub mod limits;
 mod pool;

@@ -19,6 +19,7 @@ mod embed;
 mod erasure;
 mod feedback;
 mod fuzzing;
+mod idempotency;
 mod idp;
 mod keys;
 mod languages;
