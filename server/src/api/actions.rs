@@ -85,18 +85,27 @@ async fn confirm_action(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let action = owned_action(&state, &caller, &id).await?;
+    let current = confirm_once(&state, &action).await?;
+    Ok(Json(Confirmed { action: pending_action(&current) }).into_response())
+}
+
+/// A delete's first confirmation (the chat's or an app's): `action`
+/// pending → confirmed once, recorded; confirming twice is harmless. The
+/// action as it stands, or `409 confirmation_not_required` for a change
+/// that is not a delete, or why it cannot move ([`refusal`]).
+pub(super) async fn confirm_once(state: &ApiState, action: &ActionRow) -> Result<ActionRow, ApiError> {
     if !action.needs_confirmation() {
         return Err(ApiError::Action {
             status: StatusCode::CONFLICT,
             code: "confirmation_not_required",
             message: "only a delete needs a separate confirmation; apply it directly",
-            action: Box::new(pending_action(&action)),
+            action: Box::new(pending_action(action)),
         });
     }
-    let now = state.clock.now_ms();
+    let (id, now) = (&action.id, state.clock.now_ms());
     let moved =
-        actions::transition(&state.pool, &id, &[ActionStatus::Pending], ActionStatus::ConfirmedOnce, now).await?;
-    let current = actions::get(&state.pool, &id).await?.ok_or(ApiError::NotFound)?;
+        actions::transition(&state.pool, id, &[ActionStatus::Pending], ActionStatus::ConfirmedOnce, now).await?;
+    let current = actions::get(&state.pool, id).await?.ok_or(ApiError::NotFound)?;
     if moved {
         let detail = serde_json::json!({ "action_id": id });
         actions::record_life(&state.pool, &current, &actions::user_actor(&current), "action.confirmed", None, detail)
@@ -104,9 +113,43 @@ async fn confirm_action(
     }
     if moved || (current.status == ActionStatus::ConfirmedOnce && !current.is_expired(now)) {
         tracing::info!(action_id = %id, "delete confirmed once");
-        return Ok(Json(Confirmed { action: pending_action(&current) }).into_response());
+        return Ok(current);
     }
-    Err(refusal(&state, &id).await)
+    Err(refusal(state, id).await)
+}
+
+/// Before an Apply moves `action` from `from`: it runs only where it was
+/// previewed, while the host still offers it (`engine::binding`). When it
+/// no longer does, it ends failed and the answer is `409` with why; a host
+/// that cannot be asked is `502`, in the language of the action's
+/// conversation. An action not in `from` is left to the move to refuse.
+pub(super) async fn ensure_bound(
+    state: &ApiState,
+    action: &ActionRow,
+    from: ActionStatus,
+    scope: &crate::host::ExecutionScope,
+) -> Result<(), ApiError> {
+    let now = state.clock.now_ms();
+    if action.status != from || action.is_expired(now) {
+        return Ok(());
+    }
+    let bound = match crate::engine::binding(&state.workspaces, &state.engine.sources, scope, action).await {
+        Ok(bound) => bound,
+        Err(error) => {
+            tracing::warn!(code = error.code(), %error, "apply: the host's tools could not be listed");
+            let lang = crate::db::conversation_lang(&state.pool, &action.conversation_id).await?;
+            return Err(ApiError::BadGateway(error.code(), error.told_in(lang)));
+        }
+    };
+    let Some(why) = bound else { return Ok(()) };
+    crate::engine::refuse(&state.pool, action, why, now).await?;
+    let current = actions::get(&state.pool, &action.id).await?.ok_or(ApiError::NotFound)?;
+    Err(ApiError::Action {
+        status: StatusCode::CONFLICT,
+        code: why.code(),
+        message: why.message(),
+        action: Box::new(pending_action(&current)),
+    })
 }
 
 /// Executes the action once and streams the model's reply.
@@ -131,29 +174,7 @@ async fn apply_action(
 ) -> Result<Response, ApiError> {
     let action = owned_action(&state, &caller, &id).await?;
     let from = if action.needs_confirmation() { ActionStatus::ConfirmedOnce } else { ActionStatus::Pending };
-    // Executed only where it was previewed, and only while the host still offers it.
-    if action.status == from && !action.is_expired(state.clock.now_ms()) {
-        let scope = caller.scope(&action.id);
-        let bound = match crate::engine::binding(&state.workspaces, &state.engine.sources, &scope, &action).await {
-            Ok(bound) => bound,
-            Err(error) => {
-                tracing::warn!(code = error.code(), %error, "apply: the host's GET /tools failed");
-                // Told in the language of the action's conversation.
-                let lang = crate::db::conversation_lang(&state.pool, &action.conversation_id).await?;
-                return Err(ApiError::BadGateway(error.code(), error.told_in(lang)));
-            }
-        };
-        if let Some(why) = bound {
-            crate::engine::refuse(&state.pool, &action, why, state.clock.now_ms()).await?;
-            let current = actions::get(&state.pool, &id).await?.ok_or(ApiError::NotFound)?;
-            return Err(ApiError::Action {
-                status: StatusCode::CONFLICT,
-                code: why.code(),
-                message: why.message(),
-                action: Box::new(pending_action(&current)),
-            });
-        }
-    }
+    ensure_bound(&state, &action, from, &caller.scope(&action.id)).await?;
     let turn_id = begin(&state, &caller, client.as_deref(), &action, &[from], ActionStatus::Executing).await?;
     let mut action = action;
     action.status = ActionStatus::Executing;

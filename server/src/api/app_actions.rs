@@ -14,15 +14,16 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use serde::Serialize;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use widget::wire::{ActionStatus, PendingAction};
 
-use super::actions::refusal;
+use super::actions::{confirm_once, ensure_bound, refusal};
 use super::apps::{AppAnswer, app_caller};
 use super::state::ApiState;
+use crate::auth::Caller;
 use crate::db::actions::{self, ActionRow};
 use crate::engine::pending_action;
 use crate::http::ApiError;
@@ -40,13 +41,19 @@ struct AppActionState {
     action: PendingAction,
 }
 
-/// The app's action `action_id`, or `404` (another app's, the model's, or
-/// none).
-async fn app_action(state: &ApiState, headers: &HeaderMap, id: &str, action_id: &str) -> Result<ActionRow, ApiError> {
+/// The app token's caller and its app's action `action_id`, or `404`
+/// (another app's, the model's, or none).
+async fn app_action(
+    state: &ApiState,
+    headers: &HeaderMap,
+    id: &str,
+    action_id: &str,
+) -> Result<(Caller, ActionRow), ApiError> {
     let (caller, _view) = app_caller(state, headers, id).await?;
-    actions::of_app(&state.pool, action_id, id, &caller.workspace_id, &caller.external_user_id)
+    let action = actions::of_app(&state.pool, action_id, id, &caller.workspace_id, &caller.external_user_id)
         .await?
-        .ok_or(ApiError::NotFound)
+        .ok_or(ApiError::NotFound)?;
+    Ok((caller, action))
 }
 
 /// The first of the two confirmations of a delete an app asked for.
@@ -70,29 +77,9 @@ async fn confirm_app_action(
     headers: HeaderMap,
     Path((id, action_id)): Path<(String, String)>,
 ) -> Result<Json<AppActionState>, ApiError> {
-    let action = app_action(&state, &headers, &id, &action_id).await?;
-    if !action.needs_confirmation() {
-        return Err(ApiError::Action {
-            status: StatusCode::CONFLICT,
-            code: "confirmation_not_required",
-            message: "only a delete needs a separate confirmation; apply it directly",
-            action: Box::new(pending_action(&action)),
-        });
-    }
-    let now = state.clock.now_ms();
-    let moved =
-        actions::transition(&state.pool, &action_id, &[ActionStatus::Pending], ActionStatus::ConfirmedOnce, now)
-            .await?;
-    let current = actions::get(&state.pool, &action_id).await?.ok_or(ApiError::NotFound)?;
-    if moved {
-        let detail = serde_json::json!({ "action_id": action_id });
-        actions::record_life(&state.pool, &current, &actions::user_actor(&current), "action.confirmed", None, detail)
-            .await;
-    }
-    if moved || (current.status == ActionStatus::ConfirmedOnce && !current.is_expired(now)) {
-        return Ok(Json(AppActionState { action: pending_action(&current) }));
-    }
-    Err(refusal(&state, &action_id).await)
+    let (_caller, action) = app_action(&state, &headers, &id, &action_id).await?;
+    let current = confirm_once(&state, &action).await?;
+    Ok(Json(AppActionState { action: pending_action(&current) }))
 }
 
 /// Runs the change an app asked for, once, and answers the app's request.
@@ -117,31 +104,11 @@ async fn apply_app_action(
     headers: HeaderMap,
     Path((id, action_id)): Path<(String, String)>,
 ) -> Result<Json<AppAnswer>, ApiError> {
-    let action = app_action(&state, &headers, &id, &action_id).await?;
+    let (caller, action) = app_action(&state, &headers, &id, &action_id).await?;
     let from = if action.needs_confirmation() { ActionStatus::ConfirmedOnce } else { ActionStatus::Pending };
-    let now = state.clock.now_ms();
     // Run only where it was previewed, while its server still lets apps call it so.
-    if action.status == from && !action.is_expired(now) {
-        let scope = crate::host::ExecutionScope {
-            workspace_id: action.workspace_id.clone(),
-            external_user_id: action.external_user_id.clone(),
-            permissions: action.permissions(),
-            request_id: action.id.clone(),
-        };
-        let bound = crate::engine::binding(&state.workspaces, &state.engine.sources, &scope, &action)
-            .await
-            .map_err(|error| ApiError::BadGateway(error.code(), error.for_model()))?;
-        if let Some(why) = bound {
-            crate::engine::refuse(&state.pool, &action, why, now).await?;
-            let current = actions::get(&state.pool, &action_id).await?.ok_or(ApiError::NotFound)?;
-            return Err(ApiError::Action {
-                status: StatusCode::CONFLICT,
-                code: why.code(),
-                message: why.message(),
-                action: Box::new(pending_action(&current)),
-            });
-        }
-    }
+    ensure_bound(&state, &action, from, &caller.scope(&action.id)).await?;
+    let now = state.clock.now_ms();
     if !actions::transition(&state.pool, &action_id, &[from], ActionStatus::Executing, now).await? {
         return Err(refusal(&state, &action_id).await);
     }
@@ -184,7 +151,7 @@ async fn cancel_app_action(
     headers: HeaderMap,
     Path((id, action_id)): Path<(String, String)>,
 ) -> Result<Json<AppActionState>, ApiError> {
-    let action = app_action(&state, &headers, &id, &action_id).await?;
+    let (_caller, action) = app_action(&state, &headers, &id, &action_id).await?;
     let open = [ActionStatus::Pending, ActionStatus::ConfirmedOnce];
     if !actions::transition(&state.pool, &action_id, &open, ActionStatus::Cancelled, state.clock.now_ms()).await? {
         return Err(refusal(&state, &action_id).await);

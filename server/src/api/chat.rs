@@ -6,7 +6,7 @@ use std::time::Duration;
 use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::UnboundedReceiverStream;
@@ -14,6 +14,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use widget::wire::TurnRequest;
 
+use super::resume::{longest_turn, sse_event};
 use super::state::ApiState;
 use crate::auth::Caller;
 use crate::client_addr::ClientAddr;
@@ -219,13 +220,6 @@ pub async fn claim(state: &ApiState, conversation_id: &str) -> Result<String, Ap
     Ok(turn_id)
 }
 
-/// Longer than any turn may run: a turn still unfinished after this had
-/// its process die.
-pub fn longest_turn(state: &ApiState) -> Duration {
-    let limits = &state.engine.limits;
-    limits.turn_timeout + limits.tool_timeout * 2 + Duration::from_secs(60)
-}
-
 /// Gives back a claim whose turn will not run after all.
 pub async fn release(state: &ApiState, turn_id: &str) {
     if let Err(error) = db::limits::release_turn(&state.pool, turn_id).await {
@@ -265,11 +259,6 @@ pub fn stream_turn(
     });
     let stream = Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)).text("ping"));
     ([(HeaderName::from_static("x-accel-buffering"), "no")], stream).into_response()
-}
-
-/// An event of a turn's stream: its number, name and JSON.
-pub fn sse_event(seq: u64, kind: &str, data: String) -> Event {
-    Event::default().id(seq.to_string()).event(kind).data(data)
 }
 
 /// Stops a running turn of the caller's; it ends with `cancelled`.

@@ -17,7 +17,6 @@ use utoipa_axum::routes;
 use widget::wire::i18n;
 use widget::wire::{EventKind, StopReason, TurnDone, TurnError};
 
-use super::chat::{longest_turn, sse_event};
 use super::state::ApiState;
 use crate::auth::Caller;
 use crate::db::Pool;
@@ -192,4 +191,16 @@ impl Follow {
 /// A wire type as the JSON of an event's `data`.
 fn json(value: &impl serde::Serialize) -> String {
     serde_json::to_string(value).expect("wire types serialize")
+}
+
+/// Longer than any turn may run: a turn still unfinished after this had
+/// its process die.
+pub fn longest_turn(state: &ApiState) -> Duration {
+    let limits = &state.engine.limits;
+    limits.turn_timeout + limits.tool_timeout * 2 + Duration::from_secs(60)
+}
+
+/// An event of a turn's stream: its number, name and JSON.
+pub fn sse_event(seq: u64, kind: &str, data: String) -> Event {
+    Event::default().id(seq.to_string()).event(kind).data(data)
 }
