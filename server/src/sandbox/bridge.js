@@ -264,7 +264,9 @@
     setTimeout(function () {
       api("GET", "/v1/apps/" + config.id).then(
         function (answer) {
-          if (answer.status !== 200) return;
+          // Gone or no longer ours: stop; any other failure: ask again.
+          if (answer.status === 401 || answer.status === 404) return;
+          if (answer.status !== 200) return outcome();
           app.status = answer.body.status;
           app.result = answer.body.result;
           app.cancel_reason = answer.body.cancel_reason;
