@@ -49,7 +49,7 @@ async fn app_action(
     id: &str,
     action_id: &str,
 ) -> Result<(Caller, ActionRow), ApiError> {
-    let (caller, _view) = app_caller(state, headers, id).await?;
+    let (caller, _view, _) = app_caller(state, headers, id).await?;
     let action = actions::of_app(&state.pool, action_id, id, &caller.workspace_id, &caller.external_user_id)
         .await?
         .ok_or(ApiError::NotFound)?;

@@ -168,8 +168,13 @@ impl AppAnswer {
     }
 }
 
-/// The app token's caller and the app, or `401`/`404`.
-pub(super) async fn app_caller(state: &ApiState, headers: &HeaderMap, id: &str) -> Result<(Caller, AppView), ApiError> {
+/// The app token's caller and the app, with the browser features its
+/// workspace lets apps have, or `401`/`404`.
+pub(super) async fn app_caller(
+    state: &ApiState,
+    headers: &HeaderMap,
+    id: &str,
+) -> Result<(Caller, AppView, Vec<String>), ApiError> {
     let Some(frames) = &state.engine.apps else { return Err(ApiError::NotFound) };
     let token = bearer_in(headers).ok_or(ApiError::Unauthorized)?;
     let claims = frames.verify(token, id).ok_or(ApiError::Unauthorized)?;
@@ -187,7 +192,7 @@ pub(super) async fn app_caller(state: &ApiState, headers: &HeaderMap, id: &str) 
         permissions: claims.permissions,
         limits: workspace.limits(),
     };
-    Ok((caller, view))
+    Ok((caller, view, workspace.app_permissions()))
 }
 
 /// The app's MCP server as connected now (the same name; reconnected,
@@ -217,7 +222,7 @@ async fn get_app(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Json<AppFrame>, ApiError> {
-    let (_caller, view) = app_caller(&state, &headers, &id).await?;
+    let (_caller, view, allowed) = app_caller(&state, &headers, &id).await?;
     let frames = state.engine.apps.as_ref().ok_or(ApiError::NotFound)?;
     let unavailable = || ApiError::BadGateway("app_unavailable", "This app cannot be shown right now.".into());
     let source = source_of(&state, &view).await?.ok_or_else(unavailable)?;
@@ -241,8 +246,7 @@ async fn get_app(
         .unwrap_or_else(|| json!({ "name": view.tool, "inputSchema": {"type": "object"} }));
     let title = tool.get("title").and_then(Value::as_str).unwrap_or(&view.tool).to_owned();
     let csp = crate::mcp::apps::Csp::of(&resource.ui);
-    let allowed = db::workspace(&state.pool, &view.workspace_id).await?.map(|w| w.app_permissions());
-    let granted = crate::mcp::apps::granted_permissions(&resource.ui, &allowed.unwrap_or_default());
+    let granted = crate::mcp::apps::granted_permissions(&resource.ui, &allowed);
     let mut sandbox_url = url::Url::parse(&frames.sandbox_origin).map_err(anyhow::Error::from)?;
     sandbox_url.query_pairs_mut().append_pair("ws", &view.workspace_id).extend_pairs(csp.query());
     if !granted.is_empty() {
@@ -288,7 +292,7 @@ async fn app_request(
     Path(id): Path<String>,
     ApiJson(request): ApiJson<AppRequest>,
 ) -> Result<Json<AppAnswer>, ApiError> {
-    let (caller, view) = app_caller(&state, &headers, &id).await?;
+    let (caller, view, _) = app_caller(&state, &headers, &id).await?;
     let conversation = &view.conversation_id;
     if let Err(Refusal::TooMany { retry_after, .. }) = state.limits.admit_app_request(&caller, conversation).await? {
         return Err(ApiError::TooManyRequests(retry_after));

@@ -129,19 +129,13 @@ enum AppPermission {
 }
 
 impl AppPermission {
-    fn feature(self) -> &'static str {
-        match self {
-            AppPermission::Camera => "camera",
-            AppPermission::Microphone => "microphone",
-            AppPermission::Geolocation => "geolocation",
-            AppPermission::ClipboardWrite => "clipboard-write",
-        }
+    /// Its Permissions Policy feature: its name on the wire.
+    fn feature(self) -> String {
+        serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
     }
 
     fn of(feature: &str) -> Option<Self> {
-        [Self::Camera, Self::Microphone, Self::Geolocation, Self::ClipboardWrite]
-            .into_iter()
-            .find(|p| p.feature() == feature)
+        serde_json::from_value(serde_json::Value::from(feature)).ok()
     }
 }
 
@@ -304,7 +298,7 @@ async fn update_workspace(
         Some(mut permissions) => {
             permissions.sort();
             permissions.dedup();
-            permissions.into_iter().map(|p| p.feature().to_owned()).collect()
+            permissions.into_iter().map(AppPermission::feature).collect()
         }
         None => row.app_permissions(),
     };
@@ -376,4 +370,17 @@ fn shown(state: &ApiState, row: db::WorkspaceRow) -> Result<ShownWorkspace, ApiE
         id: row.id,
         name: row.name,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AppPermission;
+
+    #[test]
+    fn the_settings_app_permissions_are_the_features_an_app_may_be_granted() {
+        for (_, feature) in crate::mcp::apps::PERMISSIONS {
+            assert_eq!(AppPermission::of(feature).map(AppPermission::feature).as_deref(), Some(feature));
+        }
+        assert!(AppPermission::of("clipboardWrite").is_none() && AppPermission::of("usb").is_none());
+    }
 }

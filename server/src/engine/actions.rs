@@ -27,16 +27,7 @@ impl Turn<'_> {
         let engine = self.engine;
         let started = std::time::Instant::now();
         let activity = |status| self.events.tool_activity(&action.call_id, &action.tool, action.verb, status);
-        let finish = |status: ActionStatus, error: Option<&'static str>| async move {
-            if let Err(error) = db::actions::finish(&engine.pool, &action.id, status).await {
-                tracing::error!(error = format!("{error:#}"), action_id = %action.id, "cannot record the action's end");
-            }
-            let detail = serde_json::json!({
-                "action_id": action.id, "duration_ms": started.elapsed().as_millis() as u64, "error": error,
-            });
-            let outcome = Some(status.as_str());
-            db::actions::record_life(&engine.pool, action, "system", "action.executed", outcome, detail).await;
-        };
+        let finish = |status, error| record_end(&engine.pool, action, status, error, started);
         let sources = engine.workspaces.sources(&self.input.caller.workspace_id).await.unwrap_or_else(|error| {
             tracing::error!(error = format!("{error:#}"), "cannot load the workspace's integrations");
             Vec::new()
@@ -46,12 +37,7 @@ impl Turn<'_> {
             activity(ToolStatus::Failed);
             return Executed::Done(ToolOutcome::error("no tool host is connected", "no_host"));
         };
-        let scope = ExecutionScope {
-            workspace_id: action.workspace_id.clone(),
-            external_user_id: action.external_user_id.clone(),
-            permissions: action.permissions(),
-            request_id: action.id.clone(),
-        };
+        let scope = frozen_scope(action);
         activity(ToolStatus::Started);
         let executed = engine.sources.execute(source, &action.tool, &action.call_id, &action.arguments(), &scope).await;
         engine.budgets.usage.count(&action.workspace_id, Metric::ToolCalls, 1);
@@ -97,12 +83,7 @@ pub async fn execute_for_app(
         tracing::error!(error = format!("{error:#}"), "cannot load the workspace's integrations");
         Vec::new()
     });
-    let scope = ExecutionScope {
-        workspace_id: action.workspace_id.clone(),
-        external_user_id: action.external_user_id.clone(),
-        permissions: action.permissions(),
-        request_id: action.id.clone(),
-    };
+    let scope = frozen_scope(action);
     let result = match connected.iter().find(|s| s.name == action.integration() && !s.is_remote()) {
         Some(source) => sources
             .call_for_app(source, &action.tool, &action.arguments(), &scope)
@@ -118,6 +99,31 @@ pub async fn execute_for_app(
         Err((code, _)) => (ActionStatus::Failed, Some(*code)),
     };
     crate::metrics::tool_call(Some(action.verb), if error.is_none() { "ok" } else { "error" });
+    record_end(pool, action, status, error, started).await;
+    tracing::info!(action_id = %action.id, outcome = status.as_str(), "an app's action executed");
+    result.map_err(|(_, told)| told)
+}
+
+/// The scope an action was previewed with, its id as the `requestId`: an
+/// execution acts exactly as the preview did.
+fn frozen_scope(action: &ActionRow) -> ExecutionScope {
+    ExecutionScope {
+        workspace_id: action.workspace_id.clone(),
+        external_user_id: action.external_user_id.clone(),
+        permissions: action.permissions(),
+        request_id: action.id.clone(),
+    }
+}
+
+/// Records how an execution that began at `started` ended: its status
+/// (from `executing`) and `action.executed` in the audit trail.
+async fn record_end(
+    pool: &db::Pool,
+    action: &ActionRow,
+    status: ActionStatus,
+    error: Option<&'static str>,
+    started: std::time::Instant,
+) {
     if let Err(error) = db::actions::finish(pool, &action.id, status).await {
         tracing::error!(error = format!("{error:#}"), action_id = %action.id, "cannot record the action's end");
     }
@@ -125,8 +131,6 @@ pub async fn execute_for_app(
         "action_id": action.id, "duration_ms": started.elapsed().as_millis() as u64, "error": error,
     });
     db::actions::record_life(pool, action, "system", "action.executed", Some(status.as_str()), detail).await;
-    tracing::info!(action_id = %action.id, outcome = status.as_str(), "an app's action executed");
-    result.map_err(|(_, told)| told)
 }
 
 /// Why an action cannot be applied where it stands now.

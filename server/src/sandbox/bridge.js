@@ -272,10 +272,7 @@
           app.cancel_reason = answer.body.cancel_reason;
           outcome();
         },
-        function () {
-          app.status = "running";
-          outcome();
-        }
+        outcome
       );
     }, asked < 4 ? 300 : 1000);
   }
