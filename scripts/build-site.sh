@@ -87,7 +87,8 @@ wasm-opt -Oz --converge "${OPT_FEATURES[@]}" "--remove-exports=*intounderlying*"
   -o "$PKG/$NAME.wasm" "$PKG/$NAME.wasm"
 wasm-opt -Oz "${OPT_FEATURES[@]}" --enable-sign-ext --enable-mutable-globals --enable-reference-types \
   --enable-multivalue -o "$PKG/console_bg.wasm" "$PKG/console_bg.wasm"
-for js in "$PKG/$NAME.js" "$PKG/console.js"; do
+# The widget's own JS modules (`#[wasm_bindgen(module)]`) are loaded with it: minified alike.
+for js in "$PKG/$NAME.js" "$PKG/console.js" $(find "$PKG/snippets" -name '*.js' 2>/dev/null); do
   terser "$js" --module --compress --mangle --output "$js"
 done
 # Browsers as browserslist's `defaults` (what cargo-leptos targets).

@@ -9,9 +9,17 @@ const zlib = require("zlib");
 
 const root = path.resolve(__dirname, "..");
 const brotli = (data) => zlib.brotliCompressSync(data, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
+// The widget's own JS modules (wasm-bindgen's snippets) load with its glue.
+const snippets = (dir) =>
+  fs.existsSync(dir)
+    ? fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? snippets(path.join(dir, e.name)) : e.name.endsWith(".js") ? [path.join(dir, e.name)] : [],
+      )
+    : [];
 const widget = (site) => [
   ["widget WASM", path.join(site, "pkg/context-assistant.wasm")],
   ["widget JS", path.join(site, "pkg/context-assistant.js")],
+  ...snippets(path.join(site, "pkg/snippets")).map((file) => [`widget JS (${path.basename(file)})`, file]),
   ["widget CSS", path.join(site, "pkg/context-assistant.css")],
 ];
 // `--budget [site-root]`: only the opened widget, failing when it is over

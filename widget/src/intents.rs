@@ -10,12 +10,10 @@ use crate::client;
 use crate::state::{Answer, Arg, Bubble, Chat};
 use crate::wire::Rating;
 
-/// Sends `text` as the user's next message.
+/// Sends `text` as the user's next message. Without a token or a
+/// network it queues, and goes once both are there.
 pub fn send(chat: Chat, text: String) {
-    let ready = !text.trim().is_empty()
-        && !chat.busy.get_untracked()
-        && chat.token.get_untracked().is_some()
-        && chat.wait_seconds.get_untracked() == 0;
+    let ready = !text.trim().is_empty() && !chat.busy.get_untracked() && chat.wait_seconds.get_untracked() == 0;
     #[cfg(feature = "hydrate")]
     if ready {
         chat.history.set(None);
@@ -25,15 +23,39 @@ pub fn send(chat: Chat, text: String) {
     let _ = ready;
 }
 
-/// Sends the last message again (the error's Retry); focus goes on in
-/// the composer, as the alert and its button are gone.
+/// The error's Retry: the message that was not sent goes again with its
+/// key, else the last message is sent anew; focus goes on in the
+/// composer, as the alert and its button are gone.
 pub fn retry(chat: Chat) {
     chat.error.set(None);
-    if let Some(text) = chat.last_sent.get_untracked() {
-        send(chat, text);
-    }
     #[cfg(feature = "hydrate")]
-    client::stream::focus_composer();
+    {
+        if !client::outbox::retry(chat)
+            && let Some(text) = chat.last_sent.get_untracked()
+        {
+            send(chat, text);
+        }
+        client::stream::focus_composer();
+    }
+}
+
+/// A message's own Retry, after the network kept failing: it goes again,
+/// with the key it had.
+pub fn resend(chat: Chat, bubble: Bubble) {
+    #[cfg(feature = "hydrate")]
+    client::outbox::resend(chat, bubble);
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (chat, bubble);
+}
+
+/// Nothing streams and no message is being handed over: the conversation
+/// on screen may be replaced.
+fn idle(chat: Chat) -> bool {
+    #[cfg(feature = "hydrate")]
+    let sending = client::outbox::in_flight();
+    #[cfg(not(feature = "hydrate"))]
+    let sending = false;
+    !chat.busy.get_untracked() && !sending
 }
 
 /// Sends the user's last message again, for a fresh reply.
@@ -78,7 +100,7 @@ pub fn answer_elicitation(chat: Chat, action: crate::wire::ElicitAction) {
 
 /// Starts a new, empty conversation.
 pub fn reset(chat: Chat) {
-    if chat.busy.get_untracked() {
+    if !idle(chat) {
         return;
     }
     #[cfg(feature = "hydrate")]
@@ -89,7 +111,11 @@ pub fn reset(chat: Chat) {
     chat.error.set(None);
     chat.history.set(None);
     #[cfg(feature = "hydrate")]
-    client::host_page::forget_conversation();
+    {
+        client::host_page::forget_conversation();
+        // Messages still queued go to the new conversation.
+        client::outbox::show_queued(chat);
+    }
 }
 
 /// A component's own button: one of the tools it declared, at once.
@@ -159,7 +185,7 @@ pub fn hide_history(chat: Chat) {
 
 /// Goes back to an earlier conversation, from the list.
 pub fn open_conversation(chat: Chat, id: String) {
-    if chat.busy.get_untracked() {
+    if !idle(chat) {
         return;
     }
     #[cfg(feature = "hydrate")]

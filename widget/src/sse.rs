@@ -51,7 +51,8 @@ fn find_blank_line(buffer: &[u8]) -> Option<(usize, usize)> {
 
 fn parse_block(block: &str) -> Option<SseEvent> {
     let mut event = String::new();
-    let mut data: Vec<&str> = Vec::new();
+    // Lines joined by hand: `[&str]::join` costs the widget's WASM a kilobyte.
+    let mut data: Option<String> = None;
     let mut id = None;
     for line in block.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)) {
         if line.is_empty() || line.starts_with(':') {
@@ -63,15 +64,18 @@ fn parse_block(block: &str) -> Option<SseEvent> {
         };
         match field {
             "event" => event = value.to_owned(),
-            "data" => data.push(value),
+            "data" => match &mut data {
+                Some(d) => {
+                    d.push('\n');
+                    d.push_str(value);
+                }
+                None => data = Some(value.to_owned()),
+            },
             "id" => id = Some(value.to_owned()),
             _ => {}
         }
     }
-    if data.is_empty() {
-        return None;
-    }
-    Some(SseEvent { event: if event.is_empty() { "message".into() } else { event }, data: data.join("\n"), id })
+    Some(SseEvent { event: if event.is_empty() { "message".into() } else { event }, data: data?, id })
 }
 
 #[cfg(test)]

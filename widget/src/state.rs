@@ -61,6 +61,31 @@ pub struct BubbleState {
     pub rating: Option<Rating>,
     /// The comment field is open (after a thumb).
     pub commenting: bool,
+    /// A message of the user's the server has not taken yet.
+    pub delivery: Option<Delivery>,
+}
+
+/// Where a message of the user's is on its way to the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(any(feature = "hydrate", test)), expect(dead_code, reason = "set by the browser-only client"))]
+pub enum Delivery {
+    /// Being sent (and sent again, with its key, while the network fails).
+    Sending,
+    /// Queued: offline, or behind an earlier message.
+    Queued,
+    /// The network kept failing: Retry sends it again.
+    NotSent,
+}
+
+/// A message the server has not taken yet: its idempotency key (the
+/// same for every attempt), its text and the bubble that shows it (0
+/// until it is shown).
+#[derive(Clone, Debug)]
+#[cfg_attr(not(feature = "hydrate"), expect(dead_code, reason = "used by the browser-only client"))]
+pub struct Outgoing {
+    pub key: String,
+    pub text: String,
+    pub bubble: u64,
 }
 
 /// A rich result on screen. `data` changes in place when a later result
@@ -135,6 +160,7 @@ pub struct Chat {
     /// (`429`/`503` with `Retry-After`); 0 when it would take one now.
     pub wait_seconds: RwSignal<u32>,
     /// The last message sent, for Retry.
+    #[cfg_attr(not(feature = "hydrate"), expect(dead_code, reason = "used by the browser-only client"))]
     pub last_sent: RwSignal<Option<String>>,
     /// The change waiting for the user's answer, if any.
     pub action: RwSignal<Option<PendingAction>>,
@@ -148,6 +174,12 @@ pub struct Chat {
     pub elicitation_busy: RwSignal<bool>,
     /// Why the last answer to it did not go through.
     pub elicitation_error: RwSignal<Option<String>>,
+    /// The network is down (the browser says so, or the server could not
+    /// be reached): new messages queue, the last conversation is the saved one.
+    pub offline: RwSignal<bool>,
+    /// The user's messages the server has not taken yet, in order.
+    #[cfg_attr(not(feature = "hydrate"), expect(dead_code, reason = "used by the browser-only client"))]
+    pub outbox: StoredValue<Vec<Outgoing>>,
     /// The list of the user's earlier conversations while it is open, as
     /// escaped markup (empty: none yet).
     pub history: RwSignal<Option<String>>,
@@ -175,6 +207,8 @@ impl Chat {
             elicitation: RwSignal::new(None),
             elicitation_busy: RwSignal::new(false),
             elicitation_error: RwSignal::new(None),
+            offline: RwSignal::new(false),
+            outbox: StoredValue::new(Vec::new()),
             history: RwSignal::new(None),
             owner: StoredValue::new(Owner::current()),
         }
@@ -193,8 +227,9 @@ impl Chat {
     /// Appends a message and returns it.
     #[cfg_attr(not(feature = "hydrate"), expect(dead_code, reason = "used by the browser-only client"))]
     pub fn push(&self, role: Role, text: &str) -> Bubble {
-        // Unique for the page's life: a message's id keys its view.
-        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        // Unique for the page's life: a message's id keys its view (0 is
+        // no message: `Outgoing::bubble` before it is shown).
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let bubble = self.owned(|| Bubble {
             id,

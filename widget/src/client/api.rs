@@ -106,15 +106,16 @@ async fn answer(response: Response) -> Result<Response, WidgetError> {
     }
 }
 
-/// [`call`] resuming a stream after the event `last_event_id`.
-pub async fn call_after(
+/// [`call`] with one more header: `Last-Event-ID` to resume a stream,
+/// `Idempotency-Key` to send a message.
+pub async fn call_with(
     method: &str,
     path: &str,
     token: &str,
-    last_event_id: Option<&str>,
+    body: Option<String>,
+    header: Option<(&str, &str)>,
 ) -> Result<Response, WidgetError> {
-    let response =
-        send_with(method, path, Some(token), None, last_event_id).await.map_err(|_| WidgetError::Unreachable)?;
+    let response = send_with(method, path, Some(token), body, header).await.map_err(|_| WidgetError::Unreachable)?;
     answer(response).await
 }
 
@@ -128,11 +129,11 @@ async fn send_with(
     path: &str,
     token: Option<&str>,
     body: Option<String>,
-    last_event_id: Option<&str>,
+    header: Option<(&str, &str)>,
 ) -> Result<Response, JsValue> {
     let headers = Headers::new()?;
-    if let Some(id) = last_event_id {
-        headers.set("Last-Event-ID", id)?;
+    if let Some((name, value)) = header {
+        headers.set(name, value)?;
     }
     if let Some(token) = token {
         headers.set("Authorization", &format!("Bearer {token}"))?;

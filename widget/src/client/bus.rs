@@ -24,9 +24,14 @@ pub fn active() -> bool {
     HUB.with(|h| h.borrow().is_some())
 }
 
+/// The hub's origin, inside its frame.
+pub fn hub() -> Option<String> {
+    HUB.with(|h| h.borrow().clone())
+}
+
 /// Sends `event` with `fields` to the hub (inside its frame only).
 pub fn post(event: &str, fields: &[(&str, JsValue)]) {
-    let Some(hub) = HUB.with(|h| h.borrow().clone()) else { return };
+    let Some(hub) = hub() else { return };
     let Ok(Some(parent)) = window().parent() else { return };
     let message = Object::new();
     let _ = Reflect::set(&message, &"type".into(), &"caddie-embed".into());

@@ -5,7 +5,7 @@
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
 
 use super::{WidgetError, api, stream, token};
 use crate::js;
@@ -52,52 +52,9 @@ pub fn answer(chat: Chat, action: ElicitAction) {
     });
 }
 
-/// The form's values by field name (each control's `data-name`), typed by
-/// its `data-kind`; `None` (the browser showing why) while the form is not
-/// valid.
+/// The form's values by field name, typed as its fields say (`js/dom.js`);
+/// `None` (the browser showing why) while the form is not valid.
 fn values() -> Option<JsValue> {
-    let form = document().get_element_by_id("ca-elicit-form")?.dyn_into::<web_sys::HtmlFormElement>().ok()?;
-    if !form.report_validity() {
-        return None;
-    }
-    let content = js_sys::Object::new();
-    let controls = form.query_selector_all("[data-name]").ok()?;
-    for control in (0..controls.length()).filter_map(|i| controls.item(i)?.dyn_into::<web_sys::Element>().ok()) {
-        let (Some(name), Some(kind)) = (control.get_attribute("data-name"), control.get_attribute("data-kind")) else {
-            continue;
-        };
-        let value: JsValue = match kind.as_str() {
-            // The chosen options, in the form's order.
-            "choices" => {
-                let chosen = js_sys::Array::new();
-                let options = control.query_selector_all("option:checked").ok()?;
-                for option in (0..options.length()).filter_map(|i| options.item(i)?.dyn_into::<web_sys::Element>().ok())
-                {
-                    chosen.push(&JsValue::from_str(&option.get_attribute("value").unwrap_or_default()));
-                }
-                if chosen.length() == 0 && !control.has_attribute("required") {
-                    continue;
-                }
-                chosen.into()
-            }
-            "boolean" => JsValue::from_bool(control.dyn_into::<web_sys::HtmlInputElement>().ok()?.checked()),
-            _ => {
-                let text = js_sys::Reflect::get(&control, &"value".into()).ok()?.as_string().unwrap_or_default();
-                if text.is_empty() {
-                    continue;
-                }
-                match kind.as_str() {
-                    // The browser parses (Rust's float parsing would weigh on the WASM).
-                    "number" | "integer" => JsValue::from_f64(js_sys::Number::parse_float(&text)),
-                    // A local date and time, as the server wants it: RFC 3339.
-                    _ if control.get_attribute("data-format").as_deref() == Some("date-time") => {
-                        js_sys::Date::new(&JsValue::from_str(&text)).to_iso_string().into()
-                    }
-                    _ => JsValue::from_str(&text),
-                }
-            }
-        };
-        let _ = js_sys::Reflect::set(&content, &JsValue::from_str(&name), &value);
-    }
-    Some(content.into())
+    let values = js::form_values(&document().get_element_by_id("ca-elicit-form")?);
+    (!values.is_undefined()).then_some(values)
 }

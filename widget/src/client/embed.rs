@@ -37,32 +37,33 @@ fn conversation_of(path: &str) -> Option<&str> {
         .then_some(id)
 }
 
+/// A message from the hub (through the session's one listener: each
+/// typed listener costs the WASM kilobytes): `init` and `restore`.
+pub fn receive(chat: Chat, e: &web_sys::MessageEvent) {
+    let from_parent = e.source().is_some_and(|s| Object::is(&s, &JsValue::from(window().parent().ok().flatten())));
+    if Some(e.origin()) != bus::hub() || !from_parent {
+        return;
+    }
+    let data = e.data();
+    let text = |name: &str| Reflect::get(&data, &name.into()).ok().and_then(|v| v.as_string());
+    let version = Reflect::get(&data, &"v".into()).ok().and_then(|v| v.as_f64());
+    if text("type").as_deref() != Some("caddie-embed") || version != Some(1.0) {
+        return;
+    }
+    match text("event").as_deref() {
+        Some("init") => init(&data),
+        Some("restore") => {
+            if let Some(path) = text("path") {
+                restore(chat, &path);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Starts the bus with the hub at `hub` (an origin).
 pub fn start(chat: Chat, hub: String, title: String) {
-    bus::connect(hub.clone());
-    let handle = window_event_listener(leptos::ev::message, move |e: web_sys::MessageEvent| {
-        let from_parent = e.source().is_some_and(|s| Object::is(&s, &JsValue::from(window().parent().ok().flatten())));
-        if e.origin() != hub || !from_parent {
-            return;
-        }
-        let data = e.data();
-        let text = |name: &str| Reflect::get(&data, &name.into()).ok().and_then(|v| v.as_string());
-        let version = Reflect::get(&data, &"v".into()).ok().and_then(|v| v.as_f64());
-        if text("type").as_deref() != Some("caddie-embed") || version != Some(1.0) {
-            return;
-        }
-        match text("event").as_deref() {
-            Some("init") => init(&data),
-            Some("restore") => {
-                if let Some(path) = text("path") {
-                    restore(chat, &path);
-                }
-            }
-            _ => {}
-        }
-    });
-    on_cleanup(move || handle.remove());
-
+    bus::connect(hub);
     post("ready", &[("height", height().into())]);
     post("title", &[("text", title.into())]);
     watch_height();

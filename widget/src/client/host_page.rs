@@ -61,6 +61,7 @@ pub fn forget_conversation() {
     if let Ok(Some(storage)) = window().local_storage() {
         let _ = storage.remove_item(&conversation_key());
     }
+    super::outbox::drop_view();
 }
 
 /// The host bar's context (§6): `cctx` moves from the URL into

@@ -8,6 +8,7 @@
 //! - `api`: one way to call the chat API, and [`WidgetError`];
 //! - `stream`: reading a turn's event stream into the chat;
 //! - `turns`, `actions`, `components`: what the user's clicks send;
+//! - `outbox`: the user's messages on their way, queued offline, kept over a reload;
 //! - `clipboard`: copying a reply; `history`: the user's earlier conversations;
 //! - `apps`: MCP Apps on screen torn down before the transcript goes.
 
@@ -23,6 +24,7 @@ pub mod embed;
 pub mod feedback;
 pub mod history;
 pub mod host_page;
+pub mod outbox;
 pub mod session;
 pub mod stream;
 pub mod token;

@@ -8,7 +8,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use wasm_bindgen::{JsCast, JsValue};
 
-use super::{host_page, token, turns};
+use super::{host_page, outbox, token, turns};
 use crate::state::Chat;
 use crate::wire::WidgetBoot;
 use crate::wire::i18n::Msg;
@@ -18,7 +18,11 @@ pub fn start(chat: Chat, boot: WidgetBoot) {
     token::set_receiver(receive);
     let own_origin = window().location().origin().unwrap_or_default();
     let allowed = boot.allowed_origins.clone();
-    let on_message = move |e: &web_sys::MessageEvent| accept(chat, &own_origin, &allowed, e);
+    let on_message = move |e: &web_sys::MessageEvent| {
+        accept(chat, &own_origin, &allowed, e);
+        // Inside the hub's frame, its bus (`embed`) hears the same listener.
+        super::embed::receive(chat, e);
+    };
     // What the page's first script kept while the WASM was on its way (the
     // host hands the token over as soon as the frame has loaded: shell):
     // taken once the page is hydrated, before any later message.
@@ -34,6 +38,16 @@ pub fn start(chat: Chat, boot: WidgetBoot) {
     });
     let handle = window_event_listener(leptos::ev::message, move |e: web_sys::MessageEvent| on_message(&e));
     on_cleanup(move || handle.remove());
+    // Queued messages survive a reload; without a network, the last
+    // conversation shows as it was kept, marked offline.
+    outbox::load(chat);
+    outbox::watch(chat);
+    if !outbox::online()
+        && let Some(id) = host_page::remembered_conversation()
+    {
+        turns::show_offline(chat, &id);
+        outbox::show_queued(chat);
+    }
     // The full-page app (launched from Caddie) has its token from the page.
     if boot.token.is_some() {
         spawn_local(turns::restore(chat));
@@ -86,13 +100,14 @@ fn receive(chat: Chat, token: String) {
         request_animation_frame(|| super::mark("ca:interactive"));
         spawn_local(turns::restore(chat));
     }
-    if let Some(text) = token::take_retry() {
+    if token::take_retry() {
         chat.activity.set(None);
-        if renewed {
-            turns::send(chat, text);
-        } else {
-            chat.last_sent.set(Some(text));
+        if !renewed {
+            // No fresher token: the message waits for Retry, its text kept.
+            outbox::hold(chat);
             chat.error.set(Some(chat.t(Msg::SessionEnded)));
         }
     }
+    // Queued messages go with the token (once the conversation is known).
+    outbox::pump(chat);
 }

@@ -40,7 +40,7 @@ pub async fn follow(chat: Chat, reply: Bubble, response: Response) -> Result<(),
         attempt += 1;
         let path = format!("/v1/turns/{turn}/events");
         let last = progress.last_id.clone();
-        match api::call_after("GET", &path, &token, last.as_deref()).await {
+        match api::call_with("GET", &path, &token, None, last.as_deref().map(|l| ("Last-Event-ID", l))).await {
             Ok(response) => {
                 chat.activity.set(None);
                 outcome = read(chat, reply, response, &mut progress).await;

@@ -1,10 +1,10 @@
-//! The embed token's plumbing: the message held back while a fresh token
-//! is asked for, and asking for one — from the host page, or for the
+//! The embed token's plumbing: noting that a message waits while a fresh
+//! token is asked for, and asking for one — from the host page, or for the
 //! full-page app from the server. A fresh token is handed to whoever
 //! `session` registered ([`set_receiver`]), so this file never calls back
 //! up into the chat's flows.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -18,8 +18,8 @@ use crate::wire::i18n::Msg;
 type Receiver = fn(Chat, String);
 
 thread_local! {
-    /// A message to send again once a fresh token arrives.
-    static RETRY: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// A message waits to be sent again once a fresh token arrives.
+    static RETRY: Cell<bool> = const { Cell::new(false) };
     /// Who takes a token that arrives.
     static RECEIVER: Cell<Option<Receiver>> = const { Cell::new(None) };
 }
@@ -35,14 +35,14 @@ fn deliver(chat: Chat, token: String) {
     }
 }
 
-/// The message held back for a fresh token, if any (taken once).
-pub fn take_retry() -> Option<String> {
-    RETRY.with(|r| r.borrow_mut().take())
+/// True (once) when a message waits for a fresh token.
+pub fn take_retry() -> bool {
+    RETRY.replace(false)
 }
 
-/// Keeps `text` to send again once a fresh token arrives, and asks for one.
-pub fn retry_after_renewal(chat: Chat, text: String) {
-    RETRY.with(|r| *r.borrow_mut() = Some(text));
+/// Notes that a message waits for a fresh token, and asks for one.
+pub fn retry_after_renewal(chat: Chat) {
+    RETRY.set(true);
     chat.activity.set(Some(chat.t(Msg::Reconnecting)));
     renew(chat);
 }

@@ -4,44 +4,23 @@
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
 
-use super::{WidgetError, api, boot, host_page, stream, token};
+use super::{WidgetError, api, boot, host_page, outbox, stream, token};
 use crate::js;
 use crate::state::{Bubble, Chat};
 use crate::wire::i18n::Msg;
 use crate::wire::{Rating, Role};
 
-/// Sends the user's message and streams the turn into a new bubble.
+/// Sends the user's message: it queues (`outbox`), goes when its turn
+/// comes, and its turn streams into a new bubble.
 pub fn send(chat: Chat, text: String) {
-    chat.error.set(None);
-    // A new message answers an open action by moving on: the server cancels it.
-    chat.action.set(None);
-    chat.last_sent.set(Some(text.clone()));
-    let asked = chat.push(Role::User, &text);
-    let reply = chat.push(Role::Assistant, "");
-    host_page::post_message_event(Role::User, None);
-    chat.busy.set(true);
-    chat.announce.set(chat.t(Msg::Replying));
-    spawn_local(async move {
-        let outcome = run(chat, reply, &text).await;
-        chat.busy.set(false);
-        if let Err(WidgetError::Expired) = outcome {
-            // Ask for a fresh token; the message goes again when it arrives.
-            chat.bubbles.update(|b| b.retain(|x| x.id != reply.id && x.id != asked.id));
-            token::retry_after_renewal(chat, text);
-            return;
-        }
-        if outcome.as_ref().is_err_and(|e| e.retry_after().is_some()) {
-            // Not taken (too many, or busy): Retry sends it again once allowed.
-            chat.bubbles.update(|b| b.retain(|x| x.id != asked.id));
-        }
-        settle(chat, reply, outcome);
-    });
+    outbox::add(chat, text);
 }
 
-async fn run(chat: Chat, reply: Bubble, text: &str) -> Result<(), WidgetError> {
-    let token = chat.token.get_untracked().ok_or(WidgetError::NotConnected)?;
+/// Hands a message to the server with its idempotency key: the turn's
+/// stream, or why not.
+pub async fn post(chat: Chat, token: &str, text: &str, key: &str) -> Result<web_sys::Response, WidgetError> {
     let conversation = chat.conversation_id.get_untracked();
     let body = js::stringify(&js::object(&[
         ("conversation_id", js::text_or_null(conversation.as_deref())),
@@ -49,15 +28,14 @@ async fn run(chat: Chat, reply: Bubble, text: &str) -> Result<(), WidgetError> {
         // The model is told the visitor's language.
         ("lang", JsValue::from_str(&boot::lang())),
     ]));
-    let response = match api::call("POST", "/v1/chat/turns", &token, Some(body)).await {
+    match api::call_with("POST", "/v1/chat/turns", token, Some(body), Some(("Idempotency-Key", key))).await {
         Err(error) if error.is_not_found() => {
             chat.conversation_id.set(None);
             host_page::forget_conversation();
-            return Err(WidgetError::ConversationGone);
+            Err(WidgetError::ConversationGone)
         }
-        answer => answer?,
-    };
-    stream::follow(chat, reply, response).await
+        answer => answer,
+    }
 }
 
 /// Settles a streamed reply: done, or failed with a message and Retry.
@@ -78,6 +56,10 @@ pub fn settle(chat: Chat, reply: Bubble, outcome: Result<(), WidgetError>) {
                 chat.announce.set(said);
             }
             super::bus::status_changed();
+            // Kept for reading offline, as the server now shows it.
+            spawn_local(async move {
+                let _ = fetch_view(chat).await;
+            });
         }
         Err(error) => {
             // An empty, failed reply is removed; a partial one stays, marked.
@@ -102,27 +84,17 @@ pub fn settle(chat: Chat, reply: Bubble, outcome: Result<(), WidgetError>) {
             }
         }
     }
+    // The next queued message, if any, goes now.
+    outbox::pump(chat);
 }
 
 /// What a screen reader is told of a finished reply: its text as shown
-/// (the sanitized HTML's text, blocks apart), not its markdown.
+/// (the sanitized HTML's text, blocks apart: `js/dom.js`), not its markdown.
 fn spoken(reply: Bubble) -> String {
-    let Some(html) = reply.state.with_untracked(|s| s.html.clone()) else { return reply.text.get_untracked() };
-    let mut spaced = html;
-    for end in ["</p>", "</li>", "</h1>", "</h2>", "</h3>", "</h4>", "</pre>", "</td>", "</th>", "<br>"] {
-        spaced = spaced.replace(end, &format!(" {end}"));
+    match reply.state.with_untracked(|s| s.html.clone()) {
+        Some(html) => js::spoken(&html),
+        None => reply.text.get_untracked(),
     }
-    // A template's content is inert: nothing in it loads or runs.
-    let text = document()
-        .create_element("template")
-        .ok()
-        .and_then(|t| t.dyn_into::<web_sys::HtmlTemplateElement>().ok())
-        .and_then(|t| {
-            t.set_inner_html(&spaced);
-            t.content().text_content()
-        })
-        .unwrap_or_else(|| reply.text.get_untracked());
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Holds sending back for `seconds` (the server's `Retry-After`), showing
@@ -136,11 +108,11 @@ fn count_down(chat: Chat, seconds: u32) {
             chat.wait_seconds.set(left);
             if left == 0 {
                 chat.announce.set(chat.t(Msg::CanSend));
-                return;
+                return outbox::pump(chat);
             }
             // To the next whole second left, so the figure changes on time.
-            let to_next = (until - js_sys::Date::now()).rem_euclid(1000.0).max(50.0);
-            stream::sleep(to_next as i32).await;
+            let to_next = (until - js_sys::Date::now()) as i32 % 1000;
+            stream::sleep(to_next.max(50)).await;
         }
     });
 }
@@ -163,21 +135,50 @@ pub fn stop(chat: Chat) {
     });
 }
 
-/// Brings back the last conversation after a reload.
+/// Brings back the last conversation after a reload; without a network,
+/// the copy kept for reading offline. Then queued messages may go.
 pub async fn restore(chat: Chat) {
-    let Some(id) = host_page::remembered_conversation() else { return };
-    let Some(token) = chat.token.get_untracked() else { return };
-    let response = match api::call("GET", &format!("/v1/conversations/{id}"), &token, None).await {
-        Ok(response) => response,
-        Err(error) if error.is_not_found() => return host_page::forget_conversation(),
-        Err(WidgetError::Expired) => return token::renew(chat),
-        Err(_) => return,
-    };
-    let view = api::json_of(&response).await;
-    let Some(id) = js::string(&view, "id") else { return };
+    if let Some(id) = host_page::remembered_conversation() {
+        match fetch_view(chat).await {
+            Ok(view) => show(chat, &view),
+            Err(WidgetError::Unreachable) => show_offline(chat, &id),
+            Err(error) if error.is_not_found() => host_page::forget_conversation(),
+            Err(WidgetError::Expired) => return token::renew(chat),
+            Err(_) => {}
+        }
+    }
+    outbox::settled(chat);
+}
+
+/// The remembered conversation as the server shows it now, kept for
+/// reading offline.
+async fn fetch_view(chat: Chat) -> Result<JsValue, WidgetError> {
+    let id = host_page::remembered_conversation().ok_or(WidgetError::NotConnected)?;
+    let token = chat.token.get_untracked().ok_or(WidgetError::NotConnected)?;
+    let response = api::call("GET", &format!("/v1/conversations/{id}"), &token, None).await?;
+    let text = api::text_of(&response).await.unwrap_or_default();
+    outbox::keep_view(&text);
+    Ok(js::parse(&text))
+}
+
+/// Shows the kept copy of conversation `id` without a network, marked offline.
+pub fn show_offline(chat: Chat, id: &str) {
+    chat.offline.set(true);
+    if chat.bubbles.with_untracked(Vec::is_empty)
+        && let Some(view) = outbox::kept_view(id)
+    {
+        show(chat, &view);
+    }
+}
+
+/// Shows a conversation's messages (`GET /v1/conversations/{id}`), then
+/// the queued ones after them.
+fn show(chat: Chat, view: &JsValue) {
+    let Some(id) = js::string(view, "id") else { return };
+    chat.bubbles.set(Vec::new());
     chat.conversation_id.set(Some(id));
-    chat.action.set(js::pending_action(&js::get(&view, "pending_action")));
-    for message in js::list(&view, "messages") {
+    chat.action.set(js::pending_action(&js::get(view, "pending_action")));
+    for message in js::list(view, "messages") {
         let role = if js::role(&message) == Some(Role::User) { Role::User } else { Role::Assistant };
         let bubble = chat.push(role, &js::string(&message, "text").unwrap_or_default());
         bubble.state.update(|s| {
@@ -192,4 +193,5 @@ pub async fn restore(chat: Chat) {
             }
         }
     }
+    outbox::show_queued(chat);
 }

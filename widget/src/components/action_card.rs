@@ -1,7 +1,8 @@
 //! The change the assistant proposes: the host's preview as plain text,
 //! Apply and Cancel (with an optional reason). A delete takes two steps,
 //! worded differently, before anything is deleted. A fresh preview of a
-//! change that went stale at the app says that it changed.
+//! change that went stale at the app says that it changed. Offline, the
+//! card says that answering needs the network.
 //!
 //! Drawn as markup with one delegated listener (`region`); focus stays on
 //! the control the user is on, Cancel's reason field takes it when it
@@ -23,7 +24,12 @@ pub fn ActionCard() -> impl IntoView {
     let card = NodeRef::new();
     let first = region(card, move || {
         let t = move |m| chat.t(m);
-        let state = Card { declining: declining.get(), busy: chat.action_busy.get(), error: chat.action_error.get() };
+        let state = Card {
+            declining: declining.get(),
+            busy: chat.action_busy.get(),
+            error: chat.action_error.get(),
+            offline: chat.offline.get(),
+        };
         chat.action.with(|action| action.as_ref().map(|a| markup(a, &state, &t)).unwrap_or_default())
     });
     let on_click = move |ev: leptos::ev::MouseEvent| {
@@ -65,6 +71,8 @@ struct Card {
     /// An answer is on its way: the buttons wait.
     busy: bool,
     error: Option<String>,
+    /// The network is down: answering has to wait for it.
+    offline: bool,
 }
 
 /// (a delete, its first step), from the action's count of confirmations
@@ -96,6 +104,9 @@ fn markup(action: &PendingAction, card: &Card, t: &dyn Fn(Msg) -> String) -> Str
     );
     if delete && !first_step {
         let _ = write!(html, "<p class=\"ca-action-warning\">{}</p>", word(Msg::ActionDeleteWarning));
+    }
+    if card.offline {
+        let _ = write!(html, "<p class=\"ca-action-offline\">{}</p>", word(Msg::ActionOffline));
     }
     if let Some(error) = &card.error {
         let _ = write!(html, "<p class=\"ca-action-error\" role=\"alert\">{}</p>", escape(error));
@@ -146,6 +157,7 @@ mod tests {
             tool: "update_item".into(),
             verb: if confirmations == 2 { Verb::Delete } else { Verb::Update },
             preview: r#"Rename "<b>Soup</b>" & more"#.into(),
+            #[cfg(feature = "ssr")]
             arguments: serde_json::json!({}),
             confirmations_required: confirmations,
             expires_at: "2026-12-01T00:00:00Z".into(),
@@ -155,7 +167,7 @@ mod tests {
     }
 
     fn card() -> Card {
-        Card { declining: false, busy: false, error: None }
+        Card { declining: false, busy: false, error: None, offline: false }
     }
 
     #[test]
@@ -184,7 +196,7 @@ mod tests {
     fn cancel_asks_for_a_reason_and_busy_buttons_wait() {
         let html = markup(
             &action(1, ActionStatus::Pending),
-            &Card { declining: true, busy: true, error: Some("<gone>".into()) },
+            &Card { declining: true, busy: true, error: Some("<gone>".into()), offline: true },
             &english,
         );
         assert!(html.contains(r#"<input id="ca-reason" class="ca-reason" type="text" maxlength="500""#), "{html}");
@@ -193,6 +205,7 @@ mod tests {
             "the field takes focus from Cancel and keeps its text"
         );
         assert!(html.contains(r#"<p class="ca-action-error" role="alert">&lt;gone&gt;</p>"#), "{html}");
+        assert!(html.contains(r#"<p class="ca-action-offline">You&#39;re offline: answering needs the network.</p>"#));
         assert_eq!(html.matches(" disabled>").count(), 2, "{html}");
         assert!(html.contains(r#"data-action="cancel""#) && html.contains(r#"data-action="back""#));
     }

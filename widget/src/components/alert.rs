@@ -1,4 +1,5 @@
-//! The chat's error: what went wrong, a rate limit's countdown and Retry.
+//! The chat's error: what went wrong, a rate limit's countdown and Retry;
+//! without one, that the widget is offline.
 //!
 //! The alert is drawn when the error comes and stays as it is until the
 //! error changes, so a screen reader says it once; the countdown and
@@ -10,9 +11,16 @@ use crate::html::escape;
 use crate::state::Chat;
 use crate::wire::i18n::Msg;
 
-/// The alert for `error` (nothing without one), with `wait` seconds left.
-pub fn markup(error: Option<&str>, wait: &str, t: &dyn Fn(Msg) -> String) -> String {
-    let Some(message) = error else { return String::new() };
+/// The alert for `error`, with `wait` seconds left; without one, offline,
+/// the note that new messages wait for the network.
+pub fn markup(error: Option<&str>, wait: &str, offline: bool, t: &dyn Fn(Msg) -> String) -> String {
+    let Some(message) = error else {
+        return if offline {
+            format!("<p class=\"ca-offline\" role=\"status\">{}</p>", escape(&t(Msg::Offline)))
+        } else {
+            String::new()
+        };
+    };
     format!(
         "<div class=\"ca-error\" role=\"alert\"><span>{}<span class=\"ca-wait\" aria-hidden=\"true\">{}</span></span>\
          <button type=\"button\" class=\"ca-retry\" data-action=\"retry\"{}>{}</button></div>",
@@ -55,27 +63,35 @@ mod tests {
 
     #[test]
     fn no_error_draws_nothing() {
-        assert_eq!(markup(None, "", &english), "");
+        assert_eq!(markup(None, "", false, &english), "");
     }
 
     #[test]
     fn the_alert_says_the_error_and_offers_retry_once_the_wait_is_over() {
-        let ready = markup(Some("The assistant could not answer."), "", &english);
+        let ready = markup(Some("The assistant could not answer."), "", false, &english);
         assert_eq!(
             ready,
             "<div class=\"ca-error\" role=\"alert\"><span>The assistant could not answer.<span class=\"ca-wait\" \
              aria-hidden=\"true\"></span></span><button type=\"button\" class=\"ca-retry\" data-action=\"retry\">\
              Retry</button></div>"
         );
-        let waiting = markup(Some("Too many messages."), " You can send again in 5 s.", &english);
+        let waiting = markup(Some("Too many messages."), " You can send again in 5 s.", true, &english);
         assert!(waiting.contains("aria-hidden=\"true\"> You can send again in 5 s.</span>"), "{waiting}");
         assert!(waiting.contains("data-action=\"retry\" disabled>Retry</button>"), "{waiting}");
     }
 
     #[test]
     fn the_errors_words_are_escaped() {
-        let hostile = markup(Some("<img src=x onerror=alert(1)>"), "\"><script>", &english);
+        let hostile = markup(Some("<img src=x onerror=alert(1)>"), "\"><script>", false, &english);
         assert!(hostile.contains("<span>&lt;img src=x onerror=alert(1)&gt;<span"), "{hostile}");
         assert!(!hostile.contains("<script>") && !hostile.contains("<img"), "{hostile}");
+    }
+
+    #[test]
+    fn offline_without_an_error_says_that_messages_wait() {
+        assert_eq!(
+            markup(None, "", true, &english),
+            "<p class=\"ca-offline\" role=\"status\">You&#39;re offline. New messages will be sent when you&#39;re back online.</p>"
+        );
     }
 }

@@ -21,20 +21,15 @@ pub fn Composer() -> impl IntoView {
     let submit = move || {
         let Some(field) = field.get_untracked() else { return };
         let text = field.value().trim().to_owned();
-        if text.is_empty()
-            || chat.busy.get_untracked()
-            || chat.token.get_untracked().is_none()
-            || chat.wait_seconds.get_untracked() > 0
-        {
+        // Without a token or a network the message queues (client::outbox).
+        if text.is_empty() || chat.busy.get_untracked() || chat.wait_seconds.get_untracked() > 0 {
             return;
         }
         field.set_value("");
         intents::send(chat, text);
     };
     let button = NodeRef::new();
-    let first_button = region(button, move || {
-        button_markup(chat.busy.get(), chat.token.with(Option::is_some), chat.wait_seconds.get() != 0, &t)
-    });
+    let first_button = region(button, move || button_markup(chat.busy.get(), chat.wait_seconds.get() != 0, &t));
     let on_button = move |ev: leptos::ev::MouseEvent| {
         if region::action_of(&ev).is_some_and(|(_, action)| action == "stop") {
             ev.prevent_default();
@@ -62,14 +57,13 @@ pub fn Composer() -> impl IntoView {
 }
 
 /// One button: Send, or Stop while a reply streams (the same `data-focus`,
-/// so focus stays on it). Send waits for the chat's token and for a
-/// rate limit's countdown.
-fn button_markup(busy: bool, connected: bool, waiting: bool, t: &dyn Fn(Msg) -> String) -> String {
+/// so focus stays on it). Send waits for a rate limit's countdown; before
+/// the chat is connected, or offline, a message queues.
+fn button_markup(busy: bool, waiting: bool, t: &dyn Fn(Msg) -> String) -> String {
     let (class, action, label) = if busy { ("ca-stop", "stop", Msg::Stop) } else { ("ca-send", "send", Msg::Send) };
-    let disabled = !busy && (!connected || waiting);
     format!(
         "<button type=\"submit\" class=\"ca-button {class}\" data-action=\"{action}\" data-focus=\"send\"{}>{}</button>",
-        if disabled { " disabled" } else { "" },
+        if !busy && waiting { " disabled" } else { "" },
         escape(&t(label))
     )
 }
@@ -81,24 +75,23 @@ mod tests {
 
     #[test]
     fn the_button_sends_when_the_chat_can_and_stops_a_streaming_reply() {
-        let send = button_markup(false, true, false, &english);
+        let send = button_markup(false, false, &english);
         assert_eq!(
             send,
             "<button type=\"submit\" class=\"ca-button ca-send\" data-action=\"send\" data-focus=\"send\">Send</button>"
         );
-        let stop = button_markup(true, true, false, &english);
+        let stop = button_markup(true, false, &english);
         assert!(stop.contains("class=\"ca-button ca-stop\" data-action=\"stop\""), "{stop}");
         assert!(stop.ends_with(">Stop</button>") && !stop.contains("disabled"), "{stop}");
-        // Not connected yet, or counting down a rate limit: Send waits.
-        assert!(button_markup(false, false, false, &english).contains(" disabled>"));
-        assert!(button_markup(false, true, true, &english).contains(" disabled>"));
+        // Counting down a rate limit: Send waits.
+        assert!(button_markup(false, true, &english).contains(" disabled>"));
         // Stop is never disabled while a reply streams.
-        assert!(!button_markup(true, false, true, &english).contains("disabled"));
+        assert!(!button_markup(true, true, &english).contains("disabled"));
     }
 
     #[test]
     fn the_buttons_words_are_escaped() {
         let hostile = |_| "<img src=x onerror=alert(1)>".to_owned();
-        assert!(button_markup(false, true, false, &hostile).contains(">&lt;img src=x onerror=alert(1)&gt;</button>"));
+        assert!(button_markup(false, false, &hostile).contains(">&lt;img src=x onerror=alert(1)&gt;</button>"));
     }
 }

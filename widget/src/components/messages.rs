@@ -95,6 +95,7 @@ fn MessageBubble(bubble: Bubble) -> impl IntoView {
                 last,
                 busy,
                 commenting: s.commenting,
+                delivery: s.delivery,
             };
             tools_markup(&tools, &t)
         })
@@ -110,6 +111,7 @@ fn MessageBubble(bubble: Bubble) -> impl IntoView {
             "rate-up" => intents::rate(chat, bubble, Rating::Up),
             "rate-down" => intents::rate(chat, bubble, Rating::Down),
             "again" => intents::ask_again(chat),
+            "resend" => intents::resend(chat, bubble),
             _ => {}
         }
     };

@@ -109,7 +109,7 @@ pub fn App() -> impl IntoView {
     let alert = NodeRef::new();
     let first_alert = region(alert, move || {
         let wait = alert::wait_text(chat, chat.wait_seconds.get_untracked());
-        chat.error.with(|error| alert::markup(error.as_deref(), &wait, &t))
+        chat.error.with(|error| alert::markup(error.as_deref(), &wait, chat.offline.get(), &t))
     });
     #[cfg(feature = "hydrate")]
     alert::count_down(chat, alert);

@@ -7,9 +7,9 @@
 //!
 //! The server draws a part's first markup into the page; the browser
 //! redraws it when its state changes. A redraw keeps what the user was
-//! doing: focus goes back to the control with the same `data-focus` key,
-//! the focused field keeps its text and caret, and a field marked
-//! `data-keep` keeps what was typed into it.
+//! doing: it patches the part in place (`js/dom.js`), so the control
+//! under the pointer, the focused field with its text, caret and input
+//! method's composition, and a field marked `data-keep` stay as they are.
 
 use leptos::prelude::*;
 use leptos::wasm_bindgen::JsCast;
@@ -64,75 +64,30 @@ pub fn action_of(ev: &leptos::web_sys::Event) -> Option<(leptos::web_sys::Elemen
     Some((control, action))
 }
 
-/// Replaces `root`'s markup, keeping focus, the focused field's text and
-/// caret, and the text of every `data-keep` field. When the focused `−`
-/// became disabled, focus goes to its row's `+` (`…remove-N` → `…add-N`).
+/// Redraws `root` to `html` in place (`js/dom.js`): elements still there
+/// stay the same nodes, so the control under the pointer, focus, typed
+/// text and its caret survive. When the focused control went away or
+/// became disabled, focus goes to its row's `+` for a `−`
+/// (`…remove-N` → `…add-N`), else to the part's own home.
 #[cfg(feature = "hydrate")]
 pub fn redraw(root: &leptos::web_sys::HtmlElement, html: &str) {
-    use leptos::web_sys::{HtmlElement, HtmlInputElement};
+    use leptos::web_sys::HtmlElement;
     let focused = document().active_element().filter(|a| root.contains(Some(a)));
-    let key = focused.as_ref().and_then(|a| a.get_attribute("data-focus"));
-    let typing = focused
-        .and_then(|a| a.dyn_into::<HtmlInputElement>().ok())
-        .map(|input| (input.value(), input.selection_start().ok().flatten(), input.selection_end().ok().flatten()));
-    let mut kept = Vec::new();
-    if let Ok(fields) = root.query_selector_all("input[data-keep]") {
-        for input in (0..fields.length()).filter_map(|i| fields.item(i)?.dyn_into::<HtmlInputElement>().ok()) {
-            if let Some(keep) = input.get_attribute("data-keep") {
-                kept.push((keep, input.value()));
-            }
-        }
-    }
-    root.set_inner_html(html);
-    for (keep, value) in kept {
-        if let Some(input) = root
-            .query_selector(&format!("input[data-keep=\"{keep}\"]"))
-            .ok()
-            .flatten()
-            .and_then(|e| e.dyn_into::<HtmlInputElement>().ok())
-        {
-            input.set_value(&value);
-        }
-    }
-    let Some(key) = key else { return };
-    if focus_by_key(root, key, typing) {
+    crate::js::morph(root, html);
+    let Some(focused) = focused else { return };
+    if focused.is_connected() && !focused.has_attribute("disabled") {
         return;
     }
-    // The control is gone or waits: the part's own home holds focus.
-    if let Some(home) =
-        root.query_selector("[data-focus-home]").ok().flatten().and_then(|e| e.dyn_into::<HtmlElement>().ok())
-    {
-        let _ = home.focus();
-    }
-}
-
-/// Focuses the control with `data-focus` `key` (for a disabled `remove-N`,
-/// `add-N`), giving a field back the text and caret it had; false when
-/// there is none to focus.
-#[cfg(feature = "hydrate")]
-fn focus_by_key(
-    root: &leptos::web_sys::HtmlElement,
-    key: String,
-    typing: Option<(String, Option<u32>, Option<u32>)>,
-) -> bool {
-    use leptos::web_sys::{HtmlElement, HtmlInputElement};
-    let field = |key: &str| {
-        root.query_selector(&format!("[data-focus=\"{key}\"]"))
-            .ok()
-            .flatten()
-            .and_then(|e| e.dyn_into::<HtmlElement>().ok())
-    };
-    let fallback = key.contains("remove-").then(|| key.replace("remove-", "add-"));
-    for key in std::iter::once(key).chain(fallback) {
-        let Some(el) = field(&key).filter(|el| !el.has_attribute("disabled")) else { continue };
+    // The same control drawn anew, else a `−`'s `+`, else the part's home.
+    let key = focused.get_attribute("data-focus").unwrap_or_default();
+    let target = [key.clone(), key.replace("remove-", "add-")]
+        .iter()
+        .filter_map(|key| root.query_selector(&format!("[data-focus=\"{key}\"]")).ok().flatten())
+        .find(|el| !el.has_attribute("disabled"))
+        .or_else(|| root.query_selector("[data-focus-home]").ok().flatten());
+    if let Some(el) = target.and_then(|e| e.dyn_into::<HtmlElement>().ok()) {
         let _ = el.focus();
-        if let (Some((value, start, end)), Ok(input)) = (&typing, el.dyn_into::<HtmlInputElement>()) {
-            input.set_value(value);
-            let _ = input.set_selection_range(start.unwrap_or(0), end.unwrap_or(0));
-        }
-        return true;
     }
-    false
 }
 
 /// Host text that would run or break out if it were not escaped, and the

@@ -1,7 +1,10 @@
-//! The controls under a message: the cut-off note, and on a finished reply
-//! Copy, the thumbs, Ask again and the comment form, drawn as escaped markup.
+//! The controls under a message: where a message of the user's is on its
+//! way (Sending…, waiting for the network, Not sent with Retry), the
+//! cut-off note, and on a finished reply Copy, the thumbs, Ask again and
+//! the comment form, drawn as escaped markup.
 
 use crate::html::escape;
+use crate::state::Delivery;
 use crate::wire::Rating;
 use crate::wire::i18n::Msg;
 
@@ -19,6 +22,8 @@ pub(super) struct Tools {
     pub(super) last: bool,
     pub(super) busy: bool,
     pub(super) commenting: bool,
+    /// A message of the user's the server has not taken yet.
+    pub(super) delivery: Option<Delivery>,
 }
 
 /// A thumb up (Material Symbols' "thumb_up", Apache-2.0); turned over for down.
@@ -32,6 +37,22 @@ pub(super) fn tools_markup(tools: &Tools, t: &dyn Fn(Msg) -> String) -> String {
     use std::fmt::Write;
     let word = |m: Msg| escape(&t(m));
     let mut html = String::new();
+    if let Some(delivery) = tools.delivery {
+        let (class, m) = match delivery {
+            Delivery::Sending => ("", Msg::Sending),
+            Delivery::Queued => ("", Msg::Queued),
+            Delivery::NotSent => (" ca-not-sent", Msg::NotSent),
+        };
+        let _ = write!(html, "<p class=\"ca-delivery{class}\">{}", word(m));
+        if delivery == Delivery::NotSent {
+            let _ = write!(
+                html,
+                " <button type=\"button\" class=\"ca-copy\" data-action=\"resend\" data-focus=\"resend\">{}</button>",
+                word(Msg::Retry)
+            );
+        }
+        html.push_str("</p>");
+    }
     if tools.interrupted {
         let _ = write!(html, "<p class=\"ca-interrupted\">{}</p>", word(Msg::CutOff));
     }
@@ -97,6 +118,7 @@ mod tests {
             last: true,
             busy: false,
             commenting: false,
+            delivery: None,
         }
     }
 
@@ -129,5 +151,22 @@ mod tests {
         let html = tools_markup(&Tools { rateable: false, last: false, busy: true, ..tools() }, &english);
         assert_eq!(html.matches(r#"aria-pressed="false" disabled>"#).count(), 2, "both thumbs wait for the id: {html}");
         assert!(html.contains(r#"data-action="again" data-focus="again" hidden disabled>"#), "{html}");
+    }
+
+    #[test]
+    fn a_message_on_its_way_says_so_and_one_not_sent_offers_retry() {
+        use crate::state::Delivery;
+        let mine = |delivery| Tools { finished: false, delivery: Some(delivery), ..tools() };
+        assert_eq!(tools_markup(&mine(Delivery::Sending), &english), r#"<p class="ca-delivery">Sending…</p>"#);
+        assert_eq!(
+            tools_markup(&mine(Delivery::Queued), &english),
+            r#"<p class="ca-delivery">Waiting for the network</p>"#
+        );
+        let failed = tools_markup(&mine(Delivery::NotSent), &english);
+        assert_eq!(
+            failed,
+            r#"<p class="ca-delivery ca-not-sent">Not sent <button type="button" class="ca-copy" data-action="resend" data-focus="resend">Retry</button></p>"#
+        );
+        assert_eq!(tools_markup(&Tools { finished: false, ..tools() }, &english), "", "a message taken says nothing");
     }
 }

@@ -13,6 +13,20 @@ use crate::wire::{
     Theme, Verb, WidgetBoot,
 };
 
+#[wasm_bindgen::prelude::wasm_bindgen(module = "/src/js/dom.js")]
+extern "C" {
+    /// Redraws `root` to `html` in place, keeping the elements still there.
+    pub fn morph(root: &web_sys::HtmlElement, html: &str);
+    /// A question's form's values by field name; `undefined` while invalid.
+    #[wasm_bindgen(js_name = formValues)]
+    pub fn form_values(form: &web_sys::Element) -> JsValue;
+    /// The text of sanitized HTML as a screen reader should hear it.
+    pub fn spoken(html: &str) -> String;
+    /// A new message's idempotency key.
+    #[wasm_bindgen(js_name = newKey)]
+    pub fn new_key() -> String;
+}
+
 /// The value of a JSON text; `undefined` when it is not JSON.
 pub fn parse(text: &str) -> JsValue {
     JSON::parse(text).unwrap_or(JsValue::UNDEFINED)
@@ -118,6 +132,7 @@ pub fn pending_action(v: &JsValue) -> Option<PendingAction> {
         verb: Verb::parse(&string(v, "verb")?)?,
         preview: string(v, "preview").unwrap_or_default(),
         // The widget shows the host's preview, never the arguments.
+        #[cfg(feature = "ssr")]
         arguments: serde_json::Value::Null,
         confirmations_required: if count(v, "confirmations_required") == Some(2) { 2 } else { 1 },
         expires_at: string(v, "expires_at").unwrap_or_default(),

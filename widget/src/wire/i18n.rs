@@ -137,6 +137,11 @@ messages! {
     WentWrong = "went_wrong",
     NoBody = "no_body",
     Lost = "lost",
+    Sending = "sending",
+    Queued = "queued",
+    NotSent = "not_sent",
+    Offline = "offline",
+    ActionOffline = "action_offline",
 }
 
 /// The loader's words (`/embed.js` carries them for every language: it

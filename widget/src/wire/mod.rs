@@ -224,6 +224,9 @@ pub struct PendingAction {
     pub verb: Verb,
     /// The host's own summary, shown as plain text.
     pub preview: String,
+    /// Not in the widget's WASM: it shows the preview, never the arguments,
+    /// and a JSON value's clone and drop code weigh on its budget.
+    #[cfg(any(feature = "ssr", not(feature = "hydrate")))]
     pub arguments: serde_json::Value,
     /// 1 for create/update; 2 for delete ([`Verb::confirmations_required`]).
     pub confirmations_required: u8,

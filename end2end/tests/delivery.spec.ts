@@ -1,0 +1,147 @@
+import { expect, test, type BrowserContext, type Locator, type Page } from "@playwright/test";
+import { TaskHostPage, executes, taskWorkspace } from "./hosts";
+
+// Nothing the visitor does is lost or done twice (issue #34): messages
+// written offline wait in order and go once; a send whose answer was cut
+// goes again with its key and starts no second turn; a click pressed
+// while its part of the screen is redrawn still lands.
+
+/** The user's messages on screen, as written. */
+function userTexts(host: TaskHostPage): Promise<string[]> {
+  return host.widget.locator(".ca-user :is(.ca-text, .ca-md)").allInnerTexts();
+}
+
+/** The conversation as the server keeps it: a fresh page restores it. */
+async function restoredTexts(host: TaskHostPage, ws: Parameters<TaskHostPage["goto"]>[0], user: string) {
+  await host.goto(ws, user);
+  await expect(host.lastReply.locator(".ca-md")).toBeVisible();
+  return userTexts(host);
+}
+
+test("offline messages wait in order, survive a reload and go once when the network is back", async ({
+  page,
+  context,
+  request,
+  baseURL,
+}) => {
+  const ws = await taskWorkspace(request);
+  const host = new TaskHostPage(page, baseURL!);
+  await host.goto(ws, "offline_user");
+  await host.ask("hello there");
+  await expect(host.lastReply.locator(".ca-md")).toBeVisible();
+
+  // The train goes into the tunnel: the composer still takes messages.
+  await context.setOffline(true);
+  await expect(host.widget.locator(".ca-offline")).toContainText("You're offline");
+  await host.ask("first while offline");
+  await host.ask("second while offline");
+  const queued = host.widget.locator(".ca-user", { hasText: "while offline" });
+  await expect(queued.locator(".ca-delivery")).toHaveText(["Waiting for the network", "Waiting for the network"]);
+
+  // A reload while the assistant cannot be reached (the host's own page
+  // loads): the conversation as it was kept, marked offline, the queue kept.
+  await context.route(`${baseURL}/v1/**`, (route) => route.abort("internetdisconnected"));
+  await context.setOffline(false);
+  await host.goto(ws, "offline_user");
+  await expect(host.widget.locator(".ca-offline")).toContainText("You're offline");
+  await expect(host.lastReply).toBeVisible();
+  await expect.poll(() => userTexts(host)).toEqual(["hello there", "first while offline", "second while offline"]);
+  await expect(host.widget.locator(".ca-delivery").first()).toContainText(/Sending…|Not sent/);
+
+  // Back online: each goes once, in order.
+  await context.unroute(`${baseURL}/v1/**`);
+  await context.setOffline(true);
+  await context.setOffline(false);
+  await expect(host.widget.locator(".ca-delivery")).toHaveCount(0, { timeout: 20_000 });
+  await expect(host.widget.locator(".ca-assistant .ca-md")).toHaveCount(3);
+  await expect(host.widget.locator(".ca-offline")).toHaveCount(0);
+
+  expect(await restoredTexts(host, ws, "offline_user")).toEqual([
+    "hello there",
+    "first while offline",
+    "second while offline",
+  ]);
+});
+
+test("a send whose answer is cut after the server got it goes again with its key: one turn", async ({
+  page,
+  context,
+  request,
+  baseURL,
+}) => {
+  const ws = await taskWorkspace(request);
+  const host = new TaskHostPage(page, baseURL!);
+  await host.goto(ws, "cut_user");
+  // Playwright stands as the proxy: the first send reaches the server and
+  // its whole answer comes back, then the connection is dropped.
+  const keys: string[] = [];
+  let replayed: string | undefined;
+  await context.route(`${baseURL}/v1/chat/turns`, async (route) => {
+    keys.push(route.request().headers()["idempotency-key"]);
+    const answer = await route.fetch();
+    if (keys.length === 1) {
+      expect(answer.status()).toBe(200);
+      await answer.body();
+      return route.abort("connectionreset");
+    }
+    replayed = answer.headers()["idempotent-replayed"];
+    return route.fulfill({ response: answer });
+  });
+
+  await host.ask("hello once");
+  await expect(host.lastReply.locator(".ca-md")).toBeVisible({ timeout: 15_000 });
+  expect(keys).toHaveLength(2);
+  expect(keys[0]).toMatch(/^w[0-9a-z]{12,}$/);
+  expect(keys[1]).toBe(keys[0]);
+  expect(replayed).toBe("true");
+  await expect(host.widget.locator(".ca-delivery")).toHaveCount(0);
+  await expect(host.widget.locator(".ca-assistant .ca-md")).toHaveCount(1);
+
+  // The server holds one turn: one message, one reply.
+  await context.unroute(`${baseURL}/v1/chat/turns`);
+  expect(await restoredTexts(host, ws, "cut_user")).toEqual(["hello once"]);
+  await expect(host.widget.locator(".ca-assistant")).toHaveCount(1);
+});
+
+/**
+ * Presses `button`, has the action card redrawn twice (the browser goes
+ * offline, and the card says so; then back) and only then releases it.
+ */
+async function pressWhileRedrawn(page: Page, context: BrowserContext, card: Locator, button: Locator) {
+  const box = (await button.boundingBox())!;
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page.mouse.down();
+  await context.setOffline(true);
+  await expect(card.locator(".ca-action-offline")).toBeVisible();
+  await context.setOffline(false);
+  await expect(card.locator(".ca-action-offline")).toHaveCount(0);
+  await page.mouse.up();
+}
+
+test("a click pressed while the action card is redrawn lands, 100 times out of 100", async ({
+  page,
+  context,
+  request,
+  baseURL,
+}) => {
+  test.setTimeout(120_000);
+  const ws = await taskWorkspace(request);
+  const host = new TaskHostPage(page, baseURL!);
+  await host.goto(ws, "redraw_user");
+  const before = await executes(request, "create_task");
+  await host.ask("create task");
+  await expect(host.card).toBeVisible();
+  const reason = host.card.getByRole("textbox", { name: "Reason (optional)" });
+
+  for (let i = 0; i < 50; i++) {
+    await pressWhileRedrawn(page, context, host.card, host.card.getByRole("button", { name: "Cancel", exact: true }));
+    await expect(reason).toBeVisible();
+    await pressWhileRedrawn(page, context, host.card, host.card.getByRole("button", { name: "Back" }));
+    await expect(reason).toHaveCount(0);
+  }
+  expect(await executes(request, "create_task")).toBe(before);
+
+  await pressWhileRedrawn(page, context, host.card, host.card.getByRole("button", { name: "Apply" }));
+  await expect(host.lastReply).toContainText("Created the task Untitled.");
+  expect(await executes(request, "create_task")).toBe(before + 1);
+});

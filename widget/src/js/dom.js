@@ -1,0 +1,103 @@
+// Redraws a part of the widget in place (components/region.rs): the new
+// markup is parsed into an inert template and the part's elements are
+// patched to match it, so every element that is still there stays the
+// same node. A click pressed on Apply, +/− or Retry lands even when the
+// part is redrawn before the button is released; focus, an input
+// method's composition, a screen reader's place and an app's frame (which
+// would reload) survive. Elements match by tag and by their `id` or
+// `data-focus` key, else by position.
+//
+// Written here rather than taken from morphdom or idiomorph (3–12 KB
+// minified): the widget's opened weight is a budget of 100 KB brotli
+// (docs/benchmarks.md) and its markup needs only this much.
+
+const key = (n) => n.nodeName + (n.nodeType == 1 ? n.id || n.getAttribute("data-focus") || "" : "");
+
+export function morph(root, html) {
+  const t = document.createElement("template");
+  t.innerHTML = html;
+  children(root, t.content);
+}
+
+function children(into, from) {
+  let at = into.firstChild;
+  for (let n = from.firstChild, next; n; n = next) {
+    next = n.nextSibling;
+    const k = key(n);
+    // The same element further on: those before it are gone.
+    let m = at;
+    while (m && key(m) != k) m = m.nextSibling;
+    if (m) {
+      while (at != m) {
+        const gone = at;
+        at = at.nextSibling;
+        gone.remove();
+      }
+      at = m.nextSibling;
+      patch(m, n);
+    } else {
+      into.insertBefore(n, at);
+    }
+  }
+  while (at) {
+    const gone = at;
+    at = at.nextSibling;
+    gone.remove();
+  }
+}
+
+function patch(el, to) {
+  if (el.nodeType != 1) {
+    if (el.nodeValue != to.nodeValue) el.nodeValue = to.nodeValue;
+    return;
+  }
+  for (const { name, value } of to.attributes) {
+    if (el.getAttribute(name) != value) {
+      el.setAttribute(name, value);
+      // A field shows the new value unless the visitor is typing in it
+      // or it keeps what was typed (`data-keep`).
+      if (name == "value" && el != document.activeElement && !el.hasAttribute("data-keep")) el.value = value;
+    }
+  }
+  for (const { name } of [...el.attributes]) if (!to.hasAttribute(name)) el.removeAttribute(name);
+  children(el, to);
+}
+
+// A tool's question answered (client/elicitations.rs): the form's values
+// by field name (`data-name`), typed by `data-kind` — the chosen options
+// in the form's order, a box's check, a number as the browser parses it,
+// a local date and time as RFC 3339 — leaving out empty optional fields;
+// undefined while the browser finds the form invalid (it says why at the
+// field). Read here, not in Rust: the same reading there weighed 3 KB of
+// the widget's WASM.
+export function formValues(form) {
+  if (!form.reportValidity()) return;
+  const out = {};
+  for (const c of form.querySelectorAll("[data-name]")) {
+    const kind = c.dataset.kind;
+    let v = c.value;
+    if (kind == "choices") {
+      v = [...c.querySelectorAll("option:checked")].map((o) => o.getAttribute("value") || "");
+      if (!v.length && !c.hasAttribute("required")) continue;
+    } else if (kind == "boolean") v = c.checked;
+    else if (!kind || !v) continue;
+    else if (kind == "number" || kind == "integer") v = parseFloat(v);
+    else if (c.dataset.format == "date-time") v = new Date(v).toISOString();
+    out[c.dataset.name] = v;
+  }
+  return out;
+}
+
+// What a screen reader is told of a finished reply (client/turns.rs): the
+// text of the server's sanitized HTML as shown, blocks apart, read from
+// an inert template (nothing in it loads or runs).
+export function spoken(html) {
+  const t = document.createElement("template");
+  t.innerHTML = html.replace(/<\/(p|li|h\d|pre|td|th)>|<br>/g, " $&");
+  return t.content.textContent.split(/\s+/).filter(Boolean).join(" ");
+}
+
+// A message's idempotency key (client/outbox.rs): unique for this
+// browser over the server's 24 hours, without `crypto.randomUUID`, which
+// a page served over plain http lacks.
+export const newKey = () => "w" + Date.now().toString(36) + Math.random().toString(36).slice(2) + Math.random().toString(36).slice(2);
