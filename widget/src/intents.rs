@@ -30,7 +30,7 @@ pub fn retry(chat: Chat) {
     chat.error.set(None);
     #[cfg(feature = "hydrate")]
     {
-        if !client::outbox::retry(chat)
+        if !client::turns::retry(chat)
             && let Some(text) = chat.last_sent.get_untracked()
         {
             send(chat, text);
@@ -43,7 +43,7 @@ pub fn retry(chat: Chat) {
 /// with the key it had.
 pub fn resend(chat: Chat, bubble: Bubble) {
     #[cfg(feature = "hydrate")]
-    client::outbox::resend(chat, bubble);
+    client::turns::resend(chat, bubble);
     #[cfg(not(feature = "hydrate"))]
     let _ = (chat, bubble);
 }

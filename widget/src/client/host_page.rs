@@ -1,6 +1,7 @@
 //! What the widget tells the page around it, and what it keeps in the
 //! browser: `postMessage` to the host page (never anything secret), the
-//! conversation id in `localStorage`, and the Caddie bar's launch context.
+//! conversation id and its copy for reading offline in `localStorage`,
+//! and the Caddie bar's launch context.
 
 use js_sys::{Object, Reflect};
 use leptos::prelude::*;
@@ -61,7 +62,33 @@ pub fn forget_conversation() {
     if let Ok(Some(storage)) = window().local_storage() {
         let _ = storage.remove_item(&conversation_key());
     }
-    super::outbox::drop_view();
+    drop_view();
+}
+
+fn view_key() -> String {
+    format!("ca:view:{}", boot::workspace_id())
+}
+
+/// Keeps the conversation as the server showed it (`GET
+/// /v1/conversations/{id}`'s body), for reading offline.
+pub fn keep_view(text: &str) {
+    if let Ok(Some(storage)) = window().local_storage() {
+        let _ = storage.set_item(&view_key(), text);
+    }
+}
+
+/// The conversation kept for reading offline, if it is `id`'s.
+pub fn kept_view(id: &str) -> Option<JsValue> {
+    let kept = window().local_storage().ok()??.get_item(&view_key()).ok()??;
+    let view = js::parse(&kept);
+    (js::string(&view, "id").as_deref() == Some(id)).then_some(view)
+}
+
+/// Forgets the conversation kept for reading offline (the visitor left it).
+fn drop_view() {
+    if let Ok(Some(storage)) = window().local_storage() {
+        let _ = storage.remove_item(&view_key());
+    }
 }
 
 /// The host bar's context (§6): `cctx` moves from the URL into

@@ -41,7 +41,7 @@ pub fn start(chat: Chat, boot: WidgetBoot) {
     // Queued messages survive a reload; without a network, the last
     // conversation shows as it was kept, marked offline.
     outbox::load(chat);
-    outbox::watch(chat);
+    turns::watch(chat);
     if !outbox::online()
         && let Some(id) = host_page::remembered_conversation()
     {
@@ -104,10 +104,10 @@ fn receive(chat: Chat, token: String) {
         chat.activity.set(None);
         if !renewed {
             // No fresher token: the message waits for Retry, its text kept.
-            outbox::hold(chat);
+            turns::hold(chat);
             chat.error.set(Some(chat.t(Msg::SessionEnded)));
         }
     }
     // Queued messages go with the token (once the conversation is known).
-    outbox::pump(chat);
+    turns::pump(chat);
 }

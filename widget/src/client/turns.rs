@@ -1,6 +1,9 @@
-//! The user's messages: sending one and streaming the turn into a new
-//! bubble, stopping a running turn, settling the reply, and restoring the
-//! conversation after a reload.
+//! The user's messages: sending them from the queue (`outbox`) one turn
+//! after another — with their keys, again after a network failure, once
+//! the network is back — and streaming each turn into a new bubble;
+//! stopping a running turn, settling the reply, and restoring the
+//! conversation after a reload (without a network, the copy kept for
+//! reading offline).
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -8,14 +11,161 @@ use wasm_bindgen::JsValue;
 
 use super::{WidgetError, api, boot, host_page, outbox, stream, token};
 use crate::js;
-use crate::state::{Bubble, Chat};
+use crate::state::{Bubble, Chat, Delivery, Outgoing};
 use crate::wire::i18n::Msg;
 use crate::wire::{Rating, Role};
+
+/// Sends again after a network failure this many times (waiting 1, 2, 4 s).
+const RETRIES: u32 = 3;
 
 /// Sends the user's message: it queues (`outbox`), goes when its turn
 /// comes, and its turn streams into a new bubble.
 pub fn send(chat: Chat, text: String) {
+    chat.error.set(None);
+    // A new message answers an open action by moving on: the server cancels it.
+    chat.action.set(None);
+    chat.last_sent.set(Some(text.clone()));
     outbox::add(chat, text);
+    pump(chat);
+}
+
+/// Sends the first queued message when nothing else is on its way, the
+/// widget knows its conversation and has a token, and the network is up.
+/// A token's arrival, the end of a turn, the network coming back and
+/// Retry call it again. A send that fails for the network goes again with
+/// the same key, "Sending…", then "Not sent" with Retry; offline, it
+/// waits for the network.
+pub fn pump(chat: Chat) {
+    if outbox::SENDING.get()
+        || !outbox::SETTLED.get()
+        || chat.busy.get_untracked()
+        || chat.wait_seconds.get_untracked() > 0
+    {
+        return;
+    }
+    let Some(item) = outbox::first(chat) else { return };
+    let not_sent = |b: Bubble| b.state.with_untracked(|s| s.delivery == Some(Delivery::NotSent));
+    if outbox::bubble_of(chat, &item.key).is_some_and(not_sent) {
+        return;
+    }
+    let Some(token) = chat.token.get_untracked() else { return };
+    if !outbox::online() {
+        chat.offline.set(true);
+        return;
+    }
+    outbox::SENDING.set(true);
+    outbox::BACK.set(false);
+    outbox::mark(chat, &item.key, Some(Delivery::Sending));
+    spawn_local(async move {
+        let mut attempt = 0;
+        let outcome = loop {
+            match post(chat, &token, &item.text, &item.key).await {
+                Err(WidgetError::Unreachable) if attempt < RETRIES && outbox::online() => {
+                    stream::sleep(1000 << attempt).await;
+                    attempt += 1;
+                }
+                outcome => break outcome,
+            }
+        };
+        outbox::SENDING.set(false);
+        handed(chat, item, outcome).await;
+    });
+}
+
+/// What became of a message handed to the server.
+async fn handed(chat: Chat, item: Outgoing, outcome: Result<web_sys::Response, WidgetError>) {
+    let asked = outbox::bubble_of(chat, &item.key);
+    match outcome {
+        // The network came back while it was on its way: it goes again.
+        Err(WidgetError::Unreachable) if outbox::BACK.replace(false) => {
+            outbox::mark(chat, &item.key, Some(Delivery::Queued));
+            pump(chat);
+        }
+        Err(WidgetError::Unreachable) if !outbox::online() => {
+            // Offline: it waits for the network (`watch`).
+            chat.offline.set(true);
+            outbox::mark(chat, &item.key, Some(Delivery::Queued));
+        }
+        Err(WidgetError::Unreachable) => {
+            // The browser is online but the server cannot be reached: the
+            // visitor retries (or the network's return does).
+            chat.offline.set(true);
+            outbox::mark(chat, &item.key, Some(Delivery::NotSent));
+            chat.announce.set(chat.t(Msg::NotSent));
+        }
+        Err(WidgetError::Expired) => {
+            // It goes again, with its key, once a fresh token arrives.
+            outbox::mark(chat, &item.key, Some(Delivery::Queued));
+            token::retry_after_renewal(chat);
+        }
+        outcome => {
+            chat.offline.set(false);
+            outbox::forget(chat, &item.key);
+            if let Some(asked) = asked {
+                asked.state.update(|s| s.delivery = None);
+            }
+            host_page::post_message_event(Role::User, None);
+            let reply = chat.push(Role::Assistant, "");
+            chat.busy.set(true);
+            chat.announce.set(chat.t(Msg::Replying));
+            let outcome = match outcome {
+                Ok(response) => stream::follow(chat, reply, response).await,
+                Err(error) => Err(error),
+            };
+            if outcome.as_ref().is_err_and(|e| e.retry_after().is_some())
+                && let Some(asked) = asked
+            {
+                // Not taken (too many, or busy): Retry sends it again once allowed.
+                chat.bubbles.update(|b| b.retain(|x| x.id != asked.id));
+            }
+            settle(chat, reply, outcome);
+        }
+    }
+}
+
+/// A message's own Retry: it goes again, first.
+pub fn resend(chat: Chat, bubble: Bubble) {
+    bubble.state.update(|s| s.delivery = Some(Delivery::Queued));
+    pump(chat);
+}
+
+/// The alert's Retry: the first message not sent goes again; false when
+/// there is none.
+pub fn retry(chat: Chat) -> bool {
+    let Some(first) = outbox::first(chat) else { return false };
+    outbox::mark(chat, &first.key, Some(Delivery::Queued));
+    pump(chat);
+    true
+}
+
+/// A fresh token did not come: the first queued message waits for Retry.
+pub fn hold(chat: Chat) {
+    if let Some(item) = outbox::first(chat) {
+        outbox::mark(chat, &item.key, Some(Delivery::NotSent));
+    }
+}
+
+/// Follows the browser's network state: back online, queued messages go.
+pub fn watch(chat: Chat) {
+    use wasm_bindgen::JsCast;
+    chat.offline.set(!outbox::online());
+    // One plain listener for both events (the widget's lifetime): Leptos'
+    // typed listener costs the WASM a kilobyte per event.
+    let changed = wasm_bindgen::closure::Closure::<dyn Fn()>::new(move || {
+        chat.offline.set(!outbox::online());
+        // Back online: a message that was not sent goes again by itself
+        // (once the one on its way, if any, has ended).
+        if outbox::online() {
+            outbox::BACK.set(outbox::SENDING.get());
+            if !outbox::SENDING.get() {
+                retry(chat);
+            }
+        }
+    });
+    for event in ["online", "offline"] {
+        let _ = window().add_event_listener_with_callback(event, changed.as_ref().unchecked_ref());
+    }
+    changed.forget();
 }
 
 /// Hands a message to the server with its idempotency key: the turn's
@@ -85,7 +235,7 @@ pub fn settle(chat: Chat, reply: Bubble, outcome: Result<(), WidgetError>) {
         }
     }
     // The next queued message, if any, goes now.
-    outbox::pump(chat);
+    pump(chat);
 }
 
 /// What a screen reader is told of a finished reply: its text as shown
@@ -108,7 +258,7 @@ fn count_down(chat: Chat, seconds: u32) {
             chat.wait_seconds.set(left);
             if left == 0 {
                 chat.announce.set(chat.t(Msg::CanSend));
-                return outbox::pump(chat);
+                return pump(chat);
             }
             // To the next whole second left, so the figure changes on time.
             let to_next = (until - js_sys::Date::now()) as i32 % 1000;
@@ -147,7 +297,10 @@ pub async fn restore(chat: Chat) {
             Err(_) => {}
         }
     }
-    outbox::settled(chat);
+    // The conversation is known: queued messages may go.
+    outbox::SETTLED.set(true);
+    outbox::show_queued(chat);
+    pump(chat);
 }
 
 /// The remembered conversation as the server shows it now, kept for
@@ -157,7 +310,7 @@ async fn fetch_view(chat: Chat) -> Result<JsValue, WidgetError> {
     let token = chat.token.get_untracked().ok_or(WidgetError::NotConnected)?;
     let response = api::call("GET", &format!("/v1/conversations/{id}"), &token, None).await?;
     let text = api::text_of(&response).await.unwrap_or_default();
-    outbox::keep_view(&text);
+    host_page::keep_view(&text);
     Ok(js::parse(&text))
 }
 
@@ -165,7 +318,7 @@ async fn fetch_view(chat: Chat) -> Result<JsValue, WidgetError> {
 pub fn show_offline(chat: Chat, id: &str) {
     chat.offline.set(true);
     if chat.bubbles.with_untracked(Vec::is_empty)
-        && let Some(view) = outbox::kept_view(id)
+        && let Some(view) = host_page::kept_view(id)
     {
         show(chat, &view);
     }
