@@ -184,7 +184,7 @@ impl Application {
                 .map(|origin| crate::app_frames::AppFrames::new(vault.derive("mcp app frame tokens"), origin)),
         };
         crate::engine::sweep_stuck_actions(pool.clone(), config.limits.tool_timeout);
-        crate::retention::spawn(pool.clone(), clock.clone(), config.retention_every, config.audit_retention_days);
+
         crate::engine::events::spawn_forgetting(pool.clone());
         let turns = TurnRegistry::default();
         crate::engine::stop::watch_stop_requests(turns.clone(), pool.clone(), STOP_POLL);
@@ -200,6 +200,18 @@ impl Application {
             let written = crate::precompress::compress_site(&site_root);
             tracing::debug!(written, "compressed copies of the widget's files");
         });
+        let attachments = crate::attachments::Attachments::new(
+            crate::attachments::store::open(config.attachments_s3.as_ref(), &config.data_dir.join("attachments"))?,
+            config.max_attachment_bytes,
+            config.data_dir.join("spool"),
+        );
+        crate::retention::spawn(
+            pool.clone(),
+            clock.clone(),
+            attachments.clone(),
+            config.retention_every,
+            config.audit_retention_days,
+        );
         let state = AppState {
             api: ApiState {
                 pool: pool.clone(),
@@ -216,6 +228,7 @@ impl Application {
                 limits,
                 max_concurrent_turns: config.rates.max_concurrent_turns,
                 streams: crate::limits::OpenStreams::new(config.rates.max_open_streams),
+                attachments,
             },
             ops: OpsState { pool: pool.clone(), clock, metrics_token: config.metrics_token.clone() },
             demo: DemoState {

@@ -40,6 +40,11 @@ pub struct Config {
     pub demo: bool,
     /// `CA_BISTRO_SOLD_OUT`: menu ids the demo bistro marks unavailable (comma-separated).
     pub bistro_sold_out: Vec<String>,
+    /// `CA_MAX_ATTACHMENT_BYTES`: the largest attachment taken (default 10 MB).
+    pub max_attachment_bytes: u64,
+    /// `CA_ATTACHMENTS_URL`: where attachments are kept, `s3://bucket[/prefix]`
+    /// (with the `AWS_*` variables); by default `CA_DATA_DIR/attachments`.
+    pub attachments_s3: Option<S3Config>,
     /// `LEPTOS_SITE_ROOT`: where the built widget (pkg/, CSS) lives.
     pub site_root: PathBuf,
     /// `LEPTOS_OUTPUT_NAME`: the file stem of the widget's JS/WASM/CSS.
@@ -148,6 +153,23 @@ impl Default for TurnLimits {
     }
 }
 
+/// An S3-compatible store for attachments: `CA_ATTACHMENTS_URL` and the
+/// standard `AWS_*` variables (read here like every setting; what is not
+/// given, such as an instance role's credentials, the AWS defaults find).
+#[derive(Clone, Debug)]
+pub struct S3Config {
+    /// `s3://bucket[/prefix]`.
+    pub url: String,
+    /// `AWS_ENDPOINT_URL`: another S3-compatible server than AWS.
+    pub endpoint: Option<String>,
+    /// `AWS_REGION` (or `AWS_DEFAULT_REGION`).
+    pub region: Option<String>,
+    /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`.
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<Secret>,
+    pub session_token: Option<Secret>,
+}
+
 /// Limits across replicas (their counts live in the database) and the
 /// process's own cap; each has a variable and a default.
 #[derive(Clone, Debug)]
@@ -166,6 +188,12 @@ pub struct RateLimits {
     pub workspace_daily_tokens: u64,
     /// `CA_USER_DAILY_TOKENS`: model tokens per end user per day (default 0: no budget).
     pub user_daily_tokens: u64,
+    /// `CA_USER_DAILY_ATTACHMENT_BYTES`: bytes an end user may attach per
+    /// UTC day (default 100 MB; 0: no quota).
+    pub user_daily_attachment_bytes: u64,
+    /// `CA_WORKSPACE_DAILY_ATTACHMENT_BYTES`: bytes a workspace's users may
+    /// attach per UTC day (default 10 GB; 0: no quota).
+    pub workspace_daily_attachment_bytes: u64,
     /// `CA_MAX_CONCURRENT_TURNS`: turns running in this process at once;
     /// beyond it new turns get `503` (default 200).
     pub max_concurrent_turns: usize,
@@ -186,6 +214,8 @@ impl Default for RateLimits {
             component_calls: 20,
             workspace_daily_tokens: 2_000_000,
             user_daily_tokens: 0,
+            user_daily_attachment_bytes: 100 * 1024 * 1024,
+            workspace_daily_attachment_bytes: 10 * 1024 * 1024 * 1024,
             max_concurrent_turns: 200,
             max_open_streams: 400,
             console_sign_ins: 10,
@@ -352,6 +382,16 @@ impl Config {
             component_calls: number("CA_COMPONENT_CALLS_PER_10S", rate_defaults.component_calls, 1)?,
             workspace_daily_tokens: number("CA_WORKSPACE_DAILY_TOKENS", rate_defaults.workspace_daily_tokens, 0)?,
             user_daily_tokens: number("CA_USER_DAILY_TOKENS", rate_defaults.user_daily_tokens, 0)?,
+            user_daily_attachment_bytes: number(
+                "CA_USER_DAILY_ATTACHMENT_BYTES",
+                rate_defaults.user_daily_attachment_bytes,
+                0,
+            )?,
+            workspace_daily_attachment_bytes: number(
+                "CA_WORKSPACE_DAILY_ATTACHMENT_BYTES",
+                rate_defaults.workspace_daily_attachment_bytes,
+                0,
+            )?,
             max_concurrent_turns: number("CA_MAX_CONCURRENT_TURNS", rate_defaults.max_concurrent_turns as u64, 1)?
                 .try_into()
                 .map_err(|_| bad("CA_MAX_CONCURRENT_TURNS", "too large".into()))?,
@@ -539,6 +579,21 @@ impl Config {
             bistro_sold_out: get("CA_BISTRO_SOLD_OUT")
                 .map(|v| v.split(',').map(|id| id.trim().to_owned()).filter(|id| !id.is_empty()).collect())
                 .unwrap_or_default(),
+            max_attachment_bytes: number("CA_MAX_ATTACHMENT_BYTES", 10 * 1024 * 1024, 1)?,
+            attachments_s3: match get("CA_ATTACHMENTS_URL") {
+                Some(url) if !url.starts_with("s3://") || url.len() <= "s3://".len() => {
+                    return Err(bad("CA_ATTACHMENTS_URL", format!("`{url}` is not an s3://bucket[/prefix] URL")));
+                }
+                Some(url) => Some(S3Config {
+                    url,
+                    endpoint: get("AWS_ENDPOINT_URL").or_else(|| get("AWS_ENDPOINT")),
+                    region: get("AWS_REGION").or_else(|| get("AWS_DEFAULT_REGION")),
+                    access_key_id: get("AWS_ACCESS_KEY_ID"),
+                    secret_access_key: get("AWS_SECRET_ACCESS_KEY").map(Secret::new),
+                    session_token: get("AWS_SESSION_TOKEN").map(Secret::new),
+                }),
+                None => None,
+            },
             site_root: PathBuf::from(get("LEPTOS_SITE_ROOT").unwrap_or_else(|| "target/site".into())),
             output_name: get("LEPTOS_OUTPUT_NAME").unwrap_or_else(|| "context-assistant".into()),
         })

@@ -37,6 +37,15 @@ pub enum ApiError {
     /// The request cannot be done as it stands (`422`): the code says why.
     #[error("{1}")]
     Unprocessable(&'static str, String),
+    /// The upload is larger than taken (`413`): the code says how.
+    #[error("{1}")]
+    TooLarge(&'static str, String),
+    /// The upload is not of a type taken (`415`).
+    #[error("{1}")]
+    UnsupportedType(&'static str, String),
+    /// A daily quota is used up (`429 quota_exceeded`): try again after it.
+    #[error("Today's quota for this is used up. Try again in {} s.", .0.as_secs_f64().ceil().max(1.0))]
+    QuotaExceeded(std::time::Duration),
     /// A turn of the conversation is still running.
     #[error("A reply is still being written in this conversation. Wait for it, or stop it.")]
     TurnInProgress,
@@ -64,6 +73,9 @@ impl ApiError {
             ApiError::Conflict(code, _) => (StatusCode::CONFLICT, code),
             ApiError::TooManyRequests(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             ApiError::Unprocessable(code, _) => (StatusCode::UNPROCESSABLE_ENTITY, code),
+            ApiError::TooLarge(code, _) => (StatusCode::PAYLOAD_TOO_LARGE, code),
+            ApiError::UnsupportedType(code, _) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, code),
+            ApiError::QuotaExceeded(_) => (StatusCode::TOO_MANY_REQUESTS, "quota_exceeded"),
             ApiError::TurnInProgress => (StatusCode::CONFLICT, "turn_in_progress"),
             ApiError::Overloaded(_) => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
             ApiError::Action { status, code, .. } => (*status, code),
@@ -93,7 +105,7 @@ impl IntoResponse for ApiError {
         }
         let error = self.to_string();
         let retry_after = match &self {
-            ApiError::TooManyRequests(wait) | ApiError::Overloaded(wait) => {
+            ApiError::TooManyRequests(wait) | ApiError::Overloaded(wait) | ApiError::QuotaExceeded(wait) => {
                 Some(wait.as_secs_f64().ceil().max(1.0) as u64)
             }
             _ => None,

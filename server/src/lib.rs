@@ -16,6 +16,7 @@
 pub mod api;
 pub mod app;
 pub mod app_frames;
+pub mod attachments;
 pub mod auth;
 pub mod bistro;
 pub mod caddie;

@@ -1,8 +1,9 @@
 //! Limits that hold across replicas (their counts live in the database):
 //! turns per end user, per client address and per workspace in a minute,
 //! a component's direct tool calls per user, model tokens per workspace
-//! (and optionally per user) per day, and at most so many turns running in
-//! this process at once.
+//! (and optionally per user) per day, attachments' bytes per user and per
+//! workspace per day, and at most so many turns running in this process at
+//! once.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -197,6 +198,41 @@ impl Limits {
             (format!("tokens:ws:{}", caller.workspace_id), c.workspace_daily_tokens),
             (format!("tokens:user:{}:{}", caller.workspace_id, caller.external_user_id), c.user_daily_tokens),
         ]
+    }
+
+    /// Counts an attachment's `bytes` against today's (UTC) quotas of its
+    /// user and of the workspace, in one statement on whichever replica;
+    /// refused — and not counted — when either would go over, until the
+    /// day ends.
+    pub async fn admit_attachment(&self, caller: &Caller, bytes: u64) -> anyhow::Result<Result<(), Refusal>> {
+        let now = self.clock.now_ms();
+        let day = now.div_euclid(DAY_MS);
+        let quotas: Vec<(String, u64)> = [
+            (format!("attachments:ws:{}", caller.workspace_id), self.config.workspace_daily_attachment_bytes),
+            (
+                format!("attachments:user:{}:{}", caller.workspace_id, caller.external_user_id),
+                self.config.user_daily_attachment_bytes,
+            ),
+        ]
+        .into_iter()
+        .filter(|(_, quota)| *quota > 0)
+        .collect();
+        if quotas.is_empty() {
+            return Ok(Ok(()));
+        }
+        let bytes = i64::try_from(bytes)?;
+        let added: Vec<(String, i64)> = quotas.iter().map(|(key, _)| (key.clone(), bytes)).collect();
+        let totals = db::limits::add_tokens(&self.pool, &added, day).await?;
+        let over = quotas.iter().any(|(key, quota)| {
+            totals.iter().any(|(k, total)| k == key && u64::try_from(*total).unwrap_or(0) > *quota)
+        });
+        if !over {
+            return Ok(Ok(()));
+        }
+        let back: Vec<(String, i64)> = quotas.iter().map(|(key, _)| (key.clone(), -bytes)).collect();
+        db::limits::add_tokens(&self.pool, &back, day).await?;
+        let retry_after = Duration::from_millis(u64::try_from((day + 1) * DAY_MS - now).unwrap_or(1000));
+        Ok(Err(Refusal::TooMany { limit: "attachment_bytes", retry_after }))
     }
 
     /// Forgets counts older than a day (any replica may do it).

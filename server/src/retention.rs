@@ -1,25 +1,27 @@
 //! The retention sweep: every `CA_RETENTION_SWEEP_MS` (default an hour),
 //! conversations past their workspace's `retention_days` are deleted a
 //! batch at a time, each in its own short transaction, never one with a
-//! turn running (turns are never blocked for long); and, with
+//! turn running (turns are never blocked for long), and its attachments
+//! older than that, rows and bytes; and, with
 //! `CA_AUDIT_RETENTION_DAYS`, audit entries older than that; idempotency
 //! keys of sends are forgotten after a day.
 
 use std::time::Duration;
 
+use crate::attachments::Attachments;
 use crate::clock::Clock;
 use crate::db::{self, Pool};
 
 /// Conversations deleted per batch; a sweep runs batches until none is due.
 const BATCH: i64 = 100;
 
-pub fn spawn(pool: Pool, clock: Clock, every: Duration, audit_days: Option<u64>) {
+pub fn spawn(pool: Pool, clock: Clock, attachments: Attachments, every: Duration, audit_days: Option<u64>) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            if let Err(error) = sweep(&pool, &clock, audit_days).await {
+            if let Err(error) = sweep(&pool, &clock, &attachments, audit_days).await {
                 tracing::warn!(error = format!("{error:#}"), "retention sweep failed");
             }
         }
@@ -27,7 +29,12 @@ pub fn spawn(pool: Pool, clock: Clock, every: Duration, audit_days: Option<u64>)
 }
 
 /// One sweep at the clock's now.
-pub async fn sweep(pool: &Pool, clock: &Clock, audit_days: Option<u64>) -> anyhow::Result<()> {
+pub async fn sweep(
+    pool: &Pool,
+    clock: &Clock,
+    attachments: &Attachments,
+    audit_days: Option<u64>,
+) -> anyhow::Result<()> {
     loop {
         let erased = db::retention::sweep_conversations(pool, clock.now_ms(), BATCH).await?;
         if erased.conversations > 0 {
@@ -38,6 +45,18 @@ pub async fn sweep(pool: &Pool, clock: &Clock, audit_days: Option<u64>) -> anyho
         }
         // Let turns have the database between batches.
         tokio::task::yield_now().await;
+    }
+    loop {
+        let gone = db::retention::sweep_attachments(pool, clock.now_ms(), BATCH).await?;
+        for key in &gone {
+            attachments.remove(key).await?;
+        }
+        if !gone.is_empty() {
+            tracing::info!(attachments = gone.len(), "retention: deleted");
+        }
+        if gone.len() < BATCH as usize {
+            break;
+        }
     }
     let keys = db::idempotency::sweep(pool, clock.now_ms()).await?;
     if keys > 0 {

@@ -5,6 +5,7 @@
 pub mod actions;
 pub mod app_actions;
 pub mod apps;
+pub mod attachments;
 pub mod audit;
 pub mod chat;
 pub mod components;
@@ -40,6 +41,7 @@ fn routes() -> OpenApiRouter<ApiState> {
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(actions::router())
         .merge(apps::router())
+        .merge(attachments::router())
         .merge(app_actions::router())
         .merge(audit::router())
         .merge(chat::router())

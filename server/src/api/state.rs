@@ -46,6 +46,9 @@ pub struct ApiState {
     /// Streams open in this process (`CA_MAX_OPEN_STREAMS`).
     #[from_ref(skip)]
     pub streams: crate::limits::OpenStreams,
+    /// Where attachments are kept, and how large they may be.
+    #[from_ref(skip)]
+    pub attachments: crate::attachments::Attachments,
 }
 
 /// The chat API's caller, from the embed token (assistant-api.md §2), and

@@ -29,7 +29,7 @@ struct Erasure {
 /// Erases everything stored for an end user in the workspace.
 ///
 /// Their conversations with every message, turn, stream event, component
-/// and pending action; their limits' counters; the content of the audit
+/// and pending action; their attachments, rows and bytes; their limits' counters; the content of the audit
 /// entries about them (kept with their kind and time only). `409
 /// turn_in_progress` while one of their turns runs. What the tool host
 /// keeps is the host's to erase.
@@ -49,11 +49,15 @@ async fn erase_user(
     if user.is_empty() || user.len() > 256 {
         return Err(ApiError::BadRequest("external_user_id must be 1 to 256 characters".into()));
     }
-    let deleted = match erasure::erase_user(&state.pool, &workspace.id, &user).await {
-        Ok(deleted) => deleted,
+    let (deleted, objects) = match erasure::erase_user(&state.pool, &workspace.id, &user).await {
+        Ok(erased) => erased,
         Err(EraseError::TurnRunning) => return Err(ApiError::TurnInProgress),
         Err(EraseError::Db(error)) => return Err(error.into()),
     };
+    // The attachments' bytes, once no row names them.
+    for key in &objects {
+        state.attachments.remove(key).await?;
+    }
     tracing::info!(workspace_id = %workspace.id, conversations = deleted.conversations, "user erased");
     let detail = json!({ "deleted": deleted });
     db::audit::record(&state.pool, "api-key", "user.erased", Some(&workspace.id), Some(&user), &detail).await?;

@@ -1,6 +1,6 @@
 //! Erasing an end user's data in a workspace (`DELETE /v1/users/{id}`):
 //! their conversations with every message, turn, stream event, component,
-//! app view, pending action and feedback, their limits' counters, and the content of the
+//! app view, pending action and feedback, their attachments, their limits' counters, and the content of the
 //! audit entries about them — in one transaction. What a tool host keeps
 //! (a cart, an order) is the host's to erase.
 
@@ -27,6 +27,8 @@ pub struct Erased {
     pub app_states: u64,
     /// Their thumbs up or down on replies, with comments.
     pub feedback: u64,
+    /// Files they attached (their bytes are deleted from the store too).
+    pub attachments: u64,
     /// Rate-limit windows and daily token counts.
     pub counters: u64,
     /// Audit entries about the user, kept with their kind and time only
@@ -82,8 +84,10 @@ pub(super) async fn delete_conversations(
     Ok(())
 }
 
-/// Erases everything stored for `user` in `workspace_id`.
-pub async fn erase_user(pool: &Pool, workspace_id: &str, user: &str) -> Result<Erased, EraseError> {
+/// Erases everything stored for `user` in `workspace_id`; with it, the
+/// store keys of their attachments' bytes, for the caller to delete once
+/// the rows are gone.
+pub async fn erase_user(pool: &Pool, workspace_id: &str, user: &str) -> Result<(Erased, Vec<String>), EraseError> {
     let mut conn = pool.acquire().await?;
     let mut tx = conn.begin().await?;
     let running: (i64,) = sqlx::query_as(&format!(
@@ -98,17 +102,28 @@ pub async fn erase_user(pool: &Pool, workspace_id: &str, user: &str) -> Result<E
     }
     let mut erased = Erased::default();
     delete_conversations(&mut tx, THEIR_CONVERSATIONS, workspace_id, user, &mut erased).await?;
+    let objects: Vec<(String,)> =
+        sqlx::query_as("SELECT object_key FROM attachments WHERE workspace_id = $1 AND external_user_id = $2")
+            .bind(workspace_id)
+            .bind(user)
+            .fetch_all(&mut *tx)
+            .await?;
+    erased.attachments = sqlx::query("DELETE FROM attachments WHERE workspace_id = $1 AND external_user_id = $2")
+        .bind(workspace_id)
+        .bind(user)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
     // The keys `limits.rs` counts this user under.
     let windows = [format!("turn:user:{workspace_id}:{user}"), format!("call:user:{workspace_id}:{user}")];
     for key in &windows {
         erased.counters +=
             sqlx::query("DELETE FROM rate_windows WHERE key = $1").bind(key).execute(&mut *tx).await?.rows_affected();
     }
-    erased.counters += sqlx::query("DELETE FROM token_usage WHERE key = $1")
-        .bind(format!("tokens:user:{workspace_id}:{user}"))
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+    for key in [format!("tokens:user:{workspace_id}:{user}"), format!("attachments:user:{workspace_id}:{user}")] {
+        erased.counters +=
+            sqlx::query("DELETE FROM token_usage WHERE key = $1").bind(key).execute(&mut *tx).await?.rows_affected();
+    }
     // The keys of their sends (`idempotency_keys`), counted with the counters.
     erased.counters += sqlx::query("DELETE FROM idempotency_keys WHERE workspace_id = $1 AND external_user_id = $2")
         .bind(workspace_id)
@@ -126,5 +141,5 @@ pub async fn erase_user(pool: &Pool, workspace_id: &str, user: &str) -> Result<E
     .await?
     .rows_affected();
     tx.commit().await?;
-    Ok(erased)
+    Ok((erased, objects.into_iter().map(|(key,)| key).collect()))
 }

@@ -8,6 +8,7 @@
 
 pub mod actions;
 pub mod apps;
+pub mod attachments;
 pub mod audit;
 pub mod caddie;
 pub mod carts;

@@ -1,7 +1,8 @@
 //! Retention: a workspace's conversations older than its `retention_days`
 //! (since their last message) are deleted with everything that hangs off
 //! them, a few at a time, each in a transaction of its own, never one with
-//! a turn running; audit entries older than the operator's
+//! a turn running; its attachments older than that too; audit entries
+//! older than the operator's
 //! `CA_AUDIT_RETENTION_DAYS`.
 
 use sqlx::Connection;
@@ -36,6 +37,28 @@ pub async fn sweep_conversations(pool: &Pool, now: i64, batch: i64) -> anyhow::R
         tx.commit().await?;
     }
     Ok(erased)
+}
+
+/// Deletes up to `batch` attachments older than their workspace's
+/// retention at `now` (ms); the store keys of their bytes, for the caller
+/// to delete.
+pub async fn sweep_attachments(pool: &Pool, now: i64, batch: i64) -> anyhow::Result<Vec<String>> {
+    let due: Vec<(String, String)> = sqlx::query_as(
+        "SELECT a.id, a.object_key FROM attachments a JOIN workspaces w ON w.id = a.workspace_id
+         WHERE w.retention_days IS NOT NULL AND a.created_at < $1 - w.retention_days * $2
+         LIMIT $3",
+    )
+    .bind(now)
+    .bind(DAY_MS)
+    .bind(batch)
+    .fetch_all(pool)
+    .await?;
+    let mut keys = Vec::with_capacity(due.len());
+    for (id, key) in due {
+        sqlx::query("DELETE FROM attachments WHERE id = $1").bind(&id).execute(pool).await?;
+        keys.push(key);
+    }
+    Ok(keys)
 }
 
 /// Deletes audit entries older than `days` at `now` (ms); how many.

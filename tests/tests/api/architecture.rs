@@ -20,6 +20,7 @@ const SERVER_LAYERS: &[(&str, &[&str])] = &[
             "mcp",
             "sources",
             "app_frames",
+            "attachments",
             "llm",
             "limits",
             "display",

@@ -34,6 +34,8 @@ const OPERATIONS: &[(&str, &str, &str)] = &[
     ("put", "/v1/workspace/model", "api_key"),
     ("delete", "/v1/workspace/model", "api_key"),
     ("post", "/v1/chat/turns", "embed_token"),
+    ("post", "/v1/attachments", "embed_token"),
+    ("get", "/v1/attachments/{id}/content", "embed_token"),
     ("post", "/v1/turns/{turn_id}/stop", "embed_token"),
     ("get", "/v1/turns/{turn_id}/events", "embed_token"),
     ("get", "/v1/conversations", "embed_token"),

@@ -159,16 +159,16 @@ async fn conversations_past_the_workspaces_retention_are_deleted_and_none_sooner
 
     // Kept by default, however old.
     rig.app.clock.advance(two_days);
-    server::retention::sweep(pool, &rig.app.clock, None).await.unwrap();
+    server::retention::sweep(pool, &rig.app.clock, &rig.app.state.api.attachments, None).await.unwrap();
     assert_eq!(listed().await.as_array().unwrap().len(), 1);
 
     let (status, shown) = rig.app.patch_json("/v1/workspace", &rig.api_key, &json!({"retention_days": 3})).await;
     assert_eq!((status, shown["retention_days"].clone()), (200, json!(3)));
-    server::retention::sweep(pool, &rig.app.clock, None).await.unwrap();
+    server::retention::sweep(pool, &rig.app.clock, &rig.app.state.api.attachments, None).await.unwrap();
     assert_eq!(listed().await.as_array().unwrap().len(), 1, "two days old, three kept");
 
     rig.app.clock.advance(two_days);
-    server::retention::sweep(pool, &rig.app.clock, None).await.unwrap();
+    server::retention::sweep(pool, &rig.app.clock, &rig.app.state.api.attachments, None).await.unwrap();
     assert_eq!(listed().await, json!([]));
     let count = |sql: &'static str, id: String| async move {
         let (n,): (i64,) = sqlx::query_as(sql).bind(id).fetch_one(pool).await.unwrap();
@@ -179,11 +179,11 @@ async fn conversations_past_the_workspaces_retention_are_deleted_and_none_sooner
     assert_eq!(count("SELECT COUNT(*) FROM turn_events WHERE turn_id = $1", turn).await, 0, "its stream too");
 
     // The audit trail keeps what it is told to.
-    server::retention::sweep(pool, &rig.app.clock, Some(30)).await.unwrap();
+    server::retention::sweep(pool, &rig.app.clock, &rig.app.state.api.attachments, Some(30)).await.unwrap();
     let (_, trail) = rig.app.get_json("/v1/audit", &rig.api_key).await;
     assert!(!trail["items"].as_array().unwrap().is_empty(), "entries four days old stay under 30 days");
     rig.app.clock.advance(Duration::from_secs(40 * 24 * 3600));
-    server::retention::sweep(pool, &rig.app.clock, Some(30)).await.unwrap();
+    server::retention::sweep(pool, &rig.app.clock, &rig.app.state.api.attachments, Some(30)).await.unwrap();
     let (_, trail) = rig.app.get_json("/v1/audit", &rig.api_key).await;
     assert_eq!(trail["items"], json!([]));
 }

@@ -1,0 +1,213 @@
+//! Attachments (issue #32): a visitor uploads a file with the embed token
+//! (`POST /v1/attachments`, `multipart/form-data`, the file in the field
+//! `file`) and reads it back (`GET /v1/attachments/{id}/content`). The
+//! upload is spooled to a file as it arrives and refused as soon as it is
+//! larger than taken (`413`); its type is sniffed from its bytes against
+//! the allowlist (`415`); an image is encoded again without its metadata.
+//! An attachment is its user's own: anyone else gets `404`.
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::multipart::{Field, Multipart, MultipartRejection};
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use serde::Serialize;
+use tokio::io::AsyncWriteExt;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::state::ApiState;
+use crate::attachments::{self, HEAD, Kind, Refused, Spooled};
+use crate::auth::Caller;
+use crate::db;
+use crate::http::ApiError;
+use crate::ids::new_id;
+use crate::limits::Refusal;
+
+pub fn router() -> OpenApiRouter<ApiState> {
+    OpenApiRouter::new()
+        .routes(routes!(upload))
+        // The upload counts its own bytes against `CA_MAX_ATTACHMENT_BYTES`.
+        .layer(DefaultBodyLimit::disable())
+        .merge(OpenApiRouter::new().routes(routes!(content)))
+}
+
+/// An attachment as kept.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct AttachmentView {
+    /// Its id, for a turn's `attachment_ids`.
+    pub id: String,
+    /// The file's name as the browser sent it (its last part, without
+    /// control characters or direction marks).
+    pub name: String,
+    /// As sniffed from the bytes: `image/png`, `image/jpeg`, `image/webp`,
+    /// `application/pdf` or `text/plain` (a GIF is kept as the PNG of its
+    /// first frame).
+    pub media_type: String,
+    /// Bytes, as kept (an image encoded again).
+    pub size: u64,
+}
+
+/// The upload form (documentation only: the body is read as it streams).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code, reason = "describes the multipart body in the OpenAPI document")]
+struct UploadForm {
+    /// The file (one per request).
+    #[schema(format = Binary, content_media_type = "application/octet-stream")]
+    file: String,
+}
+
+/// Uploads a file for the caller's next messages.
+#[utoipa::path(
+    post,
+    path = "/v1/attachments",
+    tag = "chat",
+    security(("embed_token" = [])),
+    request_body(content = UploadForm, content_type = "multipart/form-data"),
+    responses(
+        (status = 201, description = "The attachment as kept", body = AttachmentView),
+        (status = 400, description = "No `file` field, or not a multipart body", body = crate::http::ErrorBody),
+        (status = 413, description = "Larger than taken (`too_large`), or an image of too many pixels (`image_too_large`)", body = crate::http::ErrorBody),
+        (status = 415, description = "A type not taken, by its bytes (`unsupported_type`), or not readable as its type (`unreadable_file`)", body = crate::http::ErrorBody),
+        (status = 429, description = "The user's or the workspace's bytes for the day are used up (`quota_exceeded`, with `Retry-After`)", body = crate::http::ErrorBody),
+    ),
+)]
+async fn upload(
+    State(state): State<ApiState>,
+    caller: Caller,
+    multipart: Result<Multipart, MultipartRejection>,
+) -> Result<(StatusCode, Json<AttachmentView>), ApiError> {
+    let mut multipart =
+        multipart.map_err(|e| ApiError::BadRequest(format!("a multipart/form-data body is required: {e}")))?;
+    let store = &state.attachments;
+    loop {
+        let field = multipart.next_field().await.map_err(|e| ApiError::BadRequest(format!("unreadable form: {e}")))?;
+        let Some(field) = field else { return Err(ApiError::BadRequest("the form has no `file` field".into())) };
+        if field.name() != Some("file") {
+            continue;
+        }
+        let name = attachments::display_name(field.file_name());
+        let spooled = store.spool_file().await?;
+        let (head, size) = spool(field, &spooled, store.max_bytes).await?;
+        let kind = attachments::kind::sniff(&head).ok_or_else(|| {
+            ApiError::UnsupportedType(
+                "unsupported_type",
+                "this type of file is not accepted: PNG, JPEG, WebP and GIF images, PDF and plain text are".into(),
+            )
+        })?;
+        if let Err(Refusal::TooMany { retry_after, .. }) = state.limits.admit_attachment(&caller, size).await? {
+            return Err(ApiError::QuotaExceeded(retry_after));
+        }
+        let id = new_id("att");
+        let key = format!("{}/{}", caller.workspace_id, id);
+        let kept = match store.keep(&key, kind, spooled.path()).await? {
+            Ok(kept) => kept,
+            Err(refused @ Refused::TooManyPixels(..)) => {
+                return Err(ApiError::TooLarge("image_too_large", refused.to_string()));
+            }
+            Err(refused) => return Err(ApiError::UnsupportedType("unreadable_file", refused.to_string())),
+        };
+        let row = db::attachments::Attachment {
+            id: id.clone(),
+            workspace_id: caller.workspace_id.clone(),
+            external_user_id: caller.external_user_id.clone(),
+            name: name.clone(),
+            media_type: kept.kind.media_type().to_owned(),
+            size: i64::try_from(kept.size).unwrap_or(i64::MAX),
+            sha256: kept.sha256,
+            object_key: key,
+            created_at: state.clock.now_ms(),
+        };
+        db::attachments::insert(&state.pool, &row).await?;
+        let detail = serde_json::json!({ "attachment_id": id, "media_type": row.media_type, "size": kept.size });
+        db::audit::record(
+            &state.pool,
+            "end-user",
+            "attachment.uploaded",
+            Some(&caller.workspace_id),
+            Some(&caller.external_user_id),
+            &detail,
+        )
+        .await?;
+        return Ok((
+            StatusCode::CREATED,
+            Json(AttachmentView { id, name, media_type: row.media_type, size: kept.size }),
+        ));
+    }
+}
+
+/// Writes the field to the spool file as it arrives, refusing it once it
+/// is larger than `max` bytes; its first [`HEAD`] bytes and its size.
+async fn spool(mut field: Field<'_>, spooled: &Spooled, max: u64) -> Result<(Vec<u8>, u64), ApiError> {
+    let mut file = tokio::fs::File::create(spooled.path()).await.map_err(anyhow::Error::from)?;
+    let (mut size, mut head) = (0u64, Vec::with_capacity(HEAD));
+    while let Some(chunk) = field.next().await {
+        let chunk = chunk.map_err(|e| ApiError::BadRequest(format!("the upload broke off: {e}")))?;
+        size += chunk.len() as u64;
+        if size > max {
+            return Err(ApiError::TooLarge("too_large", format!("the file is larger than the {max} bytes accepted")));
+        }
+        if head.len() < HEAD {
+            head.extend_from_slice(&chunk[..chunk.len().min(HEAD - head.len())]);
+        }
+        file.write_all(&chunk).await.map_err(anyhow::Error::from)?;
+    }
+    file.flush().await.map_err(anyhow::Error::from)?;
+    Ok((head, size))
+}
+
+/// The caller's attachment, as kept.
+#[utoipa::path(
+    get,
+    path = "/v1/attachments/{id}/content",
+    tag = "chat",
+    security(("embed_token" = [])),
+    params(("id" = String, Path, description = "An attachment of the caller's")),
+    responses(
+        (status = 200, description = "The file, with its media type; `nosniff`, a sandboxing CSP, and `attachment` but for images", content_type = "application/octet-stream", body = String),
+        (status = 404, description = "No such attachment of the caller's", body = crate::http::ErrorBody),
+    ),
+)]
+async fn content(State(state): State<ApiState>, caller: Caller, Path(id): Path<String>) -> Result<Response, ApiError> {
+    if id.len() > 64 {
+        return Err(ApiError::NotFound);
+    }
+    let attachment = db::attachments::owned(&state.pool, &caller.workspace_id, &caller.external_user_id, &id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    let found = state.attachments.open(&attachment.object_key).await?;
+    let inline = Kind::from_media_type(&attachment.media_type).is_some_and(Kind::is_image);
+    Ok(file_response(&attachment, found.into_stream().map(|chunk| chunk.map_err(std::io::Error::other)), inline))
+}
+
+/// A kept file as an answer: its own media type, never sniffed, never
+/// run (a sandboxing CSP), kept private; shown in place only when asked
+/// (an image in the widget), else downloaded under its name.
+pub fn file_response<S>(attachment: &db::attachments::Attachment, body: S, inline: bool) -> Response
+where
+    S: futures::Stream<Item = Result<axum::body::Bytes, std::io::Error>> + Send + 'static,
+{
+    let mut response = Body::from_stream(body).into_response();
+    let headers = response.headers_mut();
+    let media_type =
+        if attachment.media_type == "text/plain" { "text/plain; charset=utf-8" } else { &attachment.media_type };
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_str(media_type).unwrap_or(HeaderValue::from_static("application/octet-stream")),
+    );
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(attachment.size.max(0) as u64));
+    headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("default-src 'none'; sandbox"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=300"));
+    let disposition = format!(
+        "{}; filename*=UTF-8''{}",
+        if inline { "inline" } else { "attachment" },
+        url::form_urlencoded::byte_serialize(attachment.name.as_bytes()).collect::<String>().replace('+', "%20")
+    );
+    if let Ok(value) = HeaderValue::from_str(&disposition) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    response
+}

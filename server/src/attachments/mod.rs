@@ -1,0 +1,150 @@
+//! Attachments (issue #32): a visitor's photos and files. An upload is
+//! spooled to a temporary file as it arrives (never whole in memory),
+//! judged by its bytes (`kind`), an image encoded again, then kept in the
+//! object store (`store`) under `{workspace}/{id}`; the database records
+//! whose it is (`db::attachments`).
+
+pub mod kind;
+pub mod store;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncReadExt;
+
+pub use kind::{Kind, Refused};
+
+/// The first bytes a file's kind is judged by.
+pub const HEAD: usize = 512;
+
+/// The attachments' store and limits, shared by every request.
+#[derive(Clone)]
+pub struct Attachments {
+    store: Arc<dyn ObjectStore>,
+    /// Largest upload taken, in bytes.
+    pub max_bytes: u64,
+    /// Where uploads are spooled while they arrive.
+    spool: PathBuf,
+}
+
+/// What cleaning made of an upload: an image's new bytes (and kind),
+/// nothing to change (`None`), or why it is refused.
+type Cleaned = anyhow::Result<Result<Option<(Kind, Vec<u8>)>, Refused>>;
+
+/// An upload as kept: its kind (a GIF is kept as PNG), size and digest.
+#[derive(Debug)]
+pub struct Kept {
+    pub kind: Kind,
+    pub size: u64,
+    pub sha256: String,
+}
+
+impl Attachments {
+    pub fn new(store: Arc<dyn ObjectStore>, max_bytes: u64, spool: PathBuf) -> Self {
+        Self { store, max_bytes, spool }
+    }
+
+    /// A new spool file's path (the caller removes it: [`Spooled`]).
+    pub async fn spool_file(&self) -> anyhow::Result<Spooled> {
+        tokio::fs::create_dir_all(&self.spool).await.context("cannot create the spool directory")?;
+        Ok(Spooled(self.spool.join(crate::ids::new_id("up"))))
+    }
+
+    /// Keeps the spooled upload at `spooled` of `kind` as `key`: an image
+    /// as encoded again, anything else as it came (streamed in parts).
+    pub async fn keep(&self, key: &str, kind: Kind, spooled: &Path) -> anyhow::Result<Result<Kept, Refused>> {
+        let path = spooled.to_owned();
+        let cleaned = tokio::task::spawn_blocking(move || -> Cleaned {
+            let file = std::fs::File::open(&path).context("cannot read the spooled upload")?;
+            Ok(kind::clean(kind, std::io::BufReader::new(file)))
+        })
+        .await??;
+        let target = ObjectPath::from(key);
+        match cleaned {
+            Err(refused) => Ok(Err(refused)),
+            Ok(Some((kind, bytes))) => {
+                let kept = Kept { kind, size: bytes.len() as u64, sha256: hex::encode(Sha256::digest(&bytes)) };
+                self.store.put(&target, PutPayload::from(bytes)).await.context("cannot store the attachment")?;
+                Ok(Ok(kept))
+            }
+            Ok(None) => {
+                let mut file = tokio::fs::File::open(spooled).await.context("cannot read the spooled upload")?;
+                let upload = self.store.put_multipart(&target).await.context("cannot start storing the attachment")?;
+                let mut writer = WriteMultipart::new(upload);
+                let (mut size, mut digest) = (0u64, Sha256::new());
+                let mut chunk = vec![0u8; 256 * 1024];
+                loop {
+                    let n = file.read(&mut chunk).await.context("cannot read the spooled upload")?;
+                    if n == 0 {
+                        break;
+                    }
+                    size += n as u64;
+                    digest.update(&chunk[..n]);
+                    writer.write(&chunk[..n]);
+                }
+                writer.finish().await.context("cannot store the attachment")?;
+                Ok(Ok(Kept { kind, size, sha256: hex::encode(digest.finalize()) }))
+            }
+        }
+    }
+
+    /// The bytes kept as `key`, as a stream.
+    pub async fn open(&self, key: &str) -> anyhow::Result<object_store::GetResult> {
+        self.store.get(&ObjectPath::from(key)).await.context("cannot read the attachment")
+    }
+
+    /// Forgets the bytes kept as `key` (already gone is fine).
+    pub async fn remove(&self, key: &str) -> anyhow::Result<()> {
+        match self.store.delete(&ObjectPath::from(key)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e).context("cannot delete the attachment"),
+        }
+    }
+}
+
+/// A spooled upload's file, removed when dropped.
+pub struct Spooled(PathBuf);
+
+impl Spooled {
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Spooled {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The name an attachment is shown by: the last part of what the browser
+/// sent, without control characters or direction marks, at most 200 characters; `file`
+/// when nothing is left.
+pub fn display_name(sent: Option<&str>) -> String {
+    let base = sent.unwrap_or("").rsplit(['/', '\\']).next().unwrap_or("");
+    // Control characters, and the direction marks that make `exe.jpg`
+    // read as `gpj.exe`.
+    let spoofing = |c: &char| matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    let name: String = base.chars().filter(|c| !c.is_control() && !spoofing(c)).take(200).collect();
+    let name = name.trim();
+    if name.is_empty() || name == "." || name == ".." { "file".to_owned() } else { name.to_owned() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::display_name;
+
+    #[test]
+    fn a_name_is_its_last_part_without_control_characters_or_direction_marks() {
+        assert_eq!(display_name(Some("C:\\Users\\me\\parcel.jpg")), "parcel.jpg");
+        assert_eq!(display_name(Some("../../etc/passwd")), "passwd");
+        assert_eq!(display_name(Some("a\u{202e}gpj.exe\n")), "agpj.exe");
+        assert_eq!(display_name(Some("..")), "file");
+        assert_eq!(display_name(None), "file");
+        assert_eq!(display_name(Some(&"x".repeat(300))).len(), 200);
+    }
+}

@@ -1,0 +1,359 @@
+//! Attachments (issue #32): `POST /v1/attachments` keeps a visitor's file
+//! after judging it by its bytes, an image encoded again without what it
+//! carried; `GET /v1/attachments/{id}/content` gives it back to its owner
+//! only.
+
+use std::io::Cursor;
+
+use image::{DynamicImage, ImageFormat};
+use serde_json::Value;
+
+use crate::helpers::{Db, HostSpec, Rig, Step, task_tools, token};
+use crate::on_both_databases;
+
+on_both_databases!(
+    an_upload_is_kept_and_its_owner_reads_it_back,
+    another_users_attachment_is_not_found,
+    a_file_larger_than_taken_is_413_and_nothing_is_kept,
+    a_renamed_executable_is_415_whatever_its_name_and_header_say,
+    an_image_polyglot_is_encoded_again_and_keeps_neither_its_script_nor_its_exif,
+    a_decompression_bomb_is_refused_by_its_pixels,
+    text_and_pdf_are_kept_as_they_came_and_served_as_downloads,
+    a_form_without_a_file_or_not_a_form_is_a_bad_request,
+    quotas_hold_per_user_and_per_workspace_for_the_day,
+    erasing_a_user_deletes_their_attachments_rows_and_bytes,
+    an_s3_store_keeps_serves_and_erases_attachments,
+    attachments_past_the_workspaces_retention_are_deleted_rows_and_bytes,
+);
+
+/// An S3 API server nobody here wrote (PyPI's moto in server mode, from
+/// tests/s3/moto_s3.py) on a port of its own with a bucket, until dropped.
+struct S3 {
+    child: std::process::Child,
+    endpoint: String,
+    bucket: String,
+}
+
+impl S3 {
+    fn start() -> S3 {
+        let script = format!("{}/s3/moto_s3.py", env!("CARGO_MANIFEST_DIR"));
+        let bucket = "ca-attachments".to_owned();
+        for _ in 0..3 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let mut command = std::process::Command::new(crate::helpers::test_python());
+            command.arg(&script).arg(port.to_string()).arg(&bucket);
+            let ready = |line: &str| line.contains("s3 ready").then(String::new);
+            let within = std::time::Duration::from_secs(60);
+            if let Some((child, _)) =
+                crate::helpers::spawn_until_ready(command, crate::helpers::Says::Stdout, ready, within)
+            {
+                return S3 { child, endpoint: format!("http://127.0.0.1:{port}"), bucket };
+            }
+        }
+        panic!("{script} did not start three times (is PyPI's moto in the tests' venv? run ./dev test)");
+    }
+
+    /// The keys in the bucket (S3's own listing, ListObjectsV2).
+    async fn keys(&self) -> Vec<String> {
+        let listing = reqwest::get(format!("{}/{}?list-type=2", self.endpoint, self.bucket)).await.unwrap();
+        let xml = listing.text().await.unwrap();
+        xml.split("<Key>").skip(1).filter_map(|k| k.split("</Key>").next()).map(str::to_owned).collect()
+    }
+}
+
+impl Drop for S3 {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn rig(db: Db, env: &[(&str, &str)]) -> Rig {
+    Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("ok")], env).await
+}
+
+/// Uploads `bytes` as `name` with the `Content-Type` `claimed`: status and JSON.
+async fn upload(rig: &Rig, bearer: &str, name: &str, claimed: &str, bytes: Vec<u8>) -> (u16, Value) {
+    let part = reqwest::multipart::Part::bytes(bytes).file_name(name.to_owned()).mime_str(claimed).unwrap();
+    let form = reqwest::multipart::Form::new().text("note", "ignored").part("file", part);
+    let response = reqwest::Client::new()
+        .post(rig.app.url("/v1/attachments"))
+        .bearer_auth(bearer)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn content(rig: &Rig, bearer: &str, id: &str) -> reqwest::Response {
+    reqwest::Client::new()
+        .get(rig.app.url(&format!("/v1/attachments/{id}/content")))
+        .bearer_auth(bearer)
+        .send()
+        .await
+        .unwrap()
+}
+
+fn png(width: u32, height: u32) -> Vec<u8> {
+    let mut out = Cursor::new(Vec::new());
+    DynamicImage::new_rgb8(width, height).write_to(&mut out, ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+/// A JPEG carrying an EXIF segment with a GPS position, then a script
+/// after its end.
+fn jpeg_polyglot() -> Vec<u8> {
+    let mut out = Cursor::new(Vec::new());
+    DynamicImage::new_rgb8(4, 3).write_to(&mut out, ImageFormat::Jpeg).unwrap();
+    let plain = out.into_inner();
+    let exif: &[u8] = b"Exif\0\0MM\0*\0\0\0\x08GPSLatitude 48.8584 N, GPSLongitude 2.2945 E";
+    let mut jpeg = plain[..2].to_vec();
+    jpeg.extend_from_slice(&[0xff, 0xe1]);
+    jpeg.extend_from_slice(&u16::try_from(exif.len() + 2).unwrap().to_be_bytes());
+    jpeg.extend_from_slice(exif);
+    jpeg.extend_from_slice(&plain[2..]);
+    jpeg.extend_from_slice(b"<script>alert(document.cookie)</script>");
+    jpeg
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+async fn an_upload_is_kept_and_its_owner_reads_it_back(db: Db) {
+    let rig = rig(db, &[]).await;
+    let (status, kept) = upload(&rig, &rig.token, "C:\\photos\\parcel.png", "image/png", png(6, 4)).await;
+    assert_eq!(status, 201, "{kept}");
+    assert!(kept["id"].as_str().unwrap().starts_with("att_"), "{kept}");
+    assert_eq!(kept["name"], "parcel.png");
+    assert_eq!(kept["media_type"], "image/png");
+
+    let response = content(&rig, &rig.token, kept["id"].as_str().unwrap()).await;
+    assert_eq!(response.status(), 200);
+    let headers = response.headers().clone();
+    assert_eq!(headers["content-type"], "image/png");
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    assert_eq!(headers["content-security-policy"], "default-src 'none'; sandbox");
+    assert_eq!(headers["content-disposition"], "inline; filename*=UTF-8''parcel.png");
+    let bytes = response.bytes().await.unwrap();
+    assert_eq!(bytes.len() as u64, kept["size"].as_u64().unwrap());
+    let image = image::load_from_memory(&bytes).unwrap();
+    assert_eq!((image.width(), image.height()), (6, 4));
+
+    let (_, audit) = rig.app.get_json("/v1/audit?action=attachment.uploaded", &rig.api_key).await;
+    let entries = audit["items"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{audit}");
+    assert_eq!(entries[0]["detail"]["attachment_id"], kept["id"]);
+}
+
+async fn another_users_attachment_is_not_found(db: Db) {
+    let rig = rig(db, &[]).await;
+    let (_, kept) = upload(&rig, &rig.token, "mine.png", "image/png", png(2, 2)).await;
+    let id = kept["id"].as_str().unwrap();
+    let stranger = token(&rig.workspace, &rig.secret, "someone_else");
+    assert_eq!(content(&rig, &stranger, id).await.status(), 404);
+    assert_eq!(content(&rig, &rig.token, "att_nothing_of_that_name").await.status(), 404);
+    let anonymous = reqwest::get(rig.app.url(&format!("/v1/attachments/{id}/content"))).await.unwrap();
+    assert_eq!(anonymous.status(), 401);
+    assert_eq!(content(&rig, &rig.token, id).await.status(), 200);
+}
+
+async fn a_file_larger_than_taken_is_413_and_nothing_is_kept(db: Db) {
+    let rig = rig(db, &[("CA_MAX_ATTACHMENT_BYTES", "1000")]).await;
+    let (status, refused) = upload(&rig, &rig.token, "notes.txt", "text/plain", vec![b'a'; 1001]).await;
+    assert_eq!((status, refused["code"].as_str()), (413, Some("too_large")), "{refused}");
+    let (status, _) = upload(&rig, &rig.token, "notes.txt", "text/plain", vec![b'a'; 1000]).await;
+    assert_eq!(status, 201);
+    let stored = walk(&rig.app.data_dir.path().join("attachments"));
+    assert_eq!(stored.len(), 1, "only the file taken is kept: {stored:?}");
+    assert!(walk(&rig.app.data_dir.path().join("spool")).is_empty(), "no spooled upload is left behind");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries.flatten().flat_map(|e| if e.path().is_dir() { walk(&e.path()) } else { vec![e.path()] }).collect()
+}
+
+async fn a_renamed_executable_is_415_whatever_its_name_and_header_say(db: Db) {
+    let rig = rig(db, &[]).await;
+    let mut elf = b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0\x02\0>\0".to_vec();
+    elf.resize(4096, 0);
+    let (status, refused) = upload(&rig, &rig.token, "holiday.png", "image/png", elf).await;
+    assert_eq!((status, refused["code"].as_str()), (415, Some("unsupported_type")), "{refused}");
+    let (status, _) = upload(&rig, &rig.token, "menu.pdf", "application/pdf", b"MZ\x90\0\x03".to_vec()).await;
+    assert_eq!(status, 415);
+    // A PNG signature on something that is not a PNG.
+    let (status, refused) =
+        upload(&rig, &rig.token, "x.png", "image/png", b"\x89PNG\r\n\x1a\nnot really".to_vec()).await;
+    assert_eq!((status, refused["code"].as_str()), (415, Some("unreadable_file")), "{refused}");
+}
+
+async fn an_image_polyglot_is_encoded_again_and_keeps_neither_its_script_nor_its_exif(db: Db) {
+    let rig = rig(db, &[]).await;
+    let polyglot = jpeg_polyglot();
+    assert!(contains(&polyglot, b"GPSLatitude") && contains(&polyglot, b"<script>"));
+    let (status, kept) = upload(&rig, &rig.token, "allergy-card.jpg", "image/jpeg", polyglot).await;
+    assert_eq!(status, 201, "{kept}");
+    assert_eq!(kept["media_type"], "image/jpeg");
+    let bytes = content(&rig, &rig.token, kept["id"].as_str().unwrap()).await.bytes().await.unwrap();
+    assert!(!contains(&bytes, b"<script>"), "nothing after the image survives");
+    assert!(!contains(&bytes, b"Exif") && !contains(&bytes, b"GPS"), "no metadata survives");
+    let image = image::load_from_memory(&bytes).unwrap();
+    assert_eq!((image.width(), image.height()), (4, 3));
+}
+
+async fn a_decompression_bomb_is_refused_by_its_pixels(db: Db) {
+    let rig = rig(db, &[]).await;
+    // A few hundred bytes whose header claims 30 000 × 30 000 pixels.
+    let mut bomb = png(1, 1);
+    bomb[16..20].copy_from_slice(&30_000u32.to_be_bytes());
+    bomb[20..24].copy_from_slice(&30_000u32.to_be_bytes());
+    let mut crc = flate2::Crc::new();
+    crc.update(&bomb[12..29]);
+    bomb[29..33].copy_from_slice(&crc.sum().to_be_bytes());
+    let (status, refused) = upload(&rig, &rig.token, "bomb.png", "image/png", bomb).await;
+    assert_eq!((status, refused["code"].as_str()), (413, Some("image_too_large")), "{refused}");
+}
+
+async fn text_and_pdf_are_kept_as_they_came_and_served_as_downloads(db: Db) {
+    let rig = rig(db, &[]).await;
+    let text = "Allergies: peanuts, sésame.\n<script>alert(1)</script>\n".as_bytes().to_vec();
+    let (status, kept) = upload(&rig, &rig.token, "allergies.html", "text/html", text.clone()).await;
+    assert_eq!((status, kept["media_type"].as_str()), (201, Some("text/plain")), "{kept}");
+    let response = content(&rig, &rig.token, kept["id"].as_str().unwrap()).await;
+    assert_eq!(response.headers()["content-type"], "text/plain; charset=utf-8");
+    assert_eq!(response.headers()["content-disposition"], "attachment; filename*=UTF-8''allergies.html");
+    assert_eq!(response.bytes().await.unwrap().to_vec(), text);
+
+    let pdf = b"%PDF-1.4\n1 0 obj << >> endobj\ntrailer << >>\n%%EOF\n".to_vec();
+    let (status, kept) = upload(&rig, &rig.token, "receipt 12.pdf", "application/octet-stream", pdf.clone()).await;
+    assert_eq!((status, kept["media_type"].as_str()), (201, Some("application/pdf")), "{kept}");
+    let response = content(&rig, &rig.token, kept["id"].as_str().unwrap()).await;
+    assert_eq!(response.headers()["content-disposition"], "attachment; filename*=UTF-8''receipt%2012.pdf");
+    assert_eq!(response.bytes().await.unwrap().to_vec(), pdf);
+}
+
+async fn a_form_without_a_file_or_not_a_form_is_a_bad_request(db: Db) {
+    let rig = rig(db, &[]).await;
+    let form = reqwest::multipart::Form::new().text("note", "no file");
+    let response = reqwest::Client::new()
+        .post(rig.app.url("/v1/attachments"))
+        .bearer_auth(&rig.token)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let response = reqwest::Client::new()
+        .post(rig.app.url("/v1/attachments"))
+        .bearer_auth(&rig.token)
+        .json(&serde_json::json!({"file": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let (status, _) = upload(&rig, "not-a-token", "a.txt", "text/plain", b"hi".to_vec()).await;
+    assert_eq!(status, 401);
+}
+
+async fn quotas_hold_per_user_and_per_workspace_for_the_day(db: Db) {
+    let env = [("CA_USER_DAILY_ATTACHMENT_BYTES", "3000"), ("CA_WORKSPACE_DAILY_ATTACHMENT_BYTES", "5000")];
+    let rig = rig(db, &env).await;
+    let text = || vec![b'a'; 2000];
+    assert_eq!(upload(&rig, &rig.token, "a.txt", "text/plain", text()).await.0, 201);
+    let (status, refused) = upload(&rig, &rig.token, "b.txt", "text/plain", text()).await;
+    assert_eq!((status, refused["code"].as_str()), (429, Some("quota_exceeded")), "the user's 3000: {refused}");
+    // Another user has their own quota, within the workspace's.
+    let second = token(&rig.workspace, &rig.secret, "user_43");
+    assert_eq!(upload(&rig, &second, "c.txt", "text/plain", text()).await.0, 201);
+    let third = token(&rig.workspace, &rig.secret, "user_44");
+    let (status, refused) = upload(&rig, &third, "d.txt", "text/plain", text()).await;
+    assert_eq!((status, refused["code"].as_str()), (429, Some("quota_exceeded")), "the workspace's 5000: {refused}");
+    // A refused upload counted nothing: a smaller one still fits.
+    assert_eq!(upload(&rig, &third, "e.txt", "text/plain", vec![b'a'; 1000]).await.0, 201);
+    // The next day, the user may attach again.
+    rig.app.clock.advance(std::time::Duration::from_secs(24 * 3600));
+    assert_eq!(upload(&rig, &rig.token, "f.txt", "text/plain", text()).await.0, 201);
+}
+
+async fn erasing_a_user_deletes_their_attachments_rows_and_bytes(db: Db) {
+    let rig = rig(db, &[]).await;
+    let (_, kept) = upload(&rig, &rig.token, "parcel.png", "image/png", png(3, 3)).await;
+    let id = kept["id"].as_str().unwrap().to_owned();
+    let other = token(&rig.workspace, &rig.secret, "user_43");
+    let (_, theirs) = upload(&rig, &other, "theirs.txt", "text/plain", b"kept".to_vec()).await;
+    assert_eq!(walk(&rig.app.data_dir.path().join("attachments")).len(), 2);
+
+    let erased =
+        reqwest::Client::new().delete(rig.app.url("/v1/users/user_42")).bearer_auth(&rig.api_key).send().await.unwrap();
+    assert_eq!(erased.status(), 200);
+    let erased: Value = erased.json().await.unwrap();
+    assert_eq!(erased["deleted"]["attachments"], 1, "{erased}");
+    assert_eq!(content(&rig, &rig.token, &id).await.status(), 404);
+    assert_eq!(walk(&rig.app.data_dir.path().join("attachments")).len(), 1, "their bytes are gone, not another's");
+    assert_eq!(content(&rig, &other, theirs["id"].as_str().unwrap()).await.status(), 200);
+    // The trail keeps that an upload happened, not what it was.
+    let (_, audit) = rig.app.get_json("/v1/audit?action=attachment.uploaded&user=user_43", &rig.api_key).await;
+    assert_eq!(audit["items"].as_array().unwrap().len(), 1, "{audit}");
+    let (_, audit) = rig.app.get_json("/v1/audit?action=attachment.uploaded", &rig.api_key).await;
+    let scrubbed = audit["items"].as_array().unwrap().iter().filter(|i| i["detail"]["erased"] == true).count();
+    assert_eq!(scrubbed, 1, "{audit}");
+}
+
+async fn an_s3_store_keeps_serves_and_erases_attachments(db: Db) {
+    let s3 = S3::start();
+    let url = format!("s3://{}/uploads", s3.bucket);
+    let env = [
+        ("CA_ATTACHMENTS_URL", url.as_str()),
+        ("AWS_ENDPOINT_URL", s3.endpoint.as_str()),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "test"),
+        ("AWS_SECRET_ACCESS_KEY", "test"),
+    ];
+    let rig = rig(db, &env).await;
+    let (status, image) = upload(&rig, &rig.token, "parcel.jpg", "image/jpeg", jpeg_polyglot()).await;
+    assert_eq!(status, 201, "{image}");
+    let pdf = b"%PDF-1.4\n%%EOF\n".to_vec();
+    let (status, document) = upload(&rig, &rig.token, "receipt.pdf", "application/pdf", pdf.clone()).await;
+    assert_eq!(status, 201, "{document}");
+    let mut keys = s3.keys().await;
+    keys.sort();
+    let mut expected = vec![
+        format!("uploads/{}/{}", rig.workspace, image["id"].as_str().unwrap()),
+        format!("uploads/{}/{}", rig.workspace, document["id"].as_str().unwrap()),
+    ];
+    expected.sort();
+    assert_eq!(keys, expected, "kept under the prefix, by workspace");
+    assert!(walk(&rig.app.data_dir.path().join("attachments")).is_empty(), "nothing on the local disk");
+
+    let bytes = content(&rig, &rig.token, image["id"].as_str().unwrap()).await.bytes().await.unwrap();
+    assert!(!contains(&bytes, b"<script>") && !contains(&bytes, b"Exif"));
+    assert_eq!(content(&rig, &rig.token, document["id"].as_str().unwrap()).await.bytes().await.unwrap().to_vec(), pdf);
+
+    let erased =
+        reqwest::Client::new().delete(rig.app.url("/v1/users/user_42")).bearer_auth(&rig.api_key).send().await.unwrap();
+    assert_eq!(erased.status(), 200);
+    assert!(s3.keys().await.is_empty(), "erasure deletes the bytes from the store");
+}
+
+async fn attachments_past_the_workspaces_retention_are_deleted_rows_and_bytes(db: Db) {
+    let rig = rig(db, &[]).await;
+    let (_, old) = upload(&rig, &rig.token, "old.txt", "text/plain", b"old".to_vec()).await;
+    let sweep = || server::retention::sweep(&rig.app.state.pool, &rig.app.clock, &rig.app.state.api.attachments, None);
+    let day = std::time::Duration::from_secs(24 * 3600);
+    rig.app.clock.advance(day * 2);
+    sweep().await.unwrap();
+    assert_eq!(content(&rig, &rig.token, old["id"].as_str().unwrap()).await.status(), 200, "kept by default");
+
+    let (status, _) =
+        rig.app.patch_json("/v1/workspace", &rig.api_key, &serde_json::json!({"retention_days": 3})).await;
+    assert_eq!(status, 200);
+    let (_, new) = upload(&rig, &rig.token, "new.txt", "text/plain", b"new".to_vec()).await;
+    rig.app.clock.advance(day * 2);
+    sweep().await.unwrap();
+    assert_eq!(content(&rig, &rig.token, old["id"].as_str().unwrap()).await.status(), 404, "four days old");
+    assert_eq!(content(&rig, &rig.token, new["id"].as_str().unwrap()).await.status(), 200, "two days old");
+    assert_eq!(walk(&rig.app.data_dir.path().join("attachments")).len(), 1, "the old one's bytes are gone");
+}
