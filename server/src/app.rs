@@ -170,6 +170,11 @@ impl Application {
         let limits = crate::limits::Limits::new(pool.clone(), clock.clone(), config.rates.clone());
         crate::limits::spawn_cleanup(limits.clone());
         crate::usage::spawn_flushing(limits.usage.clone(), config.usage_flush_every);
+        let attachments = crate::attachments::Attachments::new(
+            crate::attachments::store::open(config.attachments_s3.as_ref(), &config.data_dir.join("attachments"))?,
+            config.max_attachment_bytes,
+            config.data_dir.join("spool"),
+        );
         let engine = Engine {
             pool: pool.clone(),
             workspaces: workspaces.clone(),
@@ -182,6 +187,7 @@ impl Application {
             apps: sandbox_origin
                 .as_deref()
                 .map(|origin| crate::app_frames::AppFrames::new(vault.derive("mcp app frame tokens"), origin)),
+            attachments: attachments.clone(),
         };
         crate::engine::sweep_stuck_actions(pool.clone(), config.limits.tool_timeout);
 
@@ -200,11 +206,6 @@ impl Application {
             let written = crate::precompress::compress_site(&site_root);
             tracing::debug!(written, "compressed copies of the widget's files");
         });
-        let attachments = crate::attachments::Attachments::new(
-            crate::attachments::store::open(config.attachments_s3.as_ref(), &config.data_dir.join("attachments"))?,
-            config.max_attachment_bytes,
-            config.data_dir.join("spool"),
-        );
         crate::retention::spawn(
             pool.clone(),
             clock.clone(),

@@ -166,7 +166,14 @@ async fn spool(mut field: Field<'_>, spooled: &Spooled, max: u64) -> Result<(Vec
     security(("embed_token" = [])),
     params(("id" = String, Path, description = "An attachment of the caller's")),
     responses(
-        (status = 200, description = "The file, with its media type; `nosniff`, a sandboxing CSP, and `attachment` but for images", content_type = "application/octet-stream", body = String),
+        (status = 200, description = "The file, with its media type; `nosniff`, a sandboxing CSP, and `attachment` but for images",
+         content(
+            (String = "image/png"),
+            (String = "image/jpeg"),
+            (String = "image/webp"),
+            (String = "application/pdf"),
+            (String = "text/plain"),
+         )),
         (status = 404, description = "No such attachment of the caller's", body = crate::http::ErrorBody),
     ),
 )]

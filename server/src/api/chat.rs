@@ -21,13 +21,15 @@ use crate::client_addr::ClientAddr;
 use crate::db;
 use crate::db::idempotency::{Claim, KeyOf};
 use crate::engine::events::EventSink;
-use crate::engine::{TurnInput, TurnStart};
+use crate::engine::{TurnInput, TurnStart, UserMessage};
 use crate::http::{ApiError, ApiJson};
 use crate::ids::new_id;
 use crate::limits::Refusal;
 
 /// Longest user message accepted, in characters.
 pub const MAX_MESSAGE_CHARS: usize = 8_000;
+/// Most attachments one message sends.
+const MAX_ATTACHMENTS: usize = 8;
 
 pub fn router() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new().routes(routes!(create_turn)).routes(routes!(stop_turn))
@@ -66,6 +68,7 @@ pub fn router() -> OpenApiRouter<ApiState> {
     responses(
         (status = 200, description = super::openapi::TURN_STREAM, content_type = "text/event-stream", body = String),
         (status = 422, description = "The `Idempotency-Key` came with another body before (`idempotency_key_reused`)", body = crate::http::ErrorBody),
+        (status = 404, description = "The conversation, or an attachment, is not the caller's", body = crate::http::ErrorBody),
     ),
 )]
 async fn create_turn(
@@ -84,6 +87,15 @@ async fn create_turn(
     }
     if request.lang.as_ref().is_some_and(|l| l.chars().count() > 35) {
         return Err(ApiError::BadRequest("lang must be at most 35 characters".into()));
+    }
+    let ids = &request.attachment_ids;
+    if ids.len() > MAX_ATTACHMENTS
+        || ids.iter().any(|id| id.is_empty() || id.len() > 64)
+        || ids.iter().enumerate().any(|(i, id)| ids[..i].contains(id))
+    {
+        return Err(ApiError::BadRequest(format!(
+            "attachment_ids must be at most {MAX_ATTACHMENTS} distinct ids of POST /v1/attachments"
+        )));
     }
     let Some(key) = idempotency_key(&headers)? else {
         return start_turn(&state, caller, client.as_deref(), request).await.map(|(response, _)| response);
@@ -162,8 +174,15 @@ async fn start_turn(
     client: Option<&ClientAddr>,
     request: TurnRequest,
 ) -> Result<(Response, String), ApiError> {
-    let message = request.message.trim().to_owned();
+    let text = request.message.trim().to_owned();
+    // The caller's own attachments only: anyone else's is not found.
+    let mut attachments = Vec::with_capacity(request.attachment_ids.len());
+    for id in &request.attachment_ids {
+        let found = db::attachments::owned(&state.pool, &caller.workspace_id, &caller.external_user_id, id).await?;
+        attachments.push(found.ok_or(ApiError::NotFound)?);
+    }
     admit(state, &caller, client).await?;
+    let message = UserMessage { text, attachments };
     let asked = request.lang.as_deref().and_then(widget::wire::i18n::spoken);
     let (conversation_id, start) = match request.conversation_id {
         Some(id) => {
@@ -173,7 +192,7 @@ async fn start_turn(
             (owned.id, TurnStart::Message(message))
         }
         None => {
-            let title: String = message.chars().take(60).collect();
+            let title: String = message.text.chars().take(60).collect();
             let id =
                 db::create_conversation(&state.pool, &caller.workspace_id, &caller.external_user_id, &title).await?;
             (id, TurnStart::FirstMessage(message))

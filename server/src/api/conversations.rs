@@ -104,11 +104,11 @@ pub(super) async fn transcript(state: &ApiState, conversation_id: &str) -> Resul
     // Each answer's last assistant message: its feedback is kept under it.
     let mut last_of_answer: Vec<Option<String>> = Vec::new();
     let mut shown = components::in_conversation(&state.pool, conversation_id).await?;
+    let mut sent = db::attachments::sent_in(&state.pool, conversation_id).await?;
     let mut messages: Vec<ConversationMessage> = Vec::new();
     for row in rows {
         if row.role == Role::User {
             messages.push(ConversationMessage {
-                id: row.id,
                 role: Role::User,
                 text: row.content,
                 html: None,
@@ -116,6 +116,8 @@ pub(super) async fn transcript(state: &ApiState, conversation_id: &str) -> Resul
                 components: Vec::new(),
                 created_at: row.created_at,
                 feedback: None,
+                attachments: sent.remove(&row.id).unwrap_or_default(),
+                id: row.id,
             });
             last_of_answer.push(None);
             continue;
@@ -130,6 +132,7 @@ pub(super) async fn transcript(state: &ApiState, conversation_id: &str) -> Resul
                 components: Vec::new(),
                 created_at: row.created_at,
                 feedback: None,
+                attachments: Vec::new(),
             });
             last_of_answer.push(None);
         }

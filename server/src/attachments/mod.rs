@@ -18,6 +18,8 @@ use tokio::io::AsyncReadExt;
 
 pub use kind::{Kind, Refused};
 
+/// The most characters of a text attachment the model is given.
+pub const TEXT_CHARS: usize = 20_000;
 /// The first bytes a file's kind is judged by.
 pub const HEAD: usize = 512;
 
@@ -95,6 +97,29 @@ impl Attachments {
     /// The bytes kept as `key`, as a stream.
     pub async fn open(&self, key: &str) -> anyhow::Result<object_store::GetResult> {
         self.store.get(&ObjectPath::from(key)).await.context("cannot read the attachment")
+    }
+
+    /// The text the model is given of an attachment: a text file's content,
+    /// at most [`TEXT_CHARS`] characters (marked where it was cut); none
+    /// for an image or a PDF.
+    pub async fn text_of(&self, attachment: &crate::db::attachments::Attachment) -> anyhow::Result<Option<String>> {
+        if attachment.media_type != Kind::Text.media_type() {
+            return Ok(None);
+        }
+        let size = u64::try_from(attachment.size).unwrap_or(0);
+        if size == 0 {
+            return Ok(Some(String::new()));
+        }
+        // At most four bytes a character: never more read than that.
+        let range = 0..(TEXT_CHARS as u64 * 4).min(size);
+        let path = ObjectPath::from(attachment.object_key.as_str());
+        let bytes = self.store.get_range(&path, range).await.context("cannot read the attachment")?;
+        let text = String::from_utf8_lossy(&bytes);
+        let mut kept: String = text.chars().take(TEXT_CHARS).collect();
+        if (kept.len() as u64) < size {
+            kept.push_str("\n[… the rest of the file is not shown]");
+        }
+        Ok(Some(kept))
     }
 
     /// Forgets the bytes kept as `key` (already gone is fine).

@@ -55,3 +55,62 @@ pub async fn owned(
     .fetch_optional(pool)
     .await?)
 }
+
+/// Links attachments to the user message that sends them, in order, each
+/// with the text the model is given of it (a text file's, bounded).
+pub async fn link(pool: &Pool, message_id: &str, attachments: &[(String, Option<String>)]) -> anyhow::Result<()> {
+    for (position, (id, text)) in attachments.iter().enumerate() {
+        sqlx::query(
+            "INSERT INTO message_attachments (message_id, attachment_id, position, text) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(message_id)
+        .bind(id)
+        .bind(position as i64)
+        .bind(text)
+        .execute(pool)
+        .await?;
+    }
+    Ok(())
+}
+
+/// An attachment as sent with a message: what it is and its text for the model.
+#[derive(Debug, Clone, FromRow)]
+pub struct Sent {
+    pub message_id: String,
+    pub id: String,
+    pub name: String,
+    pub media_type: String,
+    pub size: i64,
+    pub text: Option<String>,
+}
+
+/// Every attachment sent in the conversation, in order (one still kept:
+/// the retention sweep may have deleted older ones).
+pub async fn sent(pool: &Pool, conversation_id: &str) -> anyhow::Result<Vec<Sent>> {
+    Ok(sqlx::query_as(
+        "SELECT l.message_id, a.id, a.name, a.media_type, a.size, l.text
+         FROM message_attachments l JOIN attachments a ON a.id = l.attachment_id
+         JOIN messages m ON m.id = l.message_id
+         WHERE m.conversation_id = $1 ORDER BY m.seq, l.position",
+    )
+    .bind(conversation_id)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// [`sent`] by message, as the conversation shows them.
+pub async fn sent_in(
+    pool: &Pool,
+    conversation_id: &str,
+) -> anyhow::Result<std::collections::HashMap<String, Vec<widget::wire::AttachmentRef>>> {
+    let mut by_message: std::collections::HashMap<String, Vec<widget::wire::AttachmentRef>> = Default::default();
+    for s in sent(pool, conversation_id).await? {
+        by_message.entry(s.message_id).or_default().push(widget::wire::AttachmentRef {
+            id: s.id,
+            name: s.name,
+            media_type: s.media_type,
+            size: u64::try_from(s.size).unwrap_or(0),
+        });
+    }
+    Ok(by_message)
+}

@@ -64,6 +64,11 @@ pub(super) async fn delete_conversations(
     erased: &mut Erased,
 ) -> Result<(), sqlx::Error> {
     let of = |sql: &str| sql.replace("{scope}", scope);
+    // Which attachments the messages sent (the attachments themselves are
+    // their user's, erased with the user or by retention).
+    let links = of("DELETE FROM message_attachments WHERE message_id IN
+                    (SELECT id FROM messages WHERE conversation_id IN ({scope}))");
+    sqlx::query(&links).bind(a).bind(b).execute(&mut **tx).await?;
     for (count, sql) in [
         (
             &mut erased.turn_events,

@@ -11,7 +11,7 @@ use widget::wire::Role;
 use super::actions::Executed;
 use super::context::Turn;
 use super::outcome::{ToolOutcome, tool_error};
-use super::service::TurnStart;
+use super::service::{TurnStart, UserMessage};
 use crate::db::actions::ActionRow;
 use crate::db::{self, NewMessage};
 
@@ -24,15 +24,13 @@ impl Turn<'_> {
             db::touch_conversation(pool, conversation_id).await?;
         }
         match &self.input.start {
-            TurnStart::FirstMessage(text) => {
-                db::append_message(pool, conversation_id, NewMessage::new(Role::User, text)).await?;
-            }
-            TurnStart::Message(text) => {
+            TurnStart::FirstMessage(message) => self.save_message(message).await?,
+            TurnStart::Message(message) => {
                 for action in db::actions::supersede_open(pool, conversation_id).await? {
                     let content = tool_error("not run: the user sent a new message instead of answering", "superseded");
                     self.deliver(&action.call_id, ToolOutcome::answer(content)).await?;
                 }
-                db::append_message(pool, conversation_id, NewMessage::new(Role::User, text)).await?;
+                self.save_message(message).await?;
             }
             TurnStart::Applied(action) => match self.execute_action(action).await {
                 Executed::Done(outcome) => {
@@ -55,5 +53,17 @@ impl Turn<'_> {
             }
         }
         Ok(None)
+    }
+
+    /// Saves the user's message with its attachments, each with the text
+    /// the model is given of it (read once, here).
+    async fn save_message(&self, message: &UserMessage) -> anyhow::Result<()> {
+        let (pool, conversation_id) = (&self.engine.pool, &self.input.conversation_id);
+        let id = db::append_message(pool, conversation_id, NewMessage::new(Role::User, &message.text)).await?;
+        let mut linked = Vec::with_capacity(message.attachments.len());
+        for attachment in &message.attachments {
+            linked.push((attachment.id.clone(), self.engine.attachments.text_of(attachment).await?));
+        }
+        db::attachments::link(pool, &id, &linked).await
     }
 }

@@ -93,8 +93,12 @@ impl Turn<'_> {
             Ok(None) => {}
             Err(error) => tracing::warn!(error = format!("{error:#}"), "cannot read what the apps told the model"),
         }
+        let sent = db::attachments::sent(&engine.pool, &self.input.conversation_id).await.map_err(|error| {
+            tracing::error!(error = format!("{error:#}"), "cannot read the conversation's attachments");
+            Stop::Failed("error_load")
+        })?;
         let mut messages = vec![ChatMessage::System(system)];
-        messages.extend(prompt::transcript(&history));
+        messages.extend(prompt::transcript(&history, &sent));
         model.policy.history_tokens = engine.limits.max_history_tokens;
         Ok(Prepared { sources, scope, tools, messages, model })
     }

@@ -29,20 +29,30 @@ pub struct Engine {
     pub on_turn_finished: Option<Arc<dyn TurnFinished>>,
     /// Where MCP Apps run (`CA_SANDBOX_URL`); none: apps are not shown.
     pub apps: Option<crate::app_frames::AppFrames>,
+    /// Where the users' attachments are kept (a text file's content goes to the model).
+    pub attachments: crate::attachments::Attachments,
 }
 
 /// What starts a turn.
 #[derive(Clone, Debug)]
 pub enum TurnStart {
     /// The user wrote a message.
-    Message(String),
+    Message(UserMessage),
     /// The user wrote the first message of a conversation made for it just
     /// now: nothing to supersede, and its time is already the latest.
-    FirstMessage(String),
+    FirstMessage(UserMessage),
     /// The user applied this action; its status is already `executing`.
     Applied(ActionRow),
     /// The user cancelled this action, perhaps saying why.
     Declined(ActionRow, Option<String>),
+}
+
+/// What the user sent: their text and the attachments sent with it (the
+/// caller's own, checked).
+#[derive(Clone, Debug)]
+pub struct UserMessage {
+    pub text: String,
+    pub attachments: Vec<crate::db::attachments::Attachment>,
 }
 
 /// One turn to run.

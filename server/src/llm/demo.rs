@@ -17,6 +17,10 @@
 //!    quantities in digits or words, notes in parentheses).
 //! 4. A greeting gets a greeting; anything else gets a short note saying
 //!    what it can do, naming the tools it was offered.
+//!
+//! Before these, "what dish is this?" with a photo attached is answered
+//! from the photo's name (it sees no image), and the rules read only the
+//! user's own words, never the files they attached.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -82,7 +86,14 @@ pub fn decide(messages: &[Value], tools: &[String]) -> Reply {
         let parts: Vec<String> = results.iter().rev().map(|m| describe_result(&content_text(m), &asked)).collect();
         return Reply::Text(parts.join("\n\n"));
     }
-    let said = content_text(last).to_lowercase();
+    let whole = content_text(last).to_lowercase();
+    // The user's own words: what follows is what they attached (named and
+    // quoted by the engine), which no rule below may take for a request.
+    let said = whole.split("\n\n[the visitor attached").next().unwrap_or_default();
+    let said = said.split("\n\nthe visitor attached").next().unwrap_or_default().to_owned();
+    if let Some(reply) = about_a_photo(&said, &whole) {
+        return reply;
+    }
     if let Some(reply) = bistro_phrase(&said, tools) {
         return reply;
     }
@@ -98,6 +109,30 @@ pub fn decide(messages: &[Value], tools: &[String]) -> Reply {
         return Reply::Text(format!("Hello! {}", help(tools)));
     }
     Reply::Text(help(tools))
+}
+
+/// "What dish is this?" with a photo: the offline demo sees no image, so
+/// it answers from the image's name — and says so.
+fn about_a_photo(said: &str, whole: &str) -> Option<Reply> {
+    let asks = ["what dish", "which dish", "what is this", "what's this", "what is it"];
+    if !asks.iter().any(|a| said.contains(a)) {
+        return None;
+    }
+    let marker = "[the visitor attached an image: \"";
+    let at = whole.find(marker)? + marker.len();
+    let name = whole[at..].split('"').next()?;
+    let dish =
+        DISH_WORDS.iter().filter_map(|(word, _)| name.find(word).map(|at| (*word, at))).min_by_key(|(_, at)| *at);
+    Some(Reply::Text(match dish {
+        Some((word, _)) => format!(
+            "Going by the photo's name, “{name}”, that looks like our **{word}**. (I'm the offline demo \
+             model: I read the file's name, not the picture; a vision model would look at the image itself.)"
+        ),
+        None => format!(
+            "I'm the offline demo model: I can't see images, and the photo's name, “{name}”, names no dish of \
+             ours. Connect a vision model to have the picture itself looked at."
+        ),
+    }))
 }
 
 /// The Acme Bistro's phrases, when its tools are offered: "add two
@@ -142,19 +177,21 @@ fn bistro_phrase(said: &str, tools: &[String]) -> Option<Reply> {
 
 /// The first dish mentioned and where.
 fn dish_in(said: &str) -> Option<(&'static str, usize)> {
-    const WORDS: [(&str, &str); 9] = [
-        ("margherita", "stone_pizza"),
-        ("pizza", "stone_pizza"),
-        ("roast", "roast_bowl"),
-        ("bowl", "roast_bowl"),
-        ("salad", "house_salad"),
-        ("tart", "lemon_tart"),
-        ("lemon", "lemon_tart"),
-        ("water", "sparkling"),
-        ("sparkling", "sparkling"),
-    ];
-    WORDS.iter().filter_map(|(word, id)| said.find(word).map(|at| (*id, at))).min_by_key(|(_, at)| *at)
+    DISH_WORDS.iter().filter_map(|(word, id)| said.find(word).map(|at| (*id, at))).min_by_key(|(_, at)| *at)
 }
+
+/// The words that name a dish of the bistro's, and its menu id.
+const DISH_WORDS: [(&str, &str); 9] = [
+    ("margherita", "stone_pizza"),
+    ("pizza", "stone_pizza"),
+    ("roast", "roast_bowl"),
+    ("bowl", "roast_bowl"),
+    ("salad", "house_salad"),
+    ("tart", "lemon_tart"),
+    ("lemon", "lemon_tart"),
+    ("water", "sparkling"),
+    ("sparkling", "sparkling"),
+];
 
 /// The number said just before the dish: digits or a word; one otherwise.
 fn quantity_before(text: &str) -> u32 {

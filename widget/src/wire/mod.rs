@@ -263,6 +263,23 @@ pub struct TurnRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ssr", schema(max_length = 35))]
     pub lang: Option<String>,
+    /// Files the user attached to this message (`POST /v1/attachments`),
+    /// in order: at most 8, each the caller's own (another's is `404`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "ssr", schema(max_items = 8))]
+    pub attachment_ids: Vec<String>,
+}
+
+/// An attachment as a message shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct AttachmentRef {
+    pub id: String,
+    pub name: String,
+    /// As sniffed from its bytes (`image/png`, `application/pdf`, …).
+    pub media_type: String,
+    /// Bytes, as kept.
+    pub size: u64,
 }
 
 /// One message of `GET /v1/conversations/{id}`.
@@ -285,6 +302,9 @@ pub struct ConversationMessage {
     /// The user's thumbs up or down on this reply, if they gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feedback: Option<Feedback>,
+    /// The files the user sent with this message, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<AttachmentRef>,
 }
 
 /// A user's feedback on a reply.
