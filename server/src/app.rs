@@ -174,6 +174,11 @@ impl Application {
             crate::attachments::store::open(config.attachments_s3.as_ref(), &config.data_dir.join("attachments"))?,
             config.max_attachment_bytes,
             config.data_dir.join("spool"),
+            crate::attachments::Links {
+                key: vault.derive("attachment links"),
+                origin: public_origin.clone(),
+                lifetime: config.attachment_link_lifetime,
+            },
         );
         let engine = Engine {
             pool: pool.clone(),

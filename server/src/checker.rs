@@ -342,6 +342,19 @@ fn schema_problem(schema: &Value) -> Option<String> {
     if object.get("properties").is_some_and(|p| !p.is_object()) {
         return Some("`properties` must be an object".into());
     }
+    // Our extension (docs/api-extensions.md): an attachment is passed as a
+    // link, a string: only a string property, or an array of them, takes one.
+    for (name, property) in object.get("properties").and_then(Value::as_object).into_iter().flatten() {
+        let marked = |s: &Value| s.get("x-attachment").is_some_and(|m| m != &Value::Bool(false));
+        let string = |s: &Value| s.get("type").and_then(Value::as_str) == Some("string");
+        let fine = |s: &Value| !marked(s) || (string(s) && s.get("x-attachment") == Some(&Value::Bool(true)));
+        let items = property.get("items");
+        if !fine(property) || items.is_some_and(|i| !fine(i)) || (marked(property) && items.is_some()) {
+            return Some(format!(
+                "`{name}`: \"x-attachment\": true goes on a string property or on an array's string items"
+            ));
+        }
+    }
     jsonschema::options()
         .with_pattern_options(jsonschema::PatternOptions::regex())
         .build(schema)
@@ -684,6 +697,24 @@ mod tests {
         assert_eq!(tls("http://127.0.0.1:9/api"), Some(super::Status::Warn));
         assert_eq!(tls("http://localhost/api"), Some(super::Status::Warn));
         assert_eq!(tls("https://tools.example/api"), Some(super::Status::Pass));
+    }
+
+    #[test]
+    fn an_attachment_is_taken_by_a_string_property_or_an_arrays_strings_only() {
+        let schema = |property: serde_json::Value| json!({"type": "object", "properties": {"photo": property}});
+        assert_eq!(super::schema_problem(&schema(json!({"type": "string", "x-attachment": true}))), None);
+        let list = json!({"type": "array", "items": {"type": "string", "x-attachment": true}});
+        assert_eq!(super::schema_problem(&schema(list)), None);
+        assert_eq!(super::schema_problem(&schema(json!({"type": "string", "x-attachment": false}))), None);
+        for wrong in [
+            json!({"type": "object", "x-attachment": true}),
+            json!({"type": "string", "x-attachment": "yes"}),
+            json!({"type": "array", "x-attachment": true, "items": {"type": "string"}}),
+            json!({"type": "array", "items": {"type": "integer", "x-attachment": true}}),
+        ] {
+            let problem = super::schema_problem(&schema(wrong.clone())).unwrap_or_default();
+            assert!(problem.contains("x-attachment"), "{wrong}: {problem}");
+        }
     }
 
     #[test]

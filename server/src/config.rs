@@ -42,6 +42,9 @@ pub struct Config {
     pub bistro_sold_out: Vec<String>,
     /// `CA_MAX_ATTACHMENT_BYTES`: the largest attachment taken (default 10 MB).
     pub max_attachment_bytes: u64,
+    /// `CA_ATTACHMENT_LINK_SECS`: how long a tool's signed link to an
+    /// attachment lasts (default 900: as long as a change may wait for Apply).
+    pub attachment_link_lifetime: Duration,
     /// `CA_ATTACHMENTS_URL`: where attachments are kept, `s3://bucket[/prefix]`
     /// (with the `AWS_*` variables); by default `CA_DATA_DIR/attachments`.
     pub attachments_s3: Option<S3Config>,
@@ -580,6 +583,7 @@ impl Config {
                 .map(|v| v.split(',').map(|id| id.trim().to_owned()).filter(|id| !id.is_empty()).collect())
                 .unwrap_or_default(),
             max_attachment_bytes: number("CA_MAX_ATTACHMENT_BYTES", 10 * 1024 * 1024, 1)?,
+            attachment_link_lifetime: Duration::from_secs(number("CA_ATTACHMENT_LINK_SECS", 900, 10)?),
             attachments_s3: match get("CA_ATTACHMENTS_URL") {
                 Some(url) if !url.starts_with("s3://") || url.len() <= "s3://".len() => {
                     return Err(bad("CA_ATTACHMENTS_URL", format!("`{url}` is not an s3://bucket[/prefix] URL")));

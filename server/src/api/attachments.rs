@@ -13,7 +13,7 @@ use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWriteExt;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -22,7 +22,7 @@ use super::state::ApiState;
 use crate::attachments::{self, HEAD, Kind, Refused, Spooled};
 use crate::auth::Caller;
 use crate::db;
-use crate::http::ApiError;
+use crate::http::{ApiError, ApiQuery};
 use crate::ids::new_id;
 use crate::limits::Refusal;
 
@@ -158,15 +158,28 @@ async fn spool(mut field: Field<'_>, spooled: &Spooled, max: u64) -> Result<(Vec
     Ok((head, size))
 }
 
-/// The caller's attachment, as kept.
+/// A tool's signed link: `exp` (seconds) and `sig` (hex).
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+struct LinkQuery {
+    /// A signed link's expiry (Unix seconds): with `sig`, no token is asked.
+    #[param(max_length = 20)]
+    exp: Option<String>,
+    /// A signed link's signature, as the engine put it in a tool's arguments.
+    #[param(max_length = 128)]
+    sig: Option<String>,
+}
+
+/// An attachment's file: its owner's (embed token), or a tool's by the
+/// short-lived signed link the engine gave it.
 #[utoipa::path(
     get,
     path = "/v1/attachments/{id}/content",
     tag = "chat",
     security(("embed_token" = [])),
-    params(("id" = String, Path, description = "An attachment of the caller's")),
+    params(("id" = String, Path, description = "An attachment of the caller's"), LinkQuery),
     responses(
-        (status = 200, description = "The file, with its media type; `nosniff`, a sandboxing CSP, and `attachment` but for images",
+        (status = 200, description = "The file, with its media type; `nosniff`, a sandboxing CSP, and `attachment` but for images shown to their owner",
          content(
             (String = "image/png"),
             (String = "image/jpeg"),
@@ -174,18 +187,39 @@ async fn spool(mut field: Field<'_>, spooled: &Spooled, max: u64) -> Result<(Vec
             (String = "application/pdf"),
             (String = "text/plain"),
          )),
-        (status = 404, description = "No such attachment of the caller's", body = crate::http::ErrorBody),
+        (status = 404, description = "No such attachment of the caller's, or a link that is wrong or expired", body = crate::http::ErrorBody),
     ),
 )]
-async fn content(State(state): State<ApiState>, caller: Caller, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn content(
+    State(state): State<ApiState>,
+    caller: Result<Caller, ApiError>,
+    Path(id): Path<String>,
+    ApiQuery(link): ApiQuery<LinkQuery>,
+) -> Result<Response, ApiError> {
     if id.len() > 64 {
         return Err(ApiError::NotFound);
     }
-    let attachment = db::attachments::owned(&state.pool, &caller.workspace_id, &caller.external_user_id, &id)
-        .await?
-        .ok_or(ApiError::NotFound)?;
+    let (attachment, inline) = match (&link.exp, &link.sig) {
+        // A tool's link: that file, until it expires; always a download.
+        (Some(exp), Some(sig)) => {
+            let attachment = db::attachments::by_id(&state.pool, &id).await?.ok_or(ApiError::NotFound)?;
+            let now = state.clock.now_ms();
+            if !state.attachments.links().verify(&attachment.workspace_id, &id, exp, sig, now) {
+                return Err(ApiError::NotFound);
+            }
+            (attachment, false)
+        }
+        (None, None) => {
+            let caller = caller?;
+            let attachment = db::attachments::owned(&state.pool, &caller.workspace_id, &caller.external_user_id, &id)
+                .await?
+                .ok_or(ApiError::NotFound)?;
+            let image = Kind::from_media_type(&attachment.media_type).is_some_and(Kind::is_image);
+            (attachment, image)
+        }
+        _ => return Err(ApiError::NotFound),
+    };
     let found = state.attachments.open(&attachment.object_key).await?;
-    let inline = Kind::from_media_type(&attachment.media_type).is_some_and(Kind::is_image);
     Ok(file_response(&attachment, found.into_stream().map(|chunk| chunk.map_err(std::io::Error::other)), inline))
 }
 

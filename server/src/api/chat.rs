@@ -88,14 +88,8 @@ async fn create_turn(
     if request.lang.as_ref().is_some_and(|l| l.chars().count() > 35) {
         return Err(ApiError::BadRequest("lang must be at most 35 characters".into()));
     }
-    let ids = &request.attachment_ids;
-    if ids.len() > MAX_ATTACHMENTS
-        || ids.iter().any(|id| id.is_empty() || id.len() > 64)
-        || ids.iter().enumerate().any(|(i, id)| ids[..i].contains(id))
-    {
-        return Err(ApiError::BadRequest(format!(
-            "attachment_ids must be at most {MAX_ATTACHMENTS} distinct ids of POST /v1/attachments"
-        )));
+    if request.attachment_ids.len() > MAX_ATTACHMENTS {
+        return Err(ApiError::BadRequest(format!("attachment_ids must be at most {MAX_ATTACHMENTS}")));
     }
     let Some(key) = idempotency_key(&headers)? else {
         return start_turn(&state, caller, client.as_deref(), request).await.map(|(response, _)| response);
@@ -175,10 +169,17 @@ async fn start_turn(
     request: TurnRequest,
 ) -> Result<(Response, String), ApiError> {
     let text = request.message.trim().to_owned();
-    // The caller's own attachments only: anyone else's is not found.
-    let mut attachments = Vec::with_capacity(request.attachment_ids.len());
+    // The caller's own attachments only: anyone else's (or no such id) is
+    // not found. One named twice is sent once.
+    let mut attachments: Vec<db::attachments::Attachment> = Vec::with_capacity(request.attachment_ids.len());
     for id in &request.attachment_ids {
-        let found = db::attachments::owned(&state.pool, &caller.workspace_id, &caller.external_user_id, id).await?;
+        if attachments.iter().any(|a| &a.id == id) {
+            continue;
+        }
+        let found = match id.len() {
+            1..=64 => db::attachments::owned(&state.pool, &caller.workspace_id, &caller.external_user_id, id).await?,
+            _ => None,
+        };
         attachments.push(found.ok_or(ApiError::NotFound)?);
     }
     admit(state, &caller, client).await?;

@@ -31,6 +31,52 @@ pub struct Attachments {
     pub max_bytes: u64,
     /// Where uploads are spooled while they arrive.
     spool: PathBuf,
+    /// Signs the short-lived links tools get files by.
+    links: Links,
+}
+
+/// The short-lived signed links a tool gets a file by
+/// (`GET /v1/attachments/{id}/content?exp=…&sig=…`): one file of one
+/// workspace, until `exp`, without any other credential.
+#[derive(Clone)]
+pub struct Links {
+    /// Derived from the server's key: the same on every replica.
+    pub key: crate::secret::Secret,
+    /// The assistant's origin, e.g. `https://assistant.example`.
+    pub origin: Arc<str>,
+    /// How long a link lasts (`CA_ATTACHMENT_LINK_SECS`).
+    pub lifetime: std::time::Duration,
+}
+
+impl Links {
+    fn mac(&self, workspace_id: &str, id: &str, exp: &str) -> hmac::Hmac<Sha256> {
+        use hmac::Mac;
+        let mut mac = <hmac::Hmac<Sha256> as Mac>::new_from_slice(self.key.expose().as_bytes()).expect("any key");
+        // Length-prefixed fields: no two different links sign the same string.
+        for field in [workspace_id, id, exp] {
+            mac.update(&(field.len() as u64).to_be_bytes());
+            mac.update(field.as_bytes());
+        }
+        mac
+    }
+
+    /// The link to attachment `id` of `workspace_id`, valid from `now_ms`
+    /// for the links' lifetime.
+    pub fn sign(&self, workspace_id: &str, id: &str, now_ms: i64) -> String {
+        use hmac::Mac;
+        let exp = (now_ms / 1000 + self.lifetime.as_secs() as i64).to_string();
+        let sig = hex::encode(self.mac(workspace_id, id, &exp).finalize().into_bytes());
+        format!("{}/v1/attachments/{id}/content?exp={exp}&sig={sig}", self.origin)
+    }
+
+    /// True when `sig` signs attachment `id` of `workspace_id` until `exp`
+    /// (seconds) and that is still ahead of `now_ms`.
+    pub fn verify(&self, workspace_id: &str, id: &str, exp: &str, sig: &str, now_ms: i64) -> bool {
+        use hmac::Mac;
+        let (Ok(expires), Ok(sig)) = (exp.parse::<i64>(), hex::decode(sig)) else { return false };
+        // Constant time, then the clock.
+        self.mac(workspace_id, id, exp).verify_slice(&sig).is_ok() && expires * 1000 > now_ms
+    }
 }
 
 /// What cleaning made of an upload: an image's new bytes (and kind),
@@ -46,8 +92,13 @@ pub struct Kept {
 }
 
 impl Attachments {
-    pub fn new(store: Arc<dyn ObjectStore>, max_bytes: u64, spool: PathBuf) -> Self {
-        Self { store, max_bytes, spool }
+    pub fn new(store: Arc<dyn ObjectStore>, max_bytes: u64, spool: PathBuf, links: Links) -> Self {
+        Self { store, max_bytes, spool, links }
+    }
+
+    /// The short-lived signed links tools get files by.
+    pub fn links(&self) -> &Links {
+        &self.links
     }
 
     /// A new spool file's path (the caller removes it: [`Spooled`]).
@@ -161,7 +212,46 @@ pub fn display_name(sent: Option<&str>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::display_name;
+    use super::{Links, display_name};
+
+    fn links() -> Links {
+        Links {
+            key: crate::secret::Secret::new("k".repeat(64)),
+            origin: "https://assistant.example".into(),
+            lifetime: std::time::Duration::from_secs(600),
+        }
+    }
+
+    /// The `exp` and `sig` of a link.
+    fn parts(link: &str) -> (String, String) {
+        let query = link.split_once('?').unwrap().1;
+        let field = |name: &str| query.split('&').find_map(|p| p.strip_prefix(&format!("{name}="))).unwrap().to_owned();
+        (field("exp"), field("sig"))
+    }
+
+    #[test]
+    fn a_link_opens_its_own_file_until_it_expires_and_nothing_else() {
+        let now = 1_800_000_000_000;
+        let link = links().sign("ws_1", "att_1", now);
+        assert!(
+            link.starts_with("https://assistant.example/v1/attachments/att_1/content?exp=1800000600&sig="),
+            "{link}"
+        );
+        let (exp, sig) = parts(&link);
+        assert!(links().verify("ws_1", "att_1", &exp, &sig, now));
+        assert!(links().verify("ws_1", "att_1", &exp, &sig, now + 599_000));
+        assert!(!links().verify("ws_1", "att_1", &exp, &sig, now + 600_000), "expired");
+        assert!(!links().verify("ws_1", "att_2", &exp, &sig, now), "another file");
+        assert!(!links().verify("ws_2", "att_1", &exp, &sig, now), "another workspace");
+        assert!(!links().verify("ws_1", "att_1", "9999999999", &sig, now), "a later expiry");
+        let mut forged = sig.clone().into_bytes();
+        forged[0] = if forged[0] == b'0' { b'1' } else { b'0' };
+        assert!(!links().verify("ws_1", "att_1", &exp, &String::from_utf8(forged).unwrap(), now));
+        assert!(!links().verify("ws_1", "att_1", &exp, "", now));
+        assert!(!links().verify("ws_1", "att_1", &exp, "not hex", now));
+        let other = Links { key: crate::secret::Secret::new("x".repeat(64)), ..links() };
+        assert!(!other.verify("ws_1", "att_1", &exp, &sig, now), "another server key");
+    }
 
     #[test]
     fn a_name_is_its_last_part_without_control_characters_or_direction_marks() {

@@ -38,6 +38,17 @@ pub async fn insert(pool: &Pool, a: &Attachment) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Attachment `id`, whoever's (for a signed link, which names its workspace).
+pub async fn by_id(pool: &Pool, id: &str) -> anyhow::Result<Option<Attachment>> {
+    Ok(sqlx::query_as(
+        "SELECT id, workspace_id, external_user_id, name, media_type, size, sha256, object_key, created_at
+         FROM attachments WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await?)
+}
+
 /// The user's attachment `id`, if it is theirs.
 pub async fn owned(
     pool: &Pool,

@@ -22,6 +22,7 @@
 //! [`TurnFinished`].
 
 mod actions;
+mod attachments;
 mod close;
 mod context;
 mod elicit;

@@ -40,6 +40,10 @@ impl Turn<'_> {
         let Some(source) = prepared.source_of(tool) else {
             return ToolOutcome::error("no tool host is connected", "no_host");
         };
+        let arguments = &match self.with_attachment_links(tool, arguments).await {
+            Ok(arguments) => arguments,
+            Err(refused) => return ToolOutcome::answer(refused),
+        };
         let activity = |status| self.events.tool_activity(&call.id, &tool.name, tool.verb, status);
         activity(ToolStatus::Started);
         // An MCP App is shown as its tool is called: it has the input now.
@@ -101,6 +105,9 @@ impl Turn<'_> {
         arguments: &Value,
         prepared: &Prepared,
     ) -> Result<(), String> {
+        // The links are frozen with the change: the preview and the execution
+        // get the same arguments (they last as long as Apply may wait).
+        let arguments = &self.with_attachment_links(tool, arguments).await?;
         let preview = self.preview_change(call, tool, arguments, prepared).await?;
         self.freeze(call, tool, arguments, &preview, prepared, None).await
     }

@@ -27,6 +27,7 @@ on_both_databases!(
     a_turn_gives_the_model_its_attachments_named_and_a_text_file_quoted_as_data,
     a_turn_with_another_users_attachment_is_not_found_and_starts_nothing,
     the_demo_model_answers_what_dish_a_photo_is_from_its_name,
+    a_tool_gets_a_short_lived_signed_link_to_the_file_the_model_passed_and_nothing_else,
 );
 
 /// An S3 API server nobody here wrote (PyPI's moto in server mode, from
@@ -418,14 +419,20 @@ async fn a_turn_with_another_users_attachment_is_not_found_and_starts_nothing(db
     assert_eq!(status, 404);
     let (_, mine) = upload(&rig, &rig.token, "mine.png", "image/png", png(2, 2)).await;
     let id = mine["id"].as_str().unwrap();
-    let (status, _) = send(&rig.app, &rig.token, "twice", &[id, id]).await;
-    assert_eq!(status, 400, "the same attachment twice");
-    let nine: Vec<String> = (0..9).map(|i| format!("att_{i}")).collect();
+    let nine: Vec<String> = (0..9).map(|_| id.to_owned()).collect();
     let nine: Vec<&str> = nine.iter().map(String::as_str).collect();
-    assert_eq!(send(&rig.app, &rig.token, "many", &nine).await.0, 400);
+    assert_eq!(send(&rig.app, &rig.token, "many", &nine).await.0, 400, "at most 8");
+    assert_eq!(send(&rig.app, &rig.token, "none", &[""]).await.0, 404);
     assert!(rig.model.requests.lock().unwrap().is_empty(), "no turn started");
     let (_, conversations) = rig.app.get_json("/v1/conversations", &rig.token).await;
     assert_eq!(conversations["conversations"], serde_json::json!([]));
+    // The same file named twice is sent once.
+    let (status, events) = send(&rig.app, &rig.token, "twice", &[id, id]).await;
+    assert_eq!(status, 200, "{events:?}");
+    let conversation =
+        events.iter().find(|(e, _)| e == "turn").unwrap().1["conversation_id"].as_str().unwrap().to_owned();
+    let (_, view) = rig.app.get_json(&format!("/v1/conversations/{conversation}"), &rig.token).await;
+    assert_eq!(view["messages"][0]["attachments"].as_array().unwrap().len(), 1, "{view}");
 }
 
 async fn the_demo_model_answers_what_dish_a_photo_is_from_its_name(db: Db) {
@@ -449,4 +456,67 @@ async fn the_demo_model_answers_what_dish_a_photo_is_from_its_name(db: Db) {
     assert_eq!(status, 200);
     let said: String = events.iter().filter(|(e, _)| e == "text").filter_map(|(_, d)| d["delta"].as_str()).collect();
     assert!(said.contains("**margherita**") && said.contains("margherita.png"), "{said}");
+}
+
+async fn a_tool_gets_a_short_lived_signed_link_to_the_file_the_model_passed_and_nothing_else(db: Db) {
+    let mut tools = task_tools();
+    tools.as_array_mut().unwrap().push(serde_json::json!({
+        "name": "inspect_photo", "description": "Look at a photo of a parcel", "verb": "get",
+        "inputSchema": {"type": "object", "properties": {
+            "photo": {"type": "string", "x-attachment": true}, "note": {"type": "string"}}, "required": ["photo"]}
+    }));
+    let script = vec![
+        Step::Call("inspect_photo", serde_json::json!({"photo": "{attachment}", "note": "att_left_alone"})),
+        Step::Text("Looked."),
+        Step::Call("inspect_photo", serde_json::json!({"photo": "att_never_sent"})),
+        Step::Text("Could not."),
+    ];
+    let rig = Rig::start(db, HostSpec::new(tools), script, &[]).await;
+    let (_, photo) = upload(&rig, &rig.token, "parcel.jpg", "image/jpeg", jpeg_polyglot()).await;
+    let id = photo["id"].as_str().unwrap();
+    let (status, events) = send(&rig.app, &rig.token, "The parcel came damaged", &[id]).await;
+    assert_eq!(status, 200, "{events:?}");
+
+    let executed: Vec<Value> =
+        rig.host.calls.lock().unwrap().iter().filter(|(k, _)| k == "execute").map(|(_, b)| b.clone()).collect();
+    assert_eq!(executed.len(), 1, "{executed:?}");
+    let link = executed[0]["arguments"]["photo"].as_str().unwrap().to_owned();
+    let prefix = rig.app.url(&format!("/v1/attachments/{id}/content?exp="));
+    assert!(link.starts_with(&prefix) && link.contains("&sig="), "{link}");
+    assert_eq!(executed[0]["arguments"]["note"], "att_left_alone", "only the marked field is a link");
+
+    // The link alone opens that file, as a download, without a token.
+    let fetched = reqwest::get(&link).await.unwrap();
+    assert_eq!(fetched.status(), 200);
+    assert_eq!(fetched.headers()["content-disposition"], "attachment; filename*=UTF-8''parcel.jpg");
+    assert_eq!(fetched.headers()["x-content-type-options"], "nosniff");
+    let bytes = fetched.bytes().await.unwrap();
+    assert!(image::load_from_memory(&bytes).is_ok() && !contains(&bytes, b"<script>"));
+    // Bound to its file and its signature, and short-lived.
+    let (_, other) = upload(&rig, &rig.token, "other.png", "image/png", png(2, 2)).await;
+    let moved = link.replace(id, other["id"].as_str().unwrap());
+    assert_eq!(reqwest::get(&moved).await.unwrap().status(), 404, "another file with the same signature");
+    let tampered = format!("{}0", &link[..link.len() - 1]);
+    let tampered = if tampered == link { format!("{}1", &link[..link.len() - 1]) } else { tampered };
+    assert_eq!(reqwest::get(&tampered).await.unwrap().status(), 404);
+    let unsigned = link.split('&').next().unwrap().to_owned();
+    assert_eq!(reqwest::get(&unsigned).await.unwrap().status(), 404, "an expiry without a signature");
+    rig.app.clock.advance(std::time::Duration::from_secs(901));
+    assert_eq!(reqwest::get(&link).await.unwrap().status(), 404, "expired after 15 minutes");
+
+    // The conversation keeps the id, never the link.
+    let second = rig.model.requests.lock().unwrap()[1].to_string();
+    assert!(second.contains(id) && !second.contains("sig="), "{second}");
+
+    // An id the visitor did not send here is refused to the model; the tool is not called.
+    let conversation =
+        events.iter().find(|(e, _)| e == "turn").unwrap().1["conversation_id"].as_str().unwrap().to_owned();
+    let body = serde_json::json!({"conversation_id": conversation, "message": "look again"});
+    let again = rig.app.post("/v1/chat/turns", &rig.token, &body).await;
+    assert_eq!(again.status(), 200);
+    let _ = again.text().await.unwrap();
+    let executes = rig.host.calls.lock().unwrap().iter().filter(|(k, _)| k == "execute").count();
+    assert_eq!(executes, 1, "the tool was not called with a file that is not this conversation's");
+    let told = rig.model.last_tool_messages();
+    assert!(told.last().unwrap().contains("invalid_arguments"), "{told:?}");
 }

@@ -635,6 +635,14 @@ impl ScriptedModel {
     }
 }
 
+/// The id of the first attachment named in the request's messages.
+fn first_attachment(request: &Value) -> String {
+    let text = request["messages"].to_string();
+    text.split("(attachment ")
+        .nth(1)
+        .map_or(String::new(), |rest| rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect())
+}
+
 fn scripted_stream(step: Step, request: &Value, tokens: u32) -> Response {
     let chunk = |delta: Value, finish: Option<&str>| {
         format!(
@@ -650,7 +658,9 @@ fn scripted_stream(step: Step, request: &Value, tokens: u32) -> Response {
     let mut body = String::new();
     match step {
         Step::Call(name, args) => {
-            body.push_str(&chunk(json!({"tool_calls": [call(0, name, args.to_string())]}), None));
+            // `{attachment}`: the id of the first file the user attached (as the engine named it).
+            let args = args.to_string().replace("{attachment}", &first_attachment(request));
+            body.push_str(&chunk(json!({"tool_calls": [call(0, name, args)]}), None));
             body.push_str(&chunk(json!({}), Some("tool_calls")));
         }
         Step::Calls(calls) => {
