@@ -97,6 +97,14 @@ async fn upload(
                 "this type of file is not accepted: PNG, JPEG, WebP and GIF images, PDF and plain text are".into(),
             )
         })?;
+        // The workspace may take fewer kinds than the server does.
+        let taken = db::workspace(&state.pool, &caller.workspace_id).await?.and_then(|w| w.attachment_types());
+        if taken.is_some_and(|types| !types.iter().any(|t| t == kind.media_type())) {
+            return Err(ApiError::UnsupportedType(
+                "unsupported_type",
+                format!("this workspace does not accept {} files", kind.media_type()),
+            ));
+        }
         if let Err(Refusal::TooMany { retry_after, .. }) = state.limits.admit_attachment(&caller, size).await? {
             return Err(ApiError::QuotaExceeded(retry_after));
         }

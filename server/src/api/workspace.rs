@@ -43,6 +43,9 @@ struct ShownWorkspace {
     /// The browser features its MCP Apps may have (each app gets those its
     /// resource asks for in `_meta.ui.permissions` and this list holds).
     app_permissions: Vec<AppPermission>,
+    /// The kinds of file its visitors may attach, by media type (each
+    /// judged by its bytes): by default every one the server takes.
+    attachment_types: Vec<AttachmentType>,
     /// The current embed secret's key id (`kid` in a token's header).
     embed_secret_kid: String,
     /// While a rotated embed secret still verifies tokens: until when (RFC 3339).
@@ -113,6 +116,41 @@ struct WorkspacePatch {
     welcome: Option<Welcome>,
     /// Replaces the browser features MCP Apps may have (`[]`: none, the default).
     app_permissions: Option<Vec<AppPermission>>,
+    /// Narrows the kinds of file visitors may attach (`[]`: none; null:
+    /// every one the server takes, the default).
+    #[serde(default, deserialize_with = "present_or_null")]
+    #[schema(value_type = Option<Vec<AttachmentType>>)]
+    attachment_types: Option<Option<Vec<AttachmentType>>>,
+}
+
+/// A kind of file a visitor may attach, by its media type (what its bytes
+/// are, never its name).
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, utoipa::ToSchema)]
+enum AttachmentType {
+    #[serde(rename = "image/png")]
+    Png,
+    #[serde(rename = "image/jpeg")]
+    Jpeg,
+    #[serde(rename = "image/webp")]
+    Webp,
+    #[serde(rename = "image/gif")]
+    Gif,
+    #[serde(rename = "application/pdf")]
+    Pdf,
+    #[serde(rename = "text/plain")]
+    Text,
+}
+
+impl AttachmentType {
+    const ALL: [AttachmentType; 6] = [Self::Png, Self::Jpeg, Self::Webp, Self::Gif, Self::Pdf, Self::Text];
+
+    fn media_type(self) -> String {
+        serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+    }
+
+    fn of(media_type: &str) -> Option<Self> {
+        serde_json::from_value(serde_json::Value::from(media_type)).ok()
+    }
 }
 
 /// A browser feature an MCP App may be granted (a Permissions Policy
@@ -209,6 +247,13 @@ struct LimitsPatch {
 /// A field that is present, null or not: `Some(None)` for null, and
 /// (with `default`) `None` when absent. A whole number may be written as
 /// JSON Schema allows (`60` or `60.0`).
+/// A field that is present, as its value or null (absent: `None`, by `default`).
+fn present_or_null<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
 fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Option<u64>>, D::Error> {
     crate::http::optional_whole(deserializer).map(Some)
 }
@@ -302,6 +347,15 @@ async fn update_workspace(
         }
         None => row.app_permissions(),
     };
+    let attachment_types: Option<Vec<String>> = match patch.attachment_types {
+        Some(Some(mut types)) => {
+            types.sort();
+            types.dedup();
+            Some(types.into_iter().map(AttachmentType::media_type).collect())
+        }
+        Some(None) => None,
+        None => row.attachment_types(),
+    };
     let settings = db::WorkspaceSettings {
         name: &name,
         origins: &origins,
@@ -310,6 +364,7 @@ async fn update_workspace(
         retention_days,
         welcome: &welcome,
         app_permissions: &app_permissions,
+        attachment_types: attachment_types.as_deref(),
     };
     db::set_workspace_settings(&state.pool, &row.id, settings).await?;
     tracing::info!(workspace_id = %row.id, "workspace settings changed");
@@ -338,6 +393,7 @@ async fn update_workspace(
         serde_json::to_value(&welcome).unwrap_or_default(),
     );
     note("app_permissions", row.app_permissions().into(), app_permissions.clone().into());
+    note("attachment_types", row.attachment_types().into(), attachment_types.clone().into());
     if !changed.is_empty() {
         let detail = serde_json::Value::Object(changed);
         db::audit::record(&state.pool, "api-key", "workspace.updated", Some(&row.id), None, &detail).await?;
@@ -349,6 +405,8 @@ async fn update_workspace(
     row.retention_days = retention_days;
     row.welcome = serde_json::to_string(&welcome).map_err(anyhow::Error::from)?;
     row.app_permissions = serde_json::to_string(&app_permissions).map_err(anyhow::Error::from)?;
+    row.attachment_types =
+        attachment_types.map(|t| serde_json::to_string(&t)).transpose().map_err(anyhow::Error::from)?;
     Ok(Json(shown(&state, row)?))
 }
 
@@ -361,6 +419,10 @@ fn shown(state: &ApiState, row: db::WorkspaceRow) -> Result<ShownWorkspace, ApiE
         retention_days: row.retention_days,
         welcome: row.welcome(),
         app_permissions: row.app_permissions().iter().filter_map(|f| AppPermission::of(f)).collect(),
+        attachment_types: match row.attachment_types() {
+            Some(types) => types.iter().filter_map(|t| AttachmentType::of(t)).collect(),
+            None => AttachmentType::ALL.to_vec(),
+        },
         embed_secret_kid: crate::auth::kid(state.vault.open(&row.embed_secret_enc)?.expose()),
         previous_embed_secret_valid_until: while_valid(row.embed_secret_prev_until),
         previous_api_key_valid_until: while_valid(row.api_key_prev_until),

@@ -32,6 +32,9 @@ pub struct WorkspaceRow {
     /// The browser features its MCP Apps may have, as JSON (a list of
     /// Permissions Policy features).
     pub app_permissions: String,
+    /// The media types of attachment it takes, as JSON; None: every one
+    /// the server takes.
+    pub attachment_types: Option<String>,
 }
 
 impl WorkspaceRow {
@@ -43,6 +46,12 @@ impl WorkspaceRow {
     /// `set_workspace_settings` only, after the API checked each).
     pub fn app_permissions(&self) -> Vec<String> {
         serde_json::from_str(&self.app_permissions).unwrap_or_default()
+    }
+
+    /// The media types of attachment it takes; None: every one the server
+    /// takes (written by `set_workspace_settings` only, after the API checked each).
+    pub fn attachment_types(&self) -> Option<Vec<String>> {
+        self.attachment_types.as_deref().and_then(|t| serde_json::from_str(t).ok())
     }
 
     /// Its own limits; none that could not be read (they are written by
@@ -152,14 +161,15 @@ pub struct WorkspaceSettings<'a> {
     pub retention_days: Option<i64>,
     pub welcome: &'a widget::wire::Welcome,
     pub app_permissions: &'a [String],
+    pub attachment_types: Option<&'a [String]>,
 }
 
 /// Writes a workspace's name, allowed origins, own limits, theme, retention,
-/// start screen and its apps' browser features.
+/// start screen, its apps' browser features and the attachments it takes.
 pub async fn set_workspace_settings(pool: &Pool, id: &str, s: WorkspaceSettings<'_>) -> anyhow::Result<()> {
     sqlx::query(
         "UPDATE workspaces SET name = $1, allowed_origins = $2, limits = $3, theme = $4, retention_days = $5,
-         welcome = $6, app_permissions = $7 WHERE id = $8",
+         welcome = $6, app_permissions = $7, attachment_types = $8 WHERE id = $9",
     )
     .bind(s.name)
     .bind(serde_json::to_string(s.origins)?)
@@ -168,6 +178,7 @@ pub async fn set_workspace_settings(pool: &Pool, id: &str, s: WorkspaceSettings<
     .bind(s.retention_days)
     .bind(serde_json::to_string(s.welcome)?)
     .bind(serde_json::to_string(s.app_permissions)?)
+    .bind(s.attachment_types.map(serde_json::to_string).transpose()?)
     .bind(id)
     .execute(pool)
     .await?;
@@ -199,7 +210,8 @@ pub async fn set_workspace_origins(pool: &Pool, id: &str, origins: &[String]) ->
 
 const WORKSPACE_COLUMNS: &str = "id, name, allowed_origins, embed_secret_enc, limits,
     (SELECT COUNT(*) FROM caddie_links l WHERE l.workspace_id = workspaces.id) AS caddie_linked,
-    embed_secret_prev_enc, embed_secret_prev_until, api_key_prev_until, theme, retention_days, welcome, app_permissions";
+    embed_secret_prev_enc, embed_secret_prev_until, api_key_prev_until, theme, retention_days, welcome, app_permissions,
+    attachment_types";
 
 pub async fn workspace(pool: &Pool, id: &str) -> anyhow::Result<Option<WorkspaceRow>> {
     Ok(sqlx::query_as(&format!("SELECT {WORKSPACE_COLUMNS} FROM workspaces WHERE id = $1"))

@@ -28,6 +28,7 @@ on_both_databases!(
     a_turn_with_another_users_attachment_is_not_found_and_starts_nothing,
     the_demo_model_answers_what_dish_a_photo_is_from_its_name,
     a_tool_gets_a_short_lived_signed_link_to_the_file_the_model_passed_and_nothing_else,
+    a_workspace_takes_fewer_kinds_of_file_when_it_says_so,
 );
 
 /// An S3 API server nobody here wrote (PyPI's moto in server mode, from
@@ -519,4 +520,35 @@ async fn a_tool_gets_a_short_lived_signed_link_to_the_file_the_model_passed_and_
     assert_eq!(executes, 1, "the tool was not called with a file that is not this conversation's");
     let told = rig.model.last_tool_messages();
     assert!(told.last().unwrap().contains("invalid_arguments"), "{told:?}");
+}
+
+async fn a_workspace_takes_fewer_kinds_of_file_when_it_says_so(db: Db) {
+    let rig = rig(db, &[]).await;
+    let (_, shown) = rig.app.get_json("/v1/workspace", &rig.api_key).await;
+    let every = ["image/png", "image/jpeg", "image/webp", "image/gif", "application/pdf", "text/plain"];
+    assert_eq!(shown["attachment_types"], serde_json::json!(every), "every kind by default");
+
+    let only_photos = serde_json::json!({"attachment_types": ["image/jpeg", "image/png", "image/png"]});
+    let (status, shown) = rig.app.patch_json("/v1/workspace", &rig.api_key, &only_photos).await;
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(shown["attachment_types"], serde_json::json!(["image/png", "image/jpeg"]));
+    let (status, refused) = upload(&rig, &rig.token, "notes.txt", "text/plain", b"hello".to_vec()).await;
+    assert_eq!((status, refused["code"].as_str()), (415, Some("unsupported_type")), "{refused}");
+    assert_eq!(upload(&rig, &rig.token, "parcel.png", "image/png", png(2, 2)).await.0, 201);
+
+    let (status, _) = rig
+        .app
+        .patch_json(
+            "/v1/workspace",
+            &rig.api_key,
+            &serde_json::json!({"attachment_types": ["application/x-msdownload"]}),
+        )
+        .await;
+    assert!(status == 400 || status == 422, "a type the server does not take: {status}");
+    let (status, shown) =
+        rig.app.patch_json("/v1/workspace", &rig.api_key, &serde_json::json!({"attachment_types": null})).await;
+    assert_eq!((status, shown["attachment_types"].clone()), (200, serde_json::json!(every)));
+    assert_eq!(upload(&rig, &rig.token, "notes.txt", "text/plain", b"hello".to_vec()).await.0, 201);
+    let (_, audit) = rig.app.get_json("/v1/audit?action=workspace.updated", &rig.api_key).await;
+    assert!(audit.to_string().contains("attachment_types"), "{audit}");
 }
