@@ -1,6 +1,6 @@
 //! The widget's files, compressed once: at start the server writes a
 //! brotli (quality 11) and a gzip copy next to each `.wasm`, `.js` and
-//! `.css` of the site's `pkg/` folder when it is missing or older than its
+//! `.css` of the site's `pkg/` folder (and the folders in it) when it is missing or older than its
 //! source, and the static file service sends the smallest the browser
 //! accepts. The opened widget is then ~130 KB instead of ~415 KB on the
 //! wire (docs/benchmarks.md). A read-only site folder only means no copies.
@@ -10,11 +10,20 @@ use std::path::{Path, PathBuf};
 
 /// Compresses what needs it; blocking work, run it off the async threads.
 pub fn compress_site(site_root: &Path) -> usize {
-    let pkg = site_root.join("pkg");
-    let Ok(entries) = std::fs::read_dir(&pkg) else { return 0 };
+    compress_dir(&site_root.join("pkg"))
+}
+
+/// [`compress_site`] for one folder and those under it (the widget's own
+/// JS modules are in `pkg/snippets/…`).
+fn compress_dir(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
     let mut written = 0;
     for entry in entries.flatten() {
         let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            written += compress_dir(&path);
+            continue;
+        }
         let wanted = path.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "wasm" | "js" | "css"));
         if !wanted {
             continue;
@@ -72,8 +81,11 @@ mod tests {
         let wasm: Vec<u8> = (0..50_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
         std::fs::write(dir.join("pkg/app.wasm"), &wasm).unwrap();
         std::fs::write(dir.join("pkg/notes.txt"), b"left alone").unwrap();
+        std::fs::create_dir_all(dir.join("pkg/snippets/widget-1/src/js")).unwrap();
+        std::fs::write(dir.join("pkg/snippets/widget-1/src/js/dom.js"), b"export const x = 1;").unwrap();
 
-        assert_eq!(compress_site(&dir), 2);
+        assert_eq!(compress_site(&dir), 4);
+        assert!(dir.join("pkg/snippets/widget-1/src/js/dom.js.br").exists(), "a snippet's copy too");
         assert_eq!(compress_site(&dir), 0, "up to date: nothing rewritten");
 
         let br = std::fs::read(dir.join("pkg/app.wasm.br")).unwrap();

@@ -2,7 +2,8 @@
 //! conversations past their workspace's `retention_days` are deleted a
 //! batch at a time, each in its own short transaction, never one with a
 //! turn running (turns are never blocked for long), and its attachments
-//! older than that, rows and bytes; and, with
+//! older than that, rows and bytes, and uploads never sent with a message
+//! after a day; and, with
 //! `CA_AUDIT_RETENTION_DAYS`, audit entries older than that; idempotency
 //! keys of sends are forgotten after a day.
 
@@ -14,6 +15,8 @@ use crate::db::{self, Pool};
 
 /// Conversations deleted per batch; a sweep runs batches until none is due.
 const BATCH: i64 = 100;
+/// An upload never sent with a message is deleted after a day.
+const UNSENT_KEPT_MS: i64 = 24 * 3600 * 1000;
 
 pub fn spawn(pool: Pool, clock: Clock, attachments: Attachments, every: Duration, audit_days: Option<u64>) {
     tokio::spawn(async move {
@@ -47,14 +50,16 @@ pub async fn sweep(
         tokio::task::yield_now().await;
     }
     loop {
-        let gone = db::retention::sweep_attachments(pool, clock.now_ms(), BATCH).await?;
-        for key in &gone {
+        let old = db::retention::sweep_attachments(pool, clock.now_ms(), BATCH).await?;
+        let unsent = db::retention::sweep_unsent_attachments(pool, clock.now_ms(), UNSENT_KEPT_MS, BATCH).await?;
+        // The rows are gone: their bytes go now.
+        for key in old.iter().chain(&unsent) {
             attachments.remove(key).await?;
         }
-        if !gone.is_empty() {
-            tracing::info!(attachments = gone.len(), "retention: deleted");
+        if !old.is_empty() || !unsent.is_empty() {
+            tracing::info!(attachments = old.len(), unsent = unsent.len(), "retention: deleted");
         }
-        if gone.len() < BATCH as usize {
+        if old.len() < BATCH as usize && unsent.len() < BATCH as usize {
             break;
         }
     }

@@ -61,6 +61,39 @@ pub async fn sweep_attachments(pool: &Pool, now: i64, batch: i64) -> anyhow::Res
     Ok(keys)
 }
 
+/// Deletes up to `batch` uploads never sent with a message and older than
+/// `max_age_ms` at `now` (ms); the store keys of their bytes.
+pub async fn sweep_unsent_attachments(
+    pool: &Pool,
+    now: i64,
+    max_age_ms: i64,
+    batch: i64,
+) -> anyhow::Result<Vec<String>> {
+    let due: Vec<(String, String)> = sqlx::query_as(
+        "SELECT a.id, a.object_key FROM attachments a WHERE a.created_at < $1
+         AND NOT EXISTS (SELECT 1 FROM message_attachments l WHERE l.attachment_id = a.id) LIMIT $2",
+    )
+    .bind(now - max_age_ms)
+    .bind(batch)
+    .fetch_all(pool)
+    .await?;
+    let mut keys = Vec::with_capacity(due.len());
+    for (id, key) in due {
+        // Still unsent: a send may have linked it since the query above.
+        let gone = sqlx::query(
+            "DELETE FROM attachments WHERE id = $1
+             AND NOT EXISTS (SELECT 1 FROM message_attachments l WHERE l.attachment_id = $1)",
+        )
+        .bind(&id)
+        .execute(pool)
+        .await?;
+        if gone.rows_affected() == 1 {
+            keys.push(key);
+        }
+    }
+    Ok(keys)
+}
+
 /// Deletes audit entries older than `days` at `now` (ms); how many.
 pub async fn sweep_audit(pool: &Pool, now: i64, days: i64) -> anyhow::Result<u64> {
     super::audit::prune(pool, now - days * DAY_MS).await

@@ -29,6 +29,7 @@ on_both_databases!(
     the_demo_model_answers_what_dish_a_photo_is_from_its_name,
     a_tool_gets_a_short_lived_signed_link_to_the_file_the_model_passed_and_nothing_else,
     a_workspace_takes_fewer_kinds_of_file_when_it_says_so,
+    an_upload_never_sent_is_deleted_after_a_day_and_a_sent_one_is_kept,
 );
 
 /// An S3 API server nobody here wrote (PyPI's moto in server mode, from
@@ -346,6 +347,8 @@ async fn an_s3_store_keeps_serves_and_erases_attachments(db: Db) {
 async fn attachments_past_the_workspaces_retention_are_deleted_rows_and_bytes(db: Db) {
     let rig = rig(db, &[]).await;
     let (_, old) = upload(&rig, &rig.token, "old.txt", "text/plain", b"old".to_vec()).await;
+    // Sent with a message: kept as long as the workspace keeps things.
+    assert_eq!(send(&rig.app, &rig.token, "old", &[old["id"].as_str().unwrap()]).await.0, 200);
     let sweep = || server::retention::sweep(&rig.app.state.pool, &rig.app.clock, &rig.app.state.api.attachments, None);
     let day = std::time::Duration::from_secs(24 * 3600);
     rig.app.clock.advance(day * 2);
@@ -355,12 +358,12 @@ async fn attachments_past_the_workspaces_retention_are_deleted_rows_and_bytes(db
     let (status, _) =
         rig.app.patch_json("/v1/workspace", &rig.api_key, &serde_json::json!({"retention_days": 3})).await;
     assert_eq!(status, 200);
-    let (_, new) = upload(&rig, &rig.token, "new.txt", "text/plain", b"new".to_vec()).await;
+    sweep().await.unwrap();
+    assert_eq!(content(&rig, &rig.token, old["id"].as_str().unwrap()).await.status(), 200, "two days old, three kept");
     rig.app.clock.advance(day * 2);
     sweep().await.unwrap();
     assert_eq!(content(&rig, &rig.token, old["id"].as_str().unwrap()).await.status(), 404, "four days old");
-    assert_eq!(content(&rig, &rig.token, new["id"].as_str().unwrap()).await.status(), 200, "two days old");
-    assert_eq!(walk(&rig.app.data_dir.path().join("attachments")).len(), 1, "the old one's bytes are gone");
+    assert!(walk(&rig.app.data_dir.path().join("attachments")).is_empty(), "its bytes are gone too");
 }
 
 /// Sends `message` with `attachment_ids` as `bearer`: the status and the events.
@@ -551,4 +554,25 @@ async fn a_workspace_takes_fewer_kinds_of_file_when_it_says_so(db: Db) {
     assert_eq!(upload(&rig, &rig.token, "notes.txt", "text/plain", b"hello".to_vec()).await.0, 201);
     let (_, audit) = rig.app.get_json("/v1/audit?action=workspace.updated", &rig.api_key).await;
     assert!(audit.to_string().contains("attachment_types"), "{audit}");
+}
+
+async fn an_upload_never_sent_is_deleted_after_a_day_and_a_sent_one_is_kept(db: Db) {
+    let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("Seen.")], &[]).await;
+    let (_, unsent) = upload(&rig, &rig.token, "forgotten.png", "image/png", png(2, 2)).await;
+    let (_, sent) = upload(&rig, &rig.token, "sent.png", "image/png", png(2, 2)).await;
+    let (status, _) = send(&rig.app, &rig.token, "here", &[sent["id"].as_str().unwrap()]).await;
+    assert_eq!(status, 200);
+    let sweep = || server::retention::sweep(&rig.app.state.pool, &rig.app.clock, &rig.app.state.api.attachments, None);
+    rig.app.clock.advance(std::time::Duration::from_secs(23 * 3600));
+    sweep().await.unwrap();
+    assert_eq!(content(&rig, &rig.token, unsent["id"].as_str().unwrap()).await.status(), 200, "within the day");
+    rig.app.clock.advance(std::time::Duration::from_secs(2 * 3600));
+    sweep().await.unwrap();
+    assert_eq!(content(&rig, &rig.token, unsent["id"].as_str().unwrap()).await.status(), 404, "never sent, a day old");
+    assert_eq!(
+        content(&rig, &rig.token, sent["id"].as_str().unwrap()).await.status(),
+        200,
+        "sent: kept with its message"
+    );
+    assert_eq!(walk(&rig.app.data_dir.path().join("attachments")).len(), 1);
 }
