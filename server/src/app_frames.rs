@@ -90,6 +90,7 @@ mod tests {
             external_user_id: "user_1".into(),
             permissions: vec!["menu:read".into()],
             limits: Default::default(),
+            attachment_types: None,
         }
     }
 

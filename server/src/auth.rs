@@ -133,6 +133,9 @@ pub struct Caller {
     pub permissions: Vec<String>,
     /// The workspace's own limits, read with it.
     pub limits: crate::config::WorkspaceLimits,
+    /// The kinds of attachment the workspace takes, read with it (None:
+    /// every one the server takes).
+    pub attachment_types: Option<Vec<String>>,
 }
 
 impl Caller {

@@ -133,6 +133,18 @@ fn hex_key(value: &Secret, variable: &str) -> anyhow::Result<[u8; 32]> {
     bytes.try_into().map_err(|_| anyhow::anyhow!("{variable} is not 32 bytes"))
 }
 
+/// HMAC-SHA256 under `key` of `fields`, each prefixed with its length, so
+/// that no two different lists of fields sign the same string (signed
+/// links: the bistro's checkout, attachments' links for tools).
+pub fn fields_mac(key: &Secret, fields: &[&str]) -> Hmac<Sha256> {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key.expose().as_bytes()).expect("HMAC accepts any key length");
+    for field in fields {
+        mac.update(&(field.len() as u64).to_be_bytes());
+        mac.update(field.as_bytes());
+    }
+    mac
+}
+
 /// SHA-256 of an api key, hex: what the database keeps instead of the key.
 pub fn hash_api_key(key: &str) -> String {
     hex::encode(Sha256::digest(key.as_bytes()))

@@ -191,6 +191,7 @@ pub(super) async fn app_caller(
         external_user_id: claims.sub,
         permissions: claims.permissions,
         limits: workspace.limits(),
+        attachment_types: workspace.attachment_types(),
     };
     Ok((caller, view, workspace.app_permissions()))
 }

@@ -98,8 +98,7 @@ async fn upload(
             )
         })?;
         // The workspace may take fewer kinds than the server does.
-        let taken = db::workspace(&state.pool, &caller.workspace_id).await?.and_then(|w| w.attachment_types());
-        if taken.is_some_and(|types| !types.iter().any(|t| t == kind.media_type())) {
+        if caller.attachment_types.as_ref().is_some_and(|types| !types.iter().any(|t| t == kind.media_type())) {
             return Err(ApiError::UnsupportedType(
                 "unsupported_type",
                 format!("this workspace does not accept {} files", kind.media_type()),

@@ -95,6 +95,7 @@ impl FromRequestParts<ApiState> for Caller {
             external_user_id: claims.sub,
             permissions: claims.permissions,
             limits: workspace.limits(),
+            attachment_types: workspace.attachment_types(),
         })
     }
 }

@@ -50,14 +50,7 @@ pub struct Links {
 
 impl Links {
     fn mac(&self, workspace_id: &str, id: &str, exp: &str) -> hmac::Hmac<Sha256> {
-        use hmac::Mac;
-        let mut mac = <hmac::Hmac<Sha256> as Mac>::new_from_slice(self.key.expose().as_bytes()).expect("any key");
-        // Length-prefixed fields: no two different links sign the same string.
-        for field in [workspace_id, id, exp] {
-            mac.update(&(field.len() as u64).to_be_bytes());
-            mac.update(field.as_bytes());
-        }
-        mac
+        crate::crypto::fields_mac(&self.key, &[workspace_id, id, exp])
     }
 
     /// The link to attachment `id` of `workspace_id`, valid from `now_ms`

@@ -46,13 +46,7 @@ pub fn total_of(lines: &[(&'static str, u32)]) -> u32 {
 }
 
 fn mac(key: &Secret, cart: &str, total: &str, src: &str, exp: &str) -> Hmac<Sha256> {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key.expose().as_bytes()).expect("HMAC takes any key");
-    // Length-prefixed fields: no two different links share a signed string.
-    for field in [cart, total, src, exp] {
-        mac.update(&(field.len() as u64).to_be_bytes());
-        mac.update(field.as_bytes());
-    }
-    mac
+    crate::crypto::fields_mac(key, &[cart, total, src, exp])
 }
 
 /// The query string of a signed link.
