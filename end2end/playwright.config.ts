@@ -99,6 +99,9 @@ export default defineConfig({
         OIDC_ISSUER: idp,
         OIDC_CLIENT_ID: "assistant-e2e",
         OIDC_CLIENT_SECRET: "assistant-e2e-secret",
+        // Small enough to be reached by tests/attachments.spec.ts.
+        CA_MAX_ATTACHMENT_BYTES: "1500000",
+        CA_USER_DAILY_ATTACHMENT_BYTES: "2000000",
       }),
     },
     {

@@ -197,6 +197,9 @@ pub struct Onboarding {
     /// The browser features its MCP Apps may have (`camera`, …).
     #[serde(default)]
     pub app_permissions: Vec<String>,
+    /// The kinds of file its visitors may attach, by media type.
+    #[serde(default)]
+    pub attachment_types: Vec<String>,
 }
 
 /// What the empty chat says in one language.
@@ -420,6 +423,7 @@ fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
         assistant_origin,
         start_screens,
         app_permissions,
+        attachment_types,
     } = onboarding;
     let origins = allowed_origins.join("\n");
     let connected = tool_server.is_some();
@@ -553,7 +557,7 @@ fn OnboardingPage(onboarding: Onboarding) -> impl IntoView {
     }
     .into_any();
     let look = view! { <ThemeStep theme/> }.into_any();
-    let start = view! { <StartStep start_screens/> }.into_any();
+    let start = view! { <StartStep start_screens attachment_types/> }.into_any();
     view! { <ol class="steps">{workspace}{tools}{embed}{look}{start}</ol> }
 }
 
@@ -586,7 +590,7 @@ fn AppPermissionsForm(granted: Vec<String>) -> impl IntoView {
 /// The empty chat's greeting and prompts, per language: a visitor sees
 /// their language's, else a neutral greeting in their language.
 #[component]
-fn StartStep(start_screens: Vec<StartScreen>) -> impl IntoView {
+fn StartStep(start_screens: Vec<StartScreen>, attachment_types: Vec<String>) -> impl IntoView {
     view! {
         <li class="card">
             <h2>"5. What it says first"</h2>
@@ -612,7 +616,40 @@ fn StartStep(start_screens: Vec<StartScreen>) -> impl IntoView {
                 }).collect_view()}
                 <button type="submit" class="button">"Save what it says first"</button>
             </form>
+            <AttachmentsForm taken=attachment_types/>
         </li>
+    }
+}
+
+/// The kinds of file a visitor may attach, and how the console names them.
+pub const ATTACHMENT_KINDS: [(&str, &str); 6] = [
+    ("image/png", "PNG images"),
+    ("image/jpeg", "JPEG photos"),
+    ("image/webp", "WebP images"),
+    ("image/gif", "GIF images"),
+    ("application/pdf", "PDF documents"),
+    ("text/plain", "Plain text files"),
+];
+
+/// What a visitor may attach with the chat's paperclip: every kind by
+/// default; none hides the paperclip.
+#[component]
+fn AttachmentsForm(taken: Vec<String>) -> impl IntoView {
+    view! {
+        <h3 id="attachments-title">"What visitors may attach"</h3>
+        <p class="hint">
+            "Files a visitor sends with a message (the chat's paperclip, a drop or a paste). Each is judged by its "
+            "bytes, not its name; images are stored without their metadata. Tick none to have no paperclip."
+        </p>
+        <form method="post" action="/console/attachments" aria-labelledby="attachments-title">
+            {ATTACHMENT_KINDS.into_iter().map(|(kind, label)| {
+                let checked = taken.iter().any(|t| t == kind);
+                view! {
+                    <label class="check"><input name="kind" type="checkbox" value=kind checked=checked/> " " {label}</label>
+                }
+            }).collect_view()}
+            <button type="submit" class="button">"Save what visitors may attach"</button>
+        </form>
     }
 }
 

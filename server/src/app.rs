@@ -139,7 +139,12 @@ impl Application {
         }
         let model = match &config.model {
             ModelConfig::Demo => Model::new(&format!("http://{loopback}/demo-model/v1"), "demo", "demo", true),
-            ModelConfig::Remote { base_url, api_key, model } => Model::new(base_url, api_key.expose(), model, false),
+            ModelConfig::Remote { base_url, api_key, model, vision } => {
+                Model::new(base_url, api_key.expose(), model, false).map(|mut model| {
+                    model.accepts_images = vision.unwrap_or(model.accepts_images);
+                    model
+                })
+            }
         }
         .context("invalid OPENAI_BASE_URL")?;
         let leptos_options = LeptosOptions::builder()
@@ -244,7 +249,11 @@ impl Application {
                 public_origin: public_origin.clone(),
                 bistro_secret: bistro.secret.clone(),
             },
-            embed: EmbedState { pool: pool.clone(), pages: pages.clone() },
+            embed: EmbedState {
+                pool: pool.clone(),
+                pages: pages.clone(),
+                max_attachment_bytes: config.max_attachment_bytes,
+            },
             caddie: caddie.map(|caddie| CaddieState {
                 caddie,
                 pool: pool.clone(),

@@ -122,7 +122,9 @@ pub enum ModelConfig {
     /// No `OPENAI_BASE_URL`/`OPENAI_API_KEY`: the server's own demo model.
     Demo,
     /// Any OpenAI-compatible chat-completions endpoint.
-    Remote { base_url: String, api_key: Secret, model: String },
+    /// `vision`: `CA_MODEL_VISION` (1 or 0), whether the model is given
+    /// images; unset, known vision models are (`llm::model::known_vision`).
+    Remote { base_url: String, api_key: Secret, model: String, vision: Option<bool> },
 }
 
 /// The bounds of one turn; each has a variable and a default.
@@ -340,10 +342,17 @@ impl Config {
                     Ok(u) if matches!(u.scheme(), "http" | "https") => {}
                     _ => return Err(bad("OPENAI_BASE_URL", "expected an absolute http(s) URL".into())),
                 }
+                let vision = match get("CA_MODEL_VISION").as_deref() {
+                    None => None,
+                    Some("1" | "true" | "yes" | "on") => Some(true),
+                    Some("0" | "false" | "no" | "off") => Some(false),
+                    Some(other) => return Err(bad("CA_MODEL_VISION", format!("`{other}` is not 1 or 0"))),
+                };
                 ModelConfig::Remote {
                     base_url: base_url.trim_end_matches('/').to_owned(),
                     api_key: Secret::new(api_key.unwrap_or_default()),
                     model: get("CA_MODEL").unwrap_or_else(|| "gpt-4o-mini".into()),
+                    vision,
                 }
             }
         };

@@ -36,15 +36,61 @@ fn loader_js(source: &str) -> String {
     minifier::js::minify(&source.replace("/*WORDS*/{}", &words)).to_string()
 }
 
+/// The widget's attachments code (`widget/src/js/attach.js`), loaded
+/// only when a visitor first attaches a file or opens an image: with
+/// every language's words (`i18n::ATTACH_KEYS`) and the largest upload
+/// (`/*MAX*/0`) filled in, minified.
+fn attach_js(max_bytes: u64) -> String {
+    let words: serde_json::Map<String, serde_json::Value> = i18n::LANGUAGES
+        .iter()
+        .map(|lang| {
+            let texts: serde_json::Map<String, serde_json::Value> =
+                i18n::ATTACH_KEYS.iter().map(|key| ((*key).to_owned(), i18n::text(lang, key).into())).collect();
+            ((*lang).to_owned(), serde_json::Value::Object(texts))
+        })
+        .collect();
+    let words = serde_json::Value::Object(words).to_string().replace('<', "\\u003c");
+    let source = include_str!("../../widget/src/js/attach.js");
+    minifier::js::minify(&source.replace("/*WORDS*/{}", &words).replace("/*MAX*/0", &max_bytes.to_string())).to_string()
+}
+
 /// What the embed's routes share.
 #[derive(Clone)]
 pub struct EmbedState {
     pub pool: Pool,
     pub pages: WidgetPages,
+    /// `CA_MAX_ATTACHMENT_BYTES`: the widget refuses a larger file before
+    /// sending it.
+    pub max_attachment_bytes: u64,
 }
 
 pub fn router(state: EmbedState) -> Router {
-    Router::new().route("/embed.js", get(loader)).route("/widget", get(widget_page)).with_state(state)
+    let script = std::sync::Arc::<str>::from(attach_js(state.max_attachment_bytes));
+    Router::new()
+        .route("/embed.js", get(loader))
+        .route("/widget", get(widget_page))
+        .route(
+            "/widget/attach.js",
+            get(move || async move { asset("text/javascript; charset=utf-8", script.to_string()) }),
+        )
+        .route("/widget/attach.css", get(|| async { asset("text/css; charset=utf-8", ATTACH_CSS.to_owned()) }))
+        .with_state(state)
+}
+
+/// The attachments code's style, loaded with it.
+const ATTACH_CSS: &str = include_str!("../../widget/src/js/attach.css");
+
+/// A file of the widget's own, for its pages on this origin.
+fn asset(content_type: &'static str, body: String) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "public, max-age=300"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        body,
+    )
+        .into_response()
 }
 
 /// The loader. Any page may load it, also a cross-origin-isolated one
@@ -109,6 +155,7 @@ async fn widget_page(State(state): State<EmbedState>, Query(query): Query<Widget
         renew_path: None,
         caddie: None,
         lang: query.lang.unwrap_or_default(),
+        accept: crate::attachments::accept(workspace.attachment_types().as_deref()),
         ..WidgetBoot::default()
     };
     state.pages.render(boot, &workspace.welcome(), &allowed_origins, request).await

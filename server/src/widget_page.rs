@@ -94,7 +94,7 @@ pub fn content_security_policy(nonce: &str, allowed_origins: &[String]) -> Strin
         .collect();
     format!(
         "default-src 'none'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self' 'nonce-{nonce}'; \
-         img-src 'self' https:; connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; \
+         img-src 'self' https: blob:; connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; \
          frame-ancestors 'self' {}",
         ancestors.join(" ")
     )

@@ -51,15 +51,18 @@ impl Workspaces {
         Model::for_workspace(base_url, api_key, model, self.allow_private_models)
     }
 
-    /// Saves a workspace's own model, its key sealed.
+    /// Saves a workspace's own model, its key sealed; `accepts_images`
+    /// none: decided by the model's name.
     pub async fn set_model(
         &self,
         workspace_id: &str,
         base_url: &str,
         api_key: &str,
         model: &str,
+        accepts_images: Option<bool>,
     ) -> anyhow::Result<()> {
-        db::set_workspace_model(&self.pool, workspace_id, base_url, &self.vault.seal(api_key), model).await
+        let sealed = self.vault.seal(api_key);
+        db::set_workspace_model(&self.pool, workspace_id, base_url, &sealed, model, accepts_images).await
     }
 
     /// The workspace's own model, if it set one.
@@ -74,7 +77,8 @@ impl Workspaces {
             return Ok(Some(model.clone()));
         }
         let key = self.vault.open(&row.api_key_enc)?;
-        let model = self.model_from(&row.base_url, key.expose(), &row.model)?;
+        let mut model = self.model_from(&row.base_url, key.expose(), &row.model)?;
+        model.accepts_images = row.accepts_images().unwrap_or(model.accepts_images);
         models.insert(workspace_id.to_owned(), (row.updated_at, model.clone()));
         Ok(Some(model))
     }

@@ -12,15 +12,16 @@ use crate::wire::Rating;
 
 /// Sends `text` as the user's next message. Without a token or a
 /// network it queues, and goes once both are there.
-pub fn send(chat: Chat, text: String) {
-    let ready = !text.trim().is_empty() && !chat.busy.get_untracked() && chat.wait_seconds.get_untracked() == 0;
+pub fn send(chat: Chat, text: String, files: String) {
+    let empty = text.trim().is_empty() && files.is_empty();
+    let ready = !empty && !chat.busy.get_untracked() && chat.wait_seconds.get_untracked() == 0;
     #[cfg(feature = "hydrate")]
     if ready {
         chat.history.set(None);
-        client::turns::send(chat, text);
+        client::turns::send(chat, text, files);
     }
     #[cfg(not(feature = "hydrate"))]
-    let _ = ready;
+    let _ = (ready, files);
 }
 
 /// The error's Retry: the message that was not sent goes again with its
@@ -31,9 +32,9 @@ pub fn retry(chat: Chat) {
     #[cfg(feature = "hydrate")]
     {
         if !client::turns::retry(chat)
-            && let Some(text) = chat.last_sent.get_untracked()
+            && let Some(last) = chat.last_sent.with_value(|l| l.first().cloned())
         {
-            send(chat, text);
+            send(chat, last.text, last.files);
         }
         client::stream::focus_composer();
     }
@@ -58,13 +59,14 @@ fn idle(chat: Chat) -> bool {
     !chat.busy.get_untracked() && !sending
 }
 
-/// Sends the user's last message again, for a fresh reply.
+/// Sends the user's last message again, for a fresh reply (its words: a
+/// message of files alone is not asked again).
 pub fn ask_again(chat: Chat) {
     let last = chat
         .bubbles
         .with_untracked(|b| b.iter().rev().find(|m| m.role == crate::wire::Role::User).map(|m| m.text.get_untracked()));
     if let Some(text) = last {
-        send(chat, text);
+        send(chat, text, String::new());
     }
 }
 

@@ -85,6 +85,9 @@ pub enum Delivery {
 pub struct Outgoing {
     pub key: String,
     pub text: String,
+    /// Its files, as the attachments code gave them (`{"ids", "html"}`;
+    /// empty: none).
+    pub files: String,
     pub bubble: u64,
 }
 
@@ -159,9 +162,9 @@ pub struct Chat {
     /// Seconds until the server takes a new message, after it said to wait
     /// (`429`/`503` with `Retry-After`); 0 when it would take one now.
     pub wait_seconds: RwSignal<u32>,
-    /// The last message sent, for Retry.
+    /// The last message sent, its text and files (one at most), for Retry.
     #[cfg_attr(not(feature = "hydrate"), expect(dead_code, reason = "used by the browser-only client"))]
-    pub last_sent: RwSignal<Option<String>>,
+    pub last_sent: StoredValue<Vec<Outgoing>>,
     /// The change waiting for the user's answer, if any.
     pub action: RwSignal<Option<PendingAction>>,
     /// An answer to the action is on its way.
@@ -200,7 +203,7 @@ impl Chat {
             announce: RwSignal::new(String::new()),
             error: RwSignal::new(None),
             wait_seconds: RwSignal::new(0),
-            last_sent: RwSignal::new(None),
+            last_sent: StoredValue::new(Vec::new()),
             action: RwSignal::new(None),
             action_busy: RwSignal::new(false),
             action_error: RwSignal::new(None),

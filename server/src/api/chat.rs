@@ -79,8 +79,9 @@ async fn create_turn(
     ApiJson(request): ApiJson<TurnRequest>,
 ) -> Result<Response, ApiError> {
     let message = request.message.trim().to_owned();
-    if message.is_empty() {
-        return Err(ApiError::BadRequest("message must not be empty".into()));
+    // A photo may go alone; anything else needs words.
+    if message.is_empty() && request.attachment_ids.is_empty() {
+        return Err(ApiError::BadRequest("message must not be empty without attachments".into()));
     }
     if request.message.chars().count() > MAX_MESSAGE_CHARS {
         return Err(ApiError::BadRequest(format!("message must be at most {MAX_MESSAGE_CHARS} characters")));
@@ -193,7 +194,9 @@ async fn start_turn(
             (owned.id, TurnStart::Message(message))
         }
         None => {
-            let title: String = message.text.chars().take(60).collect();
+            // A photo sent alone names the conversation by its file.
+            let named = message.attachments.first().filter(|_| message.text.is_empty()).map(|a| a.name.as_str());
+            let title: String = named.unwrap_or(&message.text).chars().take(60).collect();
             let id =
                 db::create_conversation(&state.pool, &caller.workspace_id, &caller.external_user_id, &title).await?;
             (id, TurnStart::FirstMessage(message))

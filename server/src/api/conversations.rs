@@ -6,6 +6,7 @@ use axum::extract::{Path, State};
 use serde::Serialize;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
+use widget::wire::i18n;
 use widget::wire::{ComponentView, ConversationMessage, ConversationView, DisplayCard, Feedback, Role};
 
 use super::state::ApiState;
@@ -71,6 +72,16 @@ async fn get_conversation(
         .ok_or(ApiError::NotFound)?;
     let mut messages = transcript(&state, &conversation.id).await?;
     let now = state.clock.now_ms();
+    // The owner's browser shows its files by short-lived signed links,
+    // drawn under the message's text in the visitor's language.
+    let links = state.attachments.links();
+    let lang = db::conversation_lang(&state.pool, &conversation.id).await?;
+    for message in messages.iter_mut().filter(|m| !m.attachments.is_empty()) {
+        for attachment in &mut message.attachments {
+            attachment.url = Some(links.sign(&caller.workspace_id, &attachment.id, now));
+        }
+        message.html = Some(files_html(&message.text, &message.attachments, lang));
+    }
     // An MCP App comes back framed anew, with a fresh app token for this
     // caller; without a sandbox origin it is not shown.
     for message in &mut messages {
@@ -93,6 +104,31 @@ async fn get_conversation(
         None => None,
     };
     Ok(Json(ConversationView { id: conversation.id, messages, pending_action }))
+}
+
+/// A user message with files as the widget shows it (the same markup as
+/// `widget/src/js/attach.js` draws for a message just sent): its text, then
+/// each image as a thumbnail that opens larger and any other file as a
+/// download, by their signed links; every text escaped.
+fn files_html(text: &str, files: &[widget::wire::AttachmentRef], lang: &str) -> String {
+    use std::fmt::Write;
+    use widget::html::escape;
+    let mut html = if text.is_empty() { String::new() } else { format!("<p>{}</p>", escape(text)) };
+    html.push_str("<ul class=\"ca-atts\">");
+    for file in files {
+        let (name, url) = (escape(&file.name), escape(file.url.as_deref().unwrap_or_default()));
+        let _ = if file.media_type.starts_with("image/") {
+            let label = escape(&i18n::fill(&i18n::text(lang, "open_image"), "{name}", &file.name));
+            write!(
+                html,
+                "<li><button type=\"button\" class=\"ca-att-img\" aria-label=\"{label}\"><img src=\"{url}\" alt=\"{name}\"></button></li>"
+            )
+        } else {
+            write!(html, "<li><a class=\"ca-att-file\" href=\"{url}\" download=\"{name}\">{name}</a></li>")
+        };
+    }
+    html.push_str("</ul>");
+    html
 }
 
 /// A conversation as its user saw it: each user message, then the turn's
@@ -174,4 +210,34 @@ pub(super) async fn transcript(state: &ApiState, conversation_id: &str) -> Resul
         m.html = Some(crate::markdown::render(&m.text));
     }
     Ok(messages)
+}
+
+#[cfg(test)]
+mod tests {
+    use widget::wire::AttachmentRef;
+
+    #[test]
+    fn a_messages_files_are_drawn_escaped_by_their_links() {
+        let file = |id: &str, name: &str, media_type: &str| AttachmentRef {
+            id: id.into(),
+            name: name.into(),
+            media_type: media_type.into(),
+            size: 3,
+            url: Some(format!("https://a.example/v1/attachments/{id}/content?exp=1&sig=ab")),
+        };
+        let files = [
+            file("att_1", "\"><img src=x onerror=alert(1)>.png", "image/png"),
+            file("att_2", "notes.txt", "text/plain"),
+        ];
+        let html = super::files_html("<b>look</b>", &files, "es");
+        assert_eq!(
+            html,
+            "<p>&lt;b&gt;look&lt;/b&gt;</p><ul class=\"ca-atts\"><li><button type=\"button\" class=\"ca-att-img\" \
+             aria-label=\"Ver &quot;&gt;&lt;img src=x onerror=alert(1)&gt;.png en grande\"><img \
+             src=\"https://a.example/v1/attachments/att_1/content?exp=1&amp;sig=ab\" \
+             alt=\"&quot;&gt;&lt;img src=x onerror=alert(1)&gt;.png\"></button></li><li><a class=\"ca-att-file\" \
+             href=\"https://a.example/v1/attachments/att_2/content?exp=1&amp;sig=ab\" download=\"notes.txt\">notes.txt</a></li></ul>"
+        );
+        assert!(super::files_html("", &files[1..], "en").starts_with("<ul class=\"ca-atts\">"));
+    }
 }

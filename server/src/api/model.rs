@@ -32,6 +32,12 @@ struct SetModel {
     /// The model's name at that provider.
     #[schema(min_length = 1, max_length = 200)]
     model: String,
+    /// Whether the model is given the visitor's images as image parts
+    /// (else a line of the message names each). Absent or null: yes for
+    /// the known vision models (GPT-4o, GPT-4.1, GPT-5, Claude 3+, Gemini,
+    /// Pixtral, Llama 4, Qwen-VL, …), no for others.
+    #[serde(default)]
+    accepts_images: Option<bool>,
 }
 
 /// A workspace's model as shown: never its key.
@@ -39,6 +45,8 @@ struct SetModel {
 struct ShownModel {
     base_url: String,
     model: String,
+    /// Whether it is given images (as set, else by its name).
+    accepts_images: bool,
 }
 
 /// The workspace's own model.
@@ -53,7 +61,8 @@ struct ShownModel {
 )]
 async fn show_model(State(state): State<ApiState>, workspace: WorkspaceKey) -> Result<Json<ShownModel>, ApiError> {
     let row = db::workspace_model(&state.pool, &workspace.id).await?.ok_or(ApiError::NotFound)?;
-    Ok(Json(ShownModel { base_url: row.base_url, model: row.model }))
+    let accepts_images = row.accepts_images().unwrap_or_else(|| crate::llm::known_vision(&row.model));
+    Ok(Json(ShownModel { base_url: row.base_url, model: row.model, accepts_images }))
 }
 
 /// Sets the workspace's own model, after one small request to it.
@@ -95,11 +104,12 @@ async fn set_model(
         };
         ApiError::BadGateway("model_check_failed", format!("the model did not answer the check: {said}"))
     })?;
-    state.workspaces.set_model(&workspace.id, &base, api_key, name).await?;
+    state.workspaces.set_model(&workspace.id, &base, api_key, name, request.accepts_images).await?;
     tracing::info!(workspace_id = %workspace.id, model = name, "workspace model set");
-    let detail = serde_json::json!({ "base_url": base.as_str(), "model": name });
+    let accepts_images = request.accepts_images.unwrap_or_else(|| crate::llm::known_vision(name));
+    let detail = serde_json::json!({ "base_url": base.as_str(), "model": name, "accepts_images": accepts_images });
     db::audit::record(&state.pool, "api-key", "model.set", Some(&workspace.id), None, &detail).await?;
-    Ok(Json(ShownModel { base_url: base, model: name.to_owned() }))
+    Ok(Json(ShownModel { base_url: base, model: name.to_owned(), accepts_images }))
 }
 
 /// Goes back to the server's model.

@@ -117,6 +117,47 @@ pub fn clean(kind: Kind, file: impl BufRead + Seek) -> Result<Option<(Kind, Vec<
     }
 }
 
+/// The longest side of an image given to a model: what the providers
+/// scale larger images down to anyway (Anthropic's 1568, OpenAI's high
+/// detail tiles), so nothing larger is sent.
+pub const MODEL_SIDE: u32 = 1568;
+/// A kept image at most this large and [`MODEL_SIDE`] goes to the model as
+/// it is kept; a larger one is scaled down and encoded as JPEG.
+const MODEL_BYTES: usize = 1_500_000;
+
+/// A kept image (already cleaned: within the pixel limits) as a model is
+/// given it: its media type and bytes. `None` when it cannot be read.
+pub fn for_model(media_type: &str, bytes: &[u8]) -> Option<(&'static str, Vec<u8>)> {
+    let kind = Kind::from_media_type(media_type).filter(|k| k.is_image())?;
+    let format = match kind {
+        Kind::Png => ImageFormat::Png,
+        Kind::Jpeg => ImageFormat::Jpeg,
+        Kind::Webp => ImageFormat::WebP,
+        _ => ImageFormat::Gif,
+    };
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
+    reader.limits(limits_for_model());
+    let (width, height) = reader.into_dimensions().ok()?;
+    if width.max(height) <= MODEL_SIDE && bytes.len() <= MODEL_BYTES && kind != Kind::Gif {
+        return Some((kind.media_type(), bytes.to_vec()));
+    }
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
+    reader.limits(limits_for_model());
+    let image = reader.decode().ok()?.resize(MODEL_SIDE, MODEL_SIDE, image::imageops::FilterType::Triangle);
+    let mut out = Cursor::new(Vec::new());
+    let encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 85);
+    DynamicImage::ImageRgb8(image.into_rgb8()).write_with_encoder(encoder).ok()?;
+    Some((Kind::Jpeg.media_type(), out.into_inner()))
+}
+
+fn limits_for_model() -> Limits {
+    let mut limits = Limits::default();
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
+    limits.max_alloc = Some(MAX_DECODE_BYTES);
+    limits
+}
+
 fn check_text(mut file: impl BufRead) -> Result<(), Refused> {
     let mut all = Vec::new();
     std::io::Read::read_to_end(&mut file, &mut all).map_err(|_| Refused::NotText)?;
@@ -175,6 +216,18 @@ mod tests {
         let mut out = Cursor::new(Vec::new());
         DynamicImage::new_rgb8(width, height).write_to(&mut out, ImageFormat::Png).unwrap();
         out.into_inner()
+    }
+
+    #[test]
+    fn a_model_gets_a_small_image_as_kept_and_a_large_one_scaled_down() {
+        let small = png(40, 30);
+        assert_eq!(for_model("image/png", &small), Some(("image/png", small.clone())));
+        let (media_type, bytes) = for_model("image/png", &png(4000, 1000)).unwrap();
+        assert_eq!(media_type, "image/jpeg");
+        let scaled = image::load_from_memory(&bytes).unwrap();
+        assert_eq!((scaled.width(), scaled.height()), (MODEL_SIDE, 392));
+        assert_eq!(for_model("image/png", b"\x89PNG\r\n\x1a\nbroken"), None);
+        assert_eq!(for_model("application/pdf", b"%PDF-1.7"), None);
     }
 
     #[test]

@@ -72,6 +72,17 @@ impl Links {
     }
 }
 
+/// What a workspace lets its visitors attach, as a file input's `accept`
+/// (the widget's boot): its `attachment_types`, or every kind taken;
+/// empty when it takes none.
+pub fn accept(types: Option<&[String]>) -> String {
+    let kinds = kind::ALL.into_iter().map(Kind::media_type);
+    match types {
+        Some(types) => kinds.filter(|k| types.iter().any(|t| t == k)).collect::<Vec<_>>().join(","),
+        None => kinds.collect::<Vec<_>>().join(","),
+    }
+}
+
 /// What cleaning made of an upload: an image's new bytes (and kind),
 /// nothing to change (`None`), or why it is refused.
 type Cleaned = anyhow::Result<Result<Option<(Kind, Vec<u8>)>, Refused>>;
@@ -164,6 +175,19 @@ impl Attachments {
             kept.push_str("\n[… the rest of the file is not shown]");
         }
         Ok(Some(kept))
+    }
+
+    /// An image attachment kept as `key` as a model is given it (scaled
+    /// down when large); `None` for one that cannot be read.
+    pub async fn image_for_model(&self, key: &str, media_type: &str) -> anyhow::Result<Option<crate::llm::Image>> {
+        use base64::Engine as _;
+        let bytes = self.open(key).await?.bytes().await.context("cannot read the attachment")?;
+        let media_type = media_type.to_owned();
+        let prepared = tokio::task::spawn_blocking(move || kind::for_model(&media_type, &bytes)).await?;
+        Ok(prepared.map(|(media_type, bytes)| crate::llm::Image {
+            media_type,
+            base64: base64::engine::general_purpose::STANDARD.encode(bytes),
+        }))
     }
 
     /// Forgets the bytes kept as `key` (already gone is fine).

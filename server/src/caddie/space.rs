@@ -73,6 +73,7 @@ pub(super) async fn show_space(
         token: Some(mint_space_token(&state, &workspace, &user)?),
         renew_path: Some(format!("/caddie/api/spaces/{}/token", workspace.id)),
         caddie: Some(bar),
+        accept: crate::attachments::accept(workspace.attachment_types().as_deref()),
         ..WidgetBoot::default()
     };
     // Framed by the hub only in embed mode; otherwise by nobody else.

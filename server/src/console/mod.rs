@@ -43,6 +43,7 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/mcp/check", post(setup::check_mcp))
         .route("/console/mcp/disconnect", post(setup::disconnect_mcp))
         .route("/console/mcp/app-permissions", post(setup::save_app_permissions))
+        .route("/console/attachments", post(setup::save_attachment_types))
         .route("/console/theme", post(setup::save_theme))
         .route("/console/welcome", post(setup::save_welcome))
         .route("/console/preview", get(setup::preview))

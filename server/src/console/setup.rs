@@ -65,6 +65,7 @@ impl Signed {
             assistant_origin: self.state.public_origin.to_string(),
             start_screens: start_screens(&workspace["welcome"]),
             app_permissions: strings(&workspace["app_permissions"]).unwrap_or_default(),
+            attachment_types: strings(&workspace["attachment_types"]).unwrap_or_default(),
         });
         Ok(page("Set up your assistant", text(&workspace["name"]), notice, body))
     }
@@ -246,6 +247,19 @@ pub(super) async fn save_app_permissions(
     console.patch_workspace(json!({ "app_permissions": features }), "/console?done=saved").await
 }
 
+/// Sets the kinds of file the workspace's visitors may attach (the form's
+/// ticked `kind`s; all of them: every kind the server takes, now and later).
+pub(super) async fn save_attachment_types(
+    console: InWorkspace,
+    axum::extract::RawForm(form): axum::extract::RawForm,
+) -> Result<Response, Response> {
+    let ticked: Vec<String> =
+        url::form_urlencoded::parse(&form).filter(|(k, _)| k == "kind").map(|(_, v)| v.into_owned()).collect();
+    let every = ::console::ATTACHMENT_KINDS.iter().all(|(kind, _)| ticked.iter().any(|t| t == kind));
+    let types = if every { Value::Null } else { json!(ticked) };
+    console.patch_workspace(json!({ "attachment_types": types }), "/console?done=saved").await
+}
+
 #[derive(Deserialize)]
 pub(super) struct ThemeForm {
     #[serde(default)]
@@ -376,6 +390,7 @@ pub(super) async fn preview(
         token: Some(token),
         renew_path: Some("/console/preview/token".into()),
         caddie: None,
+        accept: crate::attachments::accept(workspace.attachment_types().as_deref()),
         ..widget::wire::WidgetBoot::default()
     };
     // No other ancestor: the widget page is framed by our own origin only.

@@ -93,13 +93,14 @@ pub struct Sent {
     pub media_type: String,
     pub size: i64,
     pub text: Option<String>,
+    pub object_key: String,
 }
 
 /// Every attachment sent in the conversation, in order (one still kept:
 /// the retention sweep may have deleted older ones).
 pub async fn sent(pool: &Pool, conversation_id: &str) -> anyhow::Result<Vec<Sent>> {
     Ok(sqlx::query_as(
-        "SELECT l.message_id, a.id, a.name, a.media_type, a.size, l.text
+        "SELECT l.message_id, a.id, a.name, a.media_type, a.size, l.text, a.object_key
          FROM message_attachments l JOIN attachments a ON a.id = l.attachment_id
          JOIN messages m ON m.id = l.message_id
          WHERE m.conversation_id = $1 ORDER BY m.seq, l.position",
@@ -121,6 +122,7 @@ pub async fn sent_in(
             name: s.name,
             media_type: s.media_type,
             size: u64::try_from(s.size).unwrap_or(0),
+            url: None,
         });
     }
     Ok(by_message)

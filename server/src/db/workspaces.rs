@@ -391,6 +391,15 @@ pub struct WorkspaceModelRow {
     pub api_key_enc: String,
     pub model: String,
     pub updated_at: i64,
+    /// 1 or 0 as set; none: by the model's name.
+    pub accepts_images: Option<i64>,
+}
+
+impl WorkspaceModelRow {
+    /// Whether the model is given images, as the workspace set it.
+    pub fn accepts_images(&self) -> Option<bool> {
+        self.accepts_images.map(|v| v != 0)
+    }
 }
 
 /// Sets (or replaces) a workspace's own model.
@@ -400,18 +409,21 @@ pub async fn set_workspace_model(
     base_url: &str,
     api_key_enc: &str,
     model: &str,
+    accepts_images: Option<bool>,
 ) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
     let mut tx = conn.begin().await?;
     sqlx::query("DELETE FROM workspace_models WHERE workspace_id = $1").bind(workspace_id).execute(&mut *tx).await?;
     sqlx::query(
-        "INSERT INTO workspace_models (workspace_id, base_url, api_key_enc, model, updated_at) VALUES ($1, $2, $3, $4, $5)",
+        "INSERT INTO workspace_models (workspace_id, base_url, api_key_enc, model, updated_at, accepts_images)
+         VALUES ($1, $2, $3, $4, $5, $6)",
     )
     .bind(workspace_id)
     .bind(base_url)
     .bind(api_key_enc)
     .bind(model)
     .bind(now_ms())
+    .bind(accepts_images.map(i64::from))
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -419,10 +431,12 @@ pub async fn set_workspace_model(
 }
 
 pub async fn workspace_model(pool: &Pool, workspace_id: &str) -> anyhow::Result<Option<WorkspaceModelRow>> {
-    Ok(sqlx::query_as("SELECT base_url, api_key_enc, model, updated_at FROM workspace_models WHERE workspace_id = $1")
-        .bind(workspace_id)
-        .fetch_optional(pool)
-        .await?)
+    Ok(sqlx::query_as(
+        "SELECT base_url, api_key_enc, model, updated_at, accepts_images FROM workspace_models WHERE workspace_id = $1",
+    )
+    .bind(workspace_id)
+    .fetch_optional(pool)
+    .await?)
 }
 
 /// True when there was one to delete.

@@ -99,7 +99,47 @@ impl Turn<'_> {
         })?;
         let mut messages = vec![ChatMessage::System(system)];
         messages.extend(prompt::transcript(&history, &sent));
+        if model.accepts_images {
+            with_images(&engine.attachments, &history, &sent, &mut messages).await;
+        }
         model.policy.history_tokens = engine.limits.max_history_tokens;
         Ok(Prepared { sources, scope, tools, messages, model })
+    }
+}
+
+/// The images a model that accepts them is given with a message, at most:
+/// the current one's first few (earlier images are only named).
+const MODEL_IMAGES: usize = 4;
+
+/// Gives the current user message its images (the line naming each stays:
+/// a tool takes an image by its attachment id). An image that cannot be
+/// read stays only named.
+async fn with_images(
+    attachments: &crate::attachments::Attachments,
+    history: &[db::MessageRow],
+    sent: &[db::attachments::Sent],
+    messages: &mut [ChatMessage],
+) {
+    let Some(current) = history.iter().rev().find(|row| row.role == widget::wire::Role::User) else { return };
+    let mut images = Vec::new();
+    for shown in sent.iter().filter(|s| s.message_id == current.id && s.media_type.starts_with("image/")) {
+        if images.len() == MODEL_IMAGES {
+            break;
+        }
+        match attachments.image_for_model(&shown.object_key, &shown.media_type).await {
+            Ok(Some(image)) => images.push(image),
+            Ok(None) => tracing::warn!(attachment_id = %shown.id, "an image could not be read for the model"),
+            Err(error) => {
+                tracing::warn!(attachment_id = %shown.id, error = format!("{error:#}"), "cannot read an image for the model")
+            }
+        }
+    }
+    if images.is_empty() {
+        return;
+    }
+    if let Some(last) = messages.iter_mut().rev().find(|m| m.is_user())
+        && let ChatMessage::User(text) = last
+    {
+        *last = ChatMessage::UserWithImages { text: std::mem::take(text), images };
     }
 }

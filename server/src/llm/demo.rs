@@ -111,11 +111,12 @@ pub fn decide(messages: &[Value], tools: &[String]) -> Reply {
     Reply::Text(help(tools))
 }
 
-/// "What dish is this?" with a photo: the offline demo sees no image, so
-/// it answers from the image's name — and says so.
+/// "What dish is this?" with a photo (or a photo sent without a word):
+/// the offline demo sees no image, so it answers from the image's name —
+/// and says so.
 fn about_a_photo(said: &str, whole: &str) -> Option<Reply> {
     let asks = ["what dish", "which dish", "what is this", "what's this", "what is it"];
-    if !asks.iter().any(|a| said.contains(a)) {
+    if !said.trim().is_empty() && !asks.iter().any(|a| said.contains(a)) {
         return None;
     }
     let marker = "[the visitor attached an image: \"";

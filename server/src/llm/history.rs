@@ -5,12 +5,18 @@
 
 use super::types::ChatMessage;
 
+/// What an image counts as, in characters: about the thousand tokens a
+/// provider bills for one image of at most 1568 pixels a side, at four
+/// characters a token.
+const IMAGE_CHARS: usize = 4000;
+
 /// Characters of text the model reads in these messages.
 pub fn chars(messages: &[ChatMessage]) -> usize {
     messages
         .iter()
         .map(|m| match m {
             ChatMessage::System(t) | ChatMessage::User(t) => t.len(),
+            ChatMessage::UserWithImages { text, images } => text.len() + images.len() * IMAGE_CHARS,
             ChatMessage::Assistant { text, tool_calls } => {
                 text.len() + tool_calls.iter().map(|c| c.name.len() + c.arguments.len()).sum::<usize>()
             }
@@ -22,8 +28,7 @@ pub fn chars(messages: &[ChatMessage]) -> usize {
 /// Where each earlier turn starts (a user message), and where the current
 /// one does (the last user message).
 fn turns(messages: &[ChatMessage]) -> (Vec<usize>, usize) {
-    let users: Vec<usize> =
-        messages.iter().enumerate().filter(|(_, m)| matches!(m, ChatMessage::User(_))).map(|(i, _)| i).collect();
+    let users: Vec<usize> = messages.iter().enumerate().filter(|(_, m)| m.is_user()).map(|(i, _)| i).collect();
     match users.split_last() {
         Some((current, earlier)) => (earlier.to_vec(), *current),
         None => (Vec::new(), messages.len()),

@@ -21,5 +21,5 @@ mod types;
 pub mod wire;
 
 pub use errors::ModelError;
-pub use model::{Model, ModelPolicy, estimate_tokens};
-pub use types::{ChatMessage, Finish, StepOutput, ToolCall};
+pub use model::{Model, ModelPolicy, estimate_tokens, known_vision};
+pub use types::{ChatMessage, Finish, Image, StepOutput, ToolCall};

@@ -37,6 +37,43 @@ pub struct Model {
     /// Characters per token of this provider ×100, learned from its usage.
     chars_per_token: Arc<AtomicU64>,
     pub policy: ModelPolicy,
+    /// The model is given the visitor's images as image parts (else a line
+    /// names each): set for a workspace's model or by `CA_MODEL_VISION`,
+    /// else [`known_vision`] of its name.
+    pub accepts_images: bool,
+}
+
+/// True for the names of the models known to take images: OpenAI's
+/// GPT-4o, GPT-4.1, GPT-5 and o-series, Anthropic's Claude 3 and later,
+/// Google's Gemini and Gemma 3, Mistral's Pixtral and Small 3.1+, Llama 4
+/// and 3.2 Vision, Qwen-VL, LLaVA, and any name that says `vision` or `-vl`.
+pub fn known_vision(model: &str) -> bool {
+    let name = model.to_ascii_lowercase();
+    // A provider's prefix (`openai/gpt-4o`, `models/gemini-2.0-flash`) does not count.
+    let name = name.rsplit('/').next().unwrap_or_default();
+    const FAMILIES: [&str; 17] = [
+        "gpt-4o",
+        "gpt-4.1",
+        "gpt-4-turbo",
+        "gpt-5",
+        "chatgpt-4o",
+        "o1",
+        "o3",
+        "o4-",
+        "claude-3",
+        "claude-sonnet-4",
+        "claude-opus-4",
+        "claude-haiku-4",
+        "gemini",
+        "gemma-3",
+        "pixtral",
+        "llama-4",
+        "llava",
+    ];
+    FAMILIES.iter().any(|f| name.starts_with(f))
+        || ["vision", "-vl", "qwen-vl", "mistral-small-3.1", "mistral-small-3.2", "mistral-medium"]
+            .iter()
+            .any(|w| name.contains(w))
 }
 
 /// How hard a step tries and how much history it sends.
@@ -114,6 +151,7 @@ impl Model {
             usage_option: Arc::new(AtomicBool::new(true)),
             chars_per_token: Arc::new(AtomicU64::new(400)),
             policy: ModelPolicy::default(),
+            accepts_images: !is_demo && known_vision(model),
         })
     }
 
@@ -325,6 +363,30 @@ pub fn estimate_tokens(messages: &[ChatMessage], out: &StepOutput) -> (u64, u64)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_known_vision_models_are_given_images_and_others_are_not() {
+        for name in [
+            "gpt-4o-mini",
+            "openai/gpt-4.1",
+            "gpt-5",
+            "claude-3-5-sonnet-latest",
+            "claude-sonnet-4-20250514",
+            "models/gemini-2.0-flash",
+            "pixtral-12b-2409",
+            "llama-3.2-11b-vision-instruct",
+            "Qwen2.5-VL-7B-Instruct",
+            "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+        ] {
+            assert!(known_vision(name), "{name}");
+        }
+        for name in ["gpt-3.5-turbo", "llama3.1:8b", "mistral-7b-instruct", "deepseek-chat", "demo"] {
+            assert!(!known_vision(name), "{name}");
+        }
+        let demo = Model::new("http://127.0.0.1:1/demo-model/v1", "demo", "demo", true).unwrap();
+        assert!(!demo.accepts_images);
+        assert!(Model::new("https://api.example/v1", "sk", "gpt-4o", false).unwrap().accepts_images);
+    }
 
     fn at(base: &str) -> (Arc<dyn Config>, Vec<(String, String)>) {
         endpoint(&url::Url::parse(base).unwrap(), "sk-key")

@@ -7,8 +7,41 @@ use serde::{Deserialize, Serialize};
 pub enum ChatMessage {
     System(String),
     User(String),
-    Assistant { text: String, tool_calls: Vec<ToolCall> },
-    Tool { call_id: String, content: String },
+    /// A user message with images, for a model that accepts them: the
+    /// text (which also names each image), then the images.
+    UserWithImages {
+        text: String,
+        images: Vec<Image>,
+    },
+    Assistant {
+        text: String,
+        tool_calls: Vec<ToolCall>,
+    },
+    Tool {
+        call_id: String,
+        content: String,
+    },
+}
+
+impl ChatMessage {
+    /// True for a user's message, with images or without.
+    pub fn is_user(&self) -> bool {
+        matches!(self, ChatMessage::User(_) | ChatMessage::UserWithImages { .. })
+    }
+}
+
+/// An image as a model is given it: small enough for a vision model's
+/// input (its longest side bounded), as a `data:` URL's parts.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Image {
+    pub media_type: &'static str,
+    pub base64: String,
+}
+
+impl std::fmt::Debug for Image {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Image({}, {} base64 chars)", self.media_type, self.base64.len())
+    }
 }
 
 /// A tool call as the model made it: `arguments` is the model's raw JSON

@@ -103,6 +103,15 @@ fn message(message: &ChatMessage, names: &ToolNames) -> Value {
     match message {
         ChatMessage::System(text) => json!({ "role": "system", "content": text }),
         ChatMessage::User(text) => json!({ "role": "user", "content": text }),
+        // OpenAI's content parts: the text, then each image as a `data:` URL.
+        ChatMessage::UserWithImages { text, images } => {
+            let mut parts = vec![json!({ "type": "text", "text": text })];
+            parts.extend(images.iter().map(|image| {
+                json!({ "type": "image_url", "image_url": {
+                    "url": format!("data:{};base64,{}", image.media_type, image.base64) } })
+            }));
+            json!({ "role": "user", "content": parts })
+        }
         ChatMessage::Assistant { text, tool_calls } => {
             let mut out =
                 json!({ "role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) } });
@@ -137,6 +146,20 @@ mod tests {
 
     fn tool(name: &str, schema: Value) -> ToolSpec {
         serde_json::from_value(json!({"name": name, "verb": "get", "inputSchema": schema})).unwrap()
+    }
+
+    #[test]
+    fn a_message_with_images_is_its_text_then_each_image_as_a_data_url() {
+        let image = crate::llm::Image { media_type: "image/png", base64: "iVBORw0K".into() };
+        let messages = [ChatMessage::UserWithImages { text: "what dish is this?".into(), images: vec![image] }];
+        let body = body("gpt-4o", &messages, &[], &ToolNames::new(&[]), false);
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "what dish is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0K"}},
+            ]})
+        );
     }
 
     #[test]

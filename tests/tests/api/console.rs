@@ -226,6 +226,28 @@ async fn the_onboarding_saves_the_workspace_connects_the_tool_server_and_shows_t
         json!({"en": {"greeting": "Welcome to the shop", "prompts": ["Where is my order?", "Opening hours"]},
                "ar": {"greeting": "أهلاً بك", "prompts": []}})
     );
+    // What visitors may attach: every kind by default; some; none (no paperclip); all again.
+    let page = browser.get("/console").await;
+    assert!(page.body.contains(r#"value="application/pdf" checked"#), "{}", page.body);
+    let photos = [("kind", "image/jpeg"), ("kind", "image/png")];
+    let saved = browser.post("/console/attachments", &photos).await;
+    assert_eq!((saved.status, saved.location.as_deref()), (303, Some("/console?done=saved")));
+    let (_, shown) = app.get_json("/v1/workspace", &api_key).await;
+    assert_eq!(shown["attachment_types"], json!(["image/png", "image/jpeg"]));
+    let page = browser.get("/console").await;
+    assert!(!page.body.contains(r#"value="application/pdf" checked"#), "{}", page.body);
+    assert_eq!(browser.post("/console/attachments", &[]).await.status, 303);
+    let (_, shown) = app.get_json("/v1/workspace", &api_key).await;
+    assert_eq!(shown["attachment_types"], json!([]));
+    let every: Vec<(&str, &str)> =
+        ["image/png", "image/jpeg", "image/webp", "image/gif", "application/pdf", "text/plain"]
+            .into_iter()
+            .map(|kind| ("kind", kind))
+            .collect();
+    assert_eq!(browser.post("/console/attachments", &every).await.status, 303);
+    let (_, shown) = app.get_json("/v1/workspace", &api_key).await;
+    assert_eq!(shown["attachment_types"].as_array().map(Vec::len), Some(6));
+
     let five = browser.post("/console/welcome", &[("prompts_de", "a\nb\nc\nd\ne")]).await;
     assert_eq!(five.status, 400);
     assert!(five.body.contains("welcome.de.prompts"), "{}", five.body);

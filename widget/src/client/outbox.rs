@@ -46,9 +46,9 @@ pub fn in_flight() -> bool {
 }
 
 /// Queues the user's new message with a new key, shown as waiting.
-pub fn add(chat: Chat, text: String) {
+pub fn add(chat: Chat, text: String, files: String) {
     let key = js::new_key();
-    chat.outbox.update_value(|o| o.push(Outgoing { key, text, bubble: 0 }));
+    chat.outbox.update_value(|o| o.push(Outgoing { key, text, files, bubble: 0 }));
     save(chat);
     show_queued(chat);
 }
@@ -59,7 +59,13 @@ pub fn show_queued(chat: Chat) {
     for item in chat.outbox.get_value() {
         if bubble_of(chat, &item.key).is_none() {
             let bubble = chat.push(Role::User, &item.text);
-            bubble.state.update(|s| s.delivery = Some(Delivery::Queued));
+            bubble.state.update(|s| {
+                s.delivery = Some(Delivery::Queued);
+                // Its files, drawn by the attachments code, under its text.
+                if let Some(files) = js::string(&js::parse(&item.files), "html") {
+                    s.html = Some(format!("<p>{}</p>{files}", crate::html::escape(&item.text)));
+                }
+            });
             chat.outbox.update_value(|o| o.iter_mut().filter(|i| i.key == item.key).for_each(|i| i.bubble = bubble.id));
         }
     }
@@ -89,11 +95,15 @@ pub fn forget(chat: Chat, key: &str) {
     save(chat);
 }
 
-/// The queue as kept in storage: `{"items": [{"key", "text"}]}`.
+/// The queue as kept in storage: `{"items": [{"key", "text", "files"}]}`.
 fn save(chat: Chat) {
     let items = js_sys::Array::new();
     for item in chat.outbox.get_value() {
-        items.push(&js::object(&[("key", JsValue::from_str(&item.key)), ("text", JsValue::from_str(&item.text))]));
+        items.push(&js::object(&[
+            ("key", JsValue::from_str(&item.key)),
+            ("text", JsValue::from_str(&item.text)),
+            ("files", JsValue::from_str(&item.files)),
+        ]));
     }
     if let Some(s) = storage() {
         let _ = s.set_item(&storage_key(), &js::stringify(&js::object(&[("items", items.into())])));
@@ -105,7 +115,10 @@ pub fn load(chat: Chat) {
     let kept = storage().and_then(|s| s.get_item(&storage_key()).ok().flatten()).unwrap_or_default();
     let items = js::list(&js::parse(&kept), "items")
         .iter()
-        .filter_map(|i| Some(Outgoing { key: js::string(i, "key")?, text: js::string(i, "text")?, bubble: 0 }))
+        .filter_map(|i| {
+            let files = js::string(i, "files").unwrap_or_default();
+            Some(Outgoing { key: js::string(i, "key")?, text: js::string(i, "text")?, files, bubble: 0 })
+        })
         .collect();
     chat.outbox.set_value(items);
 }

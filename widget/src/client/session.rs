@@ -49,7 +49,8 @@ pub fn start(chat: Chat, boot: WidgetBoot) {
         outbox::show_queued(chat);
     }
     // The full-page app (launched from Caddie) has its token from the page.
-    if boot.token.is_some() {
+    if let Some(token) = &boot.token {
+        crate::js::set_global("caToken", token);
         spawn_local(turns::restore(chat));
     } else {
         host_page::post_to_host("ca:ready");
@@ -93,6 +94,8 @@ fn field(data: &JsValue, name: &str) -> Option<String> {
 fn receive(chat: Chat, token: String) {
     let previous = chat.token.get_untracked();
     let renewed = previous.as_deref() != Some(token.as_str());
+    // The attachments code uploads with it.
+    crate::js::set_global("caToken", &token);
     chat.token.set(Some(token));
     if previous.is_none() {
         super::mark("ca:token");

@@ -20,12 +20,17 @@ const RETRIES: u32 = 3;
 
 /// Sends the user's message: it queues (`outbox`), goes when its turn
 /// comes, and its turn streams into a new bubble.
-pub fn send(chat: Chat, text: String) {
+pub fn send(chat: Chat, text: String, files: String) {
     chat.error.set(None);
     // A new message answers an open action by moving on: the server cancels it.
     chat.action.set(None);
-    chat.last_sent.set(Some(text.clone()));
-    outbox::add(chat, text);
+    chat.last_sent.set_value(vec![Outgoing {
+        key: String::new(),
+        text: text.clone(),
+        files: files.clone(),
+        bubble: 0,
+    }]);
+    outbox::add(chat, text, files);
     pump(chat);
 }
 
@@ -59,7 +64,7 @@ pub fn pump(chat: Chat) {
     spawn_local(async move {
         let mut attempt = 0;
         let outcome = loop {
-            match post(chat, &token, &item.text, &item.key).await {
+            match post(chat, &token, &item).await {
                 Err(WidgetError::Unreachable) if attempt < RETRIES && outbox::online() => {
                     stream::sleep(1000 << attempt).await;
                     attempt += 1;
@@ -170,15 +175,17 @@ pub fn watch(chat: Chat) {
 
 /// Hands a message to the server with its idempotency key: the turn's
 /// stream, or why not.
-pub async fn post(chat: Chat, token: &str, text: &str, key: &str) -> Result<web_sys::Response, WidgetError> {
+pub async fn post(chat: Chat, token: &str, item: &Outgoing) -> Result<web_sys::Response, WidgetError> {
     let conversation = chat.conversation_id.get_untracked();
     let body = js::stringify(&js::object(&[
         ("conversation_id", js::text_or_null(conversation.as_deref())),
-        ("message", JsValue::from_str(text)),
+        ("message", JsValue::from_str(&item.text)),
         // The model is told the visitor's language.
         ("lang", JsValue::from_str(&boot::lang())),
+        // Its files' ids (`{"ids", "html"}` from the attachments code).
+        ("attachment_ids", js::get(&js::parse(&item.files), "ids")),
     ]));
-    match api::call_with("POST", "/v1/chat/turns", token, Some(body), Some(("Idempotency-Key", key))).await {
+    match api::call_with("POST", "/v1/chat/turns", token, Some(body), Some(("Idempotency-Key", &item.key))).await {
         Err(error) if error.is_not_found() => {
             chat.conversation_id.set(None);
             host_page::forget_conversation();

@@ -51,7 +51,7 @@ pub fn click(chat: Chat, component: &Component, control: &leptos::web_sys::Eleme
             call(chat, component, "add_to_cart", vec![("item", Arg::Text(item)), ("quantity", Arg::Number(1))])
         }
         ("remove", Some(item)) => call(chat, component, "remove_from_cart", vec![("item", Arg::Text(item))]),
-        ("checkout", _) => intents::send(chat, chat.t(Msg::CheckoutMessage)),
+        ("checkout", _) => intents::send(chat, chat.t(Msg::CheckoutMessage), String::new()),
         _ => {}
     }
 }

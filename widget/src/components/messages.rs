@@ -50,7 +50,7 @@ pub fn MessageList() -> impl IntoView {
             .and_then(|(button, _)| button.get_attribute("data-index")?.parse::<usize>().ok())
             .and_then(|i| prompts.with_value(|p| p.get(i).cloned()));
         if let Some(prompt) = prompt {
-            intents::send(chat, prompt);
+            intents::send(chat, prompt, String::new());
         }
     };
     view! {

@@ -101,3 +101,38 @@ export function spoken(html) {
 // browser over the server's 24 hours, without `crypto.randomUUID`, which
 // a page served over plain http lacks.
 export const newKey = () => "w" + Date.now().toString(36) + Math.random().toString(36).slice(2) + Math.random().toString(36).slice(2);
+
+// Attachments (issue #32): what uploads and shows them loads on first use
+// (/widget/attach.js: the opened widget carries only these lines). A file
+// picked with the paperclip, dropped on the panel or pasted goes to it
+// when the workspace takes attachments (the paperclip is there); an
+// image of a message opens larger through it.
+const attach = (how, what) => import("/widget/attach.js").then((m) => m[how](what));
+const offer = (files) => {
+  const list = [...(files || [])];
+  if (list.length && document.querySelector(".ca-file")) attach("add", list);
+  return list.length;
+};
+const dragging = (on) => document.documentElement.classList.toggle("ca-drop", on);
+addEventListener("change", (e) => {
+  if (e.target.matches?.(".ca-file")) {
+    offer(e.target.files);
+    e.target.value = "";
+  }
+});
+addEventListener("dragover", (e) => {
+  if (e.dataTransfer?.types.includes("Files")) {
+    e.preventDefault();
+    dragging(true);
+  }
+});
+addEventListener("dragleave", (e) => e.relatedTarget || dragging(false));
+addEventListener("drop", (e) => {
+  dragging(false);
+  if (offer(e.dataTransfer?.files)) e.preventDefault();
+});
+addEventListener("paste", (e) => offer(e.clipboardData?.files) && e.preventDefault());
+addEventListener("click", (e) => {
+  const image = e.target.closest?.(".ca-att-img");
+  if (image) attach("view", image);
+});

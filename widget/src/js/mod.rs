@@ -27,6 +27,15 @@ extern "C" {
     pub fn new_key() -> String;
 }
 
+/// Shares a string with the widget's own scripts on its window: the token
+/// the attachments code uploads with (`caToken`). Only this origin's
+/// scripts see its window.
+pub fn set_global(key: &str, value: &str) {
+    if let Some(window) = web_sys::window() {
+        let _ = Reflect::set(&window, &JsValue::from_str(key), &JsValue::from_str(value));
+    }
+}
+
 /// The value of a JSON text; `undefined` when it is not JSON.
 pub fn parse(text: &str) -> JsValue {
     JSON::parse(text).unwrap_or(JsValue::UNDEFINED)
@@ -98,6 +107,7 @@ pub fn boot(v: &JsValue) -> Option<WidgetBoot> {
         words: list(v, "words").iter().map(|w| w.as_string().unwrap_or_default()).collect(),
         greeting: string(v, "greeting"),
         prompts: list(v, "prompts").iter().filter_map(JsValue::as_string).collect(),
+        accept: string(v, "accept").unwrap_or_default(),
     })
 }
 

@@ -40,6 +40,10 @@ pub struct WidgetBoot {
     pub greeting: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub prompts: Vec<String>,
+    /// The media types a visitor may attach, comma-separated (a file
+    /// input's `accept`); empty: the workspace takes no attachments.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub accept: String,
 }
 
 /// What the Caddie host bar shows (caddie-tool-contract-ct1.md §6).

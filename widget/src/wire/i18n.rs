@@ -142,12 +142,32 @@ messages! {
     NotSent = "not_sent",
     Offline = "offline",
     ActionOffline = "action_offline",
+    Attach = "attach",
 }
 
 /// The loader's words (`/embed.js` carries them for every language: it
 /// draws the launcher before any widget page is loaded).
 pub const LOADER_KEYS: [&str; 6] =
     ["loader_label", "loader_open", "loader_close", "loader_unread", "loader_new_reply", "loader_frame"];
+
+/// The words of the widget's attachments code (`/widget/attach.js`,
+/// loaded on first use: every language in it).
+pub const ATTACH_KEYS: [&str; 14] = [
+    "open_image",
+    "att_list",
+    "att_uploading",
+    "att_uploaded",
+    "att_remove",
+    "att_too_large",
+    "att_image_too_large",
+    "att_type",
+    "att_unreadable",
+    "att_quota",
+    "att_failed",
+    "att_too_many",
+    "att_waiting",
+    "att_close",
+];
 
 /// The texts the server itself writes into a reply (`engine/close.rs`):
 /// a limit or the user cut it short.
@@ -289,7 +309,7 @@ mod tests {
     use std::collections::{BTreeSet, HashMap};
 
     use super::catalogues::CATALOGUES;
-    use super::{APP_KEYS, APP_SHARED_KEYS, LANGUAGES, LOADER_KEYS, Msg, SERVER_KEYS, negotiate};
+    use super::{APP_KEYS, APP_SHARED_KEYS, ATTACH_KEYS, LANGUAGES, LOADER_KEYS, Msg, SERVER_KEYS, negotiate};
 
     fn placeholders(text: &str) -> Vec<&str> {
         let mut found: Vec<&str> = text
@@ -304,9 +324,15 @@ mod tests {
     /// language fails here, not on a visitor's screen.
     #[test]
     fn every_catalogue_has_every_word_with_its_placeholders() {
-        let expected: BTreeSet<&str> =
-            Msg::ALL.iter().map(|m| m.key()).chain(LOADER_KEYS).chain(SERVER_KEYS).chain(APP_KEYS).collect();
-        let named = Msg::ALL.len() + LOADER_KEYS.len() + SERVER_KEYS.len() + APP_KEYS.len();
+        let expected: BTreeSet<&str> = Msg::ALL
+            .iter()
+            .map(|m| m.key())
+            .chain(LOADER_KEYS)
+            .chain(SERVER_KEYS)
+            .chain(APP_KEYS)
+            .chain(ATTACH_KEYS)
+            .collect();
+        let named = Msg::ALL.len() + LOADER_KEYS.len() + SERVER_KEYS.len() + APP_KEYS.len() + ATTACH_KEYS.len();
         assert_eq!(expected.len(), named, "a key is named twice");
         for key in APP_SHARED_KEYS {
             assert!(Msg::ALL.iter().any(|m| m.key() == key), "{key} is not a word of the widget's");

@@ -246,15 +246,10 @@ pub struct PendingAction {
 pub struct TurnRequest {
     /// Absent or null: a new conversation.
     pub conversation_id: Option<String>,
-    /// What the user wrote: not only whitespace, at most 8000 characters.
-    #[cfg_attr(
-        feature = "ssr",
-        schema(
-            min_length = 1,
-            max_length = 8000,
-            pattern = "[^\\t\\n\\u000b\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
-        )
-    )]
+    /// What the user wrote, at most 8000 characters: not only whitespace,
+    /// unless the message carries `attachment_ids` (a photo may go alone;
+    /// a message with neither is `400`).
+    #[cfg_attr(feature = "ssr", schema(max_length = 8000))]
     pub message: String,
     /// The language the user reads (a BCP 47 tag such as `es` or
     /// `es-MX`): when the widget speaks it (`en`, `es`, `fr`, `de`, `ja`,
@@ -280,6 +275,11 @@ pub struct AttachmentRef {
     pub media_type: String,
     /// Bytes, as kept.
     pub size: u64,
+    /// Where its owner's browser reads it (`<img src>`, a download)
+    /// without a token: a signed link of `GET /v1/attachments/{id}/content`,
+    /// valid for `CA_ATTACHMENT_LINK_SECS` from when the conversation was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// One message of `GET /v1/conversations/{id}`.
@@ -290,7 +290,9 @@ pub struct ConversationMessage {
     /// `user` or `assistant`.
     pub role: Role,
     pub text: String,
-    /// Sanitized HTML for assistant messages; absent for the user's own text.
+    /// Sanitized HTML for assistant messages; for a user's message with
+    /// attachments (`GET /v1/conversations/{id}`), its text and files as
+    /// the widget shows them; absent for the user's own text alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub html: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
