@@ -114,25 +114,27 @@ const offer = (files) => {
   return list.length;
 };
 const dragging = (on) => document.documentElement.classList.toggle("ca-drop", on);
-addEventListener("change", (e) => {
+// A page's listeners (none where there is no page: the WASM tests in Node).
+const on = (type, listener) => globalThis.document && addEventListener(type, listener);
+on("change", (e) => {
   if (e.target.matches?.(".ca-file")) {
     offer(e.target.files);
     e.target.value = "";
   }
 });
-addEventListener("dragover", (e) => {
+on("dragover", (e) => {
   if (e.dataTransfer?.types.includes("Files")) {
     e.preventDefault();
     dragging(true);
   }
 });
-addEventListener("dragleave", (e) => e.relatedTarget || dragging(false));
-addEventListener("drop", (e) => {
+on("dragleave", (e) => e.relatedTarget || dragging(false));
+on("drop", (e) => {
   dragging(false);
   if (offer(e.dataTransfer?.files)) e.preventDefault();
 });
-addEventListener("paste", (e) => offer(e.clipboardData?.files) && e.preventDefault());
-addEventListener("click", (e) => {
+on("paste", (e) => offer(e.clipboardData?.files) && e.preventDefault());
+on("click", (e) => {
   const image = e.target.closest?.(".ca-att-img");
   if (image) attach("view", image);
 });
