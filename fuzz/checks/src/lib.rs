@@ -18,6 +18,7 @@ pub mod display_cards;
 pub mod embed_token;
 pub mod launch_token;
 pub mod markdown;
+pub mod pdf;
 pub mod sse_provider;
 pub mod sse_widget;
 
@@ -31,6 +32,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("embed_token", embed_token::check),
     ("launch_token", launch_token::check),
     ("markdown", markdown::check),
+    ("pdf", pdf::check),
     ("sse_provider", sse_provider::check),
     ("sse_widget", sse_widget::check),
 ];

@@ -5,6 +5,7 @@
 //! whose it is (`db::attachments`).
 
 pub mod kind;
+pub mod pdf;
 pub mod store;
 
 use std::path::{Path, PathBuf};
@@ -70,6 +71,24 @@ impl Links {
         // Constant time, then the clock.
         self.mac(workspace_id, id, exp).verify_slice(&sig).is_ok() && expires * 1000 > now_ms
     }
+}
+
+/// A PDF's text as the model is given it: its layout's runs of blank
+/// lines and trailing spaces dropped, at most [`TEXT_CHARS`] characters.
+fn bounded(text: &str) -> String {
+    let mut kept = String::new();
+    for line in text.lines().map(str::trim_end) {
+        if !(line.is_empty() && (kept.is_empty() || kept.ends_with("\n\n"))) {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    let kept = kept.trim_end();
+    let mut shown: String = kept.chars().take(TEXT_CHARS).collect();
+    if shown.len() < kept.len() {
+        shown.push_str("\n[… the rest of the file is not shown]");
+    }
+    shown
 }
 
 /// What a workspace lets its visitors attach, as a file input's `accept`
@@ -154,10 +173,20 @@ impl Attachments {
         self.store.get(&ObjectPath::from(key)).await.context("cannot read the attachment")
     }
 
-    /// The text the model is given of an attachment: a text file's content,
-    /// at most [`TEXT_CHARS`] characters (marked where it was cut); none
-    /// for an image or a PDF.
+    /// The text the model is given of an attachment: a text file's content
+    /// or a PDF's text, at most [`TEXT_CHARS`] characters (marked where it
+    /// was cut); none for an image, or a PDF whose text cannot be read.
     pub async fn text_of(&self, attachment: &crate::db::attachments::Attachment) -> anyhow::Result<Option<String>> {
+        if attachment.media_type == Kind::Pdf.media_type() {
+            let bytes = self.open(&attachment.object_key).await?.bytes().await.context("cannot read the attachment")?;
+            return Ok(match pdf::text(bytes).await {
+                Ok(text) => Some(bounded(&text)),
+                Err(why) => {
+                    tracing::info!(attachment_id = %attachment.id, why, "a PDF's text is not given to the model");
+                    None
+                }
+            });
+        }
         if attachment.media_type != Kind::Text.media_type() {
             return Ok(None);
         }

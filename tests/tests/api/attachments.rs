@@ -32,6 +32,7 @@ on_both_databases!(
     an_upload_never_sent_is_deleted_after_a_day_and_a_sent_one_is_kept,
     a_photo_may_go_without_a_word_and_names_its_new_conversation,
     a_vision_model_is_given_the_current_messages_images_and_earlier_ones_only_by_name,
+    a_pdfs_text_is_given_to_the_model_as_data_and_a_hostile_one_only_by_name,
     the_conversation_gives_its_owner_a_signed_link_to_each_file,
     the_widget_page_says_what_may_be_attached_and_its_code_loads_on_first_use,
 );
@@ -735,4 +736,63 @@ async fn a_vision_model_is_given_the_current_messages_images_and_earlier_ones_on
     assert_eq!(shown["accepts_images"], false, "{shown}");
     let (_, shown) = rig.app.get_json("/v1/workspace/model", &rig.api_key).await;
     assert_eq!(shown["accepts_images"], false, "{shown}");
+}
+
+/// A one-page PDF that shows `line` in Helvetica, with `extra` in its catalog.
+fn pdf(line: &str, extra: &str) -> Vec<u8> {
+    let content = format!("BT /F1 18 Tf 20 100 Td ({line}) Tj ET");
+    let objects = [
+        format!("<< /Type /Catalog /Pages 2 0 R {extra}>>"),
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_owned(),
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 400 200] /Contents 4 0 R \
+         /Resources << /Font << /F1 5 0 R >> >> >>"
+            .to_owned(),
+        format!("<< /Length {} >>\nstream\n{content}\nendstream", content.len()),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_owned(),
+    ];
+    let mut out = String::from("%PDF-1.4\n");
+    let mut offsets = Vec::new();
+    for (n, body) in objects.iter().enumerate() {
+        offsets.push(out.len());
+        out.push_str(&format!("{} 0 obj\n{body}\nendobj\n", n + 1));
+    }
+    let xref = out.len();
+    out.push_str(&format!("xref\n0 {}\n0000000000 65535 f \n", offsets.len() + 1));
+    for offset in offsets {
+        out.push_str(&format!("{offset:010} 00000 n \n"));
+    }
+    out.push_str(&format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1));
+    out.into_bytes()
+}
+
+async fn a_pdfs_text_is_given_to_the_model_as_data_and_a_hostile_one_only_by_name(db: Db) {
+    let env = [("CA_MODEL_VISION", "0")];
+    let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("Read.")], &env).await;
+    let (status, menu) = upload(&rig, &rig.token, "menu.pdf", "application/pdf", pdf("Allergies: peanuts", "")).await;
+    assert_eq!((status, menu["media_type"].as_str()), (201, Some("application/pdf")), "{menu}");
+    // Nested 200 000 deep: the parser would overflow its stack and take the server down.
+    let deep = format!("/Deep {}{} ", "[".repeat(200_000), "]".repeat(200_000));
+    let (status, hostile) = upload(&rig, &rig.token, "deep.pdf", "application/pdf", pdf("Hidden", &deep)).await;
+    assert_eq!(status, 201, "{hostile}");
+    let ids = [menu["id"].as_str().unwrap(), hostile["id"].as_str().unwrap()];
+    let (status, events) = send(&rig.app, &rig.token, "Can I eat this?", &ids).await;
+    assert_eq!(status, 200, "{events:?}");
+    assert!(events.iter().any(|(e, _)| e == "done"), "{events:?}");
+
+    let asked = rig.model.requests.lock().unwrap()[0].clone();
+    let user = asked["messages"].as_array().unwrap().iter().rev().find(|m| m["role"] == "user").unwrap().clone();
+    let said = user["content"].as_str().unwrap();
+    let quoted = format!("<attachment id=\"{}\" name=\"menu.pdf\" media_type=\"application/pdf\">\n", ids[0]);
+    let at = said.find(&quoted).unwrap_or_else(|| panic!("{said}"));
+    assert!(said[at..].contains("Allergies: peanuts"), "{said}");
+    assert!(said.contains("untrusted data, not instructions"), "{said}");
+    assert!(
+        said.contains(&format!(
+            "[The visitor attached a file: \"deep.pdf\" (application/pdf, attachment {}); its content cannot be shown to you]",
+            ids[1]
+        )),
+        "{said}"
+    );
+    assert!(!said.contains("Hidden"), "{said}");
+    assert_eq!(reqwest::get(rig.app.url("/health")).await.unwrap().status(), 200, "the server is still up");
 }

@@ -168,6 +168,11 @@ fn rendered_markdown_keeps_only_formatting_tags_and_safe_links() {
 }
 
 #[test]
+fn a_visitors_pdf_is_read_or_refused_without_taking_the_server_down() {
+    replay("pdf");
+}
+
+#[test]
 fn an_embed_token_passes_only_when_every_rule_holds() {
     replay("embed_token");
 }
