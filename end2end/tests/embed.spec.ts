@@ -92,6 +92,9 @@ test("the whole flow works with the keyboard alone", async ({ page, request, bas
   // Focus went on to the composer: the next message is typed at once.
   await expect(host.input).toBeFocused();
   await page.keyboard.type("thanks");
+  // Enter sends once the reply has ended (Send, no longer Stop): the text
+  // above can show before its turn's last event.
+  await expect(host.widget.locator("button.ca-send")).toBeVisible();
   await page.keyboard.press("Enter");
   await expect(host.widget.locator(".ca-user").last()).toHaveText(/thanks/);
 });
