@@ -154,7 +154,10 @@ test("attach by drop and by paste; remove takes a file out before it is sent", a
   await expect(chips.nth(0)).toHaveAttribute("data-state", "done");
   await expect(chips.nth(1)).toHaveAttribute("data-state", "done");
 
+  // Removed before it was sent: deleted on the server too.
+  const deleted = page.waitForResponse((r) => r.request().method() === "DELETE" && r.url().includes("/v1/attachments/"));
   await widget.getByRole("button", { name: "Remove dropped-margherita.png" }).click();
+  expect((await deleted).status()).toBe(204);
   await expect(chips.locator(".ca-chip-name")).toHaveText(["image.png"]);
   // Focus moves on to what is left, not lost with the removed chip.
   await expect(widget.getByRole("button", { name: "Remove image.png" })).toBeFocused();

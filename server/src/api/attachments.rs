@@ -4,7 +4,9 @@
 //! upload is spooled to a file as it arrives and refused as soon as it is
 //! larger than taken (`413`); its type is sniffed from its bytes against
 //! the allowlist (`415`); an image is encoded again without its metadata.
-//! An attachment is its user's own: anyone else gets `404`.
+//! An attachment is its user's own: anyone else gets `404`. One not sent
+//! with a message yet may be deleted by its owner
+//! (`DELETE /v1/attachments/{id}`: the widget's remove button).
 
 use axum::Json;
 use axum::body::Body;
@@ -31,7 +33,7 @@ pub fn router() -> OpenApiRouter<ApiState> {
         .routes(routes!(upload))
         // The upload counts its own bytes against `CA_MAX_ATTACHMENT_BYTES`.
         .layer(DefaultBodyLimit::disable())
-        .merge(OpenApiRouter::new().routes(routes!(content)))
+        .merge(OpenApiRouter::new().routes(routes!(content)).routes(routes!(remove)))
 }
 
 /// An attachment as kept.
@@ -163,6 +165,40 @@ async fn spool(mut field: Field<'_>, spooled: &Spooled, max: u64) -> Result<(Vec
     }
     file.flush().await.map_err(anyhow::Error::from)?;
     Ok((head, size))
+}
+
+/// Deletes an attachment of the caller's not sent with a message yet
+/// (the visitor removed it before sending): its row, then its bytes.
+///
+/// One already sent is part of its conversation: `409 attachment_sent`
+/// (it goes with the user's data, `DELETE /v1/users/{id}`, or by retention).
+#[utoipa::path(
+    delete,
+    path = "/v1/attachments/{id}",
+    tag = "chat",
+    security(("embed_token" = [])),
+    params(("id" = String, Path, description = "An attachment of the caller's")),
+    responses(
+        (status = 204, description = "Deleted, row and bytes"),
+        (status = 404, description = "No such attachment of the caller's", body = crate::http::ErrorBody),
+        (status = 409, description = "Sent with a message already (`attachment_sent`)", body = crate::http::ErrorBody),
+    ),
+)]
+async fn remove(State(state): State<ApiState>, caller: Caller, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+    if id.len() > 64 {
+        return Err(ApiError::NotFound);
+    }
+    let (workspace_id, user) = (&caller.workspace_id, &caller.external_user_id);
+    let Some(key) = db::attachments::delete_unsent(&state.pool, workspace_id, user, &id).await? else {
+        return Err(match db::attachments::owned(&state.pool, workspace_id, user, &id).await? {
+            Some(_) => ApiError::Conflict("attachment_sent", "the attachment was sent with a message".into()),
+            None => ApiError::NotFound,
+        });
+    };
+    state.attachments.remove(&key).await?;
+    let detail = serde_json::json!({ "attachment_id": id });
+    db::audit::record(&state.pool, "end-user", "attachment.deleted", Some(workspace_id), Some(user), &detail).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// A tool's signed link: `exp` (seconds) and `sig` (hex).

@@ -49,6 +49,26 @@ pub async fn by_id(pool: &Pool, id: &str) -> anyhow::Result<Option<Attachment>> 
     .await?)
 }
 
+/// Deletes attachment `id` of the user when no message carries it: its
+/// object key, or none when there was no such attachment to delete.
+pub async fn delete_unsent(
+    pool: &Pool,
+    workspace_id: &str,
+    external_user_id: &str,
+    id: &str,
+) -> anyhow::Result<Option<String>> {
+    Ok(sqlx::query_scalar(
+        "DELETE FROM attachments WHERE id = $1 AND workspace_id = $2 AND external_user_id = $3
+         AND NOT EXISTS (SELECT 1 FROM message_attachments WHERE attachment_id = $1)
+         RETURNING object_key",
+    )
+    .bind(id)
+    .bind(workspace_id)
+    .bind(external_user_id)
+    .fetch_optional(pool)
+    .await?)
+}
+
 /// The user's attachment `id`, if it is theirs.
 pub async fn owned(
     pool: &Pool,

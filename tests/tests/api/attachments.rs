@@ -33,6 +33,7 @@ on_both_databases!(
     a_photo_may_go_without_a_word_and_names_its_new_conversation,
     a_vision_model_is_given_the_current_messages_images_and_earlier_ones_only_by_name,
     a_pdfs_text_is_given_to_the_model_as_data_and_a_hostile_one_only_by_name,
+    an_attachment_not_yet_sent_is_deleted_by_its_owner_and_a_sent_one_is_not,
     the_conversation_gives_its_owner_a_signed_link_to_each_file,
     the_widget_page_says_what_may_be_attached_and_its_code_loads_on_first_use,
 );
@@ -795,4 +796,29 @@ async fn a_pdfs_text_is_given_to_the_model_as_data_and_a_hostile_one_only_by_nam
     );
     assert!(!said.contains("Hidden"), "{said}");
     assert_eq!(reqwest::get(rig.app.url("/health")).await.unwrap().status(), 200, "the server is still up");
+}
+
+async fn an_attachment_not_yet_sent_is_deleted_by_its_owner_and_a_sent_one_is_not(db: Db) {
+    let rig = rig(db, &[]).await;
+    let delete = |bearer: String, id: String| {
+        let url = rig.app.url(&format!("/v1/attachments/{id}"));
+        async move { reqwest::Client::new().delete(url).bearer_auth(bearer).send().await.unwrap().status().as_u16() }
+    };
+    let (_, mistake) = upload(&rig, &rig.token, "wrong.png", "image/png", png(2, 2)).await;
+    let id = mistake["id"].as_str().unwrap().to_owned();
+    let stranger = token(&rig.workspace, &rig.secret, "someone_else");
+    assert_eq!(delete(stranger, id.clone()).await, 404, "another user's is not found");
+    assert_eq!(delete(rig.token.clone(), id.clone()).await, 204);
+    assert_eq!(content(&rig, &rig.token, &id).await.status(), 404);
+    assert!(walk(&rig.app.data_dir.path().join("attachments")).is_empty(), "its bytes are gone");
+    assert_eq!(delete(rig.token.clone(), id.clone()).await, 404, "once");
+    let (_, audit) = rig.app.get_json("/v1/audit?action=attachment.deleted", &rig.api_key).await;
+    assert_eq!(audit["items"][0]["detail"]["attachment_id"], id.as_str(), "{audit}");
+
+    // Sent with a message: part of the conversation.
+    let (_, sent) = upload(&rig, &rig.token, "parcel.png", "image/png", png(2, 2)).await;
+    let sent = sent["id"].as_str().unwrap().to_owned();
+    send(&rig.app, &rig.token, "Look", &[&sent]).await;
+    assert_eq!(delete(rig.token.clone(), sent.clone()).await, 409);
+    assert_eq!(content(&rig, &rig.token, &sent).await.status(), 200);
 }

@@ -36,6 +36,7 @@ const OPERATIONS: &[(&str, &str, &str)] = &[
     ("post", "/v1/chat/turns", "embed_token"),
     ("post", "/v1/attachments", "embed_token"),
     ("get", "/v1/attachments/{id}/content", "embed_token"),
+    ("delete", "/v1/attachments/{id}", "embed_token"),
     ("post", "/v1/turns/{turn_id}/stop", "embed_token"),
     ("get", "/v1/turns/{turn_id}/events", "embed_token"),
     ("get", "/v1/conversations", "embed_token"),

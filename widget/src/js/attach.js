@@ -11,8 +11,9 @@
 // goes by itself once all have arrived; then the uploaded files are
 // handed to the WASM's Send on the message field's `data-files` —
 // `{"ids", "html"}`, the ids for the turn and the files drawn for the
-// message — which it removes when it takes them. A file refused says why in the visitor's language and the
-// typed text stays.
+// message — which it removes when it takes them. A file refused says why
+// in the visitor's language and the typed text stays. A file removed
+// before it was sent is deleted on the server too.
 
 const WORDS = /*WORDS*/{};
 const MAX_BYTES = /*MAX*/0;
@@ -159,6 +160,9 @@ function settled() {
 
 function drop(item) {
   item.xhr?.abort();
+  if (item.id && !item.sent) {
+    fetch("/v1/attachments/" + item.id, { method: "DELETE", headers: { Authorization: "Bearer " + (globalThis.caToken || "") } });
+  }
   const at = items.indexOf(item);
   items.splice(at, 1);
   item.chip.remove();
