@@ -199,7 +199,7 @@ impl Application {
                 .map(|origin| crate::app_frames::AppFrames::new(vault.derive("mcp app frame tokens"), origin)),
             attachments: attachments.clone(),
         };
-        crate::engine::sweep_stuck_actions(pool.clone(), config.limits.tool_timeout);
+        crate::engine::sweep_stuck_actions(pool.clone(), config.limits.clone());
 
         crate::engine::events::spawn_forgetting(pool.clone());
         let turns = TurnRegistry::default();

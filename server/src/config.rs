@@ -145,6 +145,14 @@ pub struct TurnLimits {
     pub max_history_tokens: u64,
 }
 
+impl TurnLimits {
+    /// Longer than any turn may run: a turn (or an app's tool) still
+    /// unfinished after this had its process die.
+    pub fn longest_turn(&self) -> Duration {
+        self.turn_timeout + self.tool_timeout * 2 + Duration::from_secs(60)
+    }
+}
+
 impl Default for TurnLimits {
     fn default() -> Self {
         Self {

@@ -196,8 +196,7 @@ fn json(value: &impl serde::Serialize) -> String {
 /// Longer than any turn may run: a turn still unfinished after this had
 /// its process die.
 pub fn longest_turn(state: &ApiState) -> Duration {
-    let limits = &state.engine.limits;
-    limits.turn_timeout + limits.tool_timeout * 2 + Duration::from_secs(60)
+    state.engine.limits.longest_turn()
 }
 
 /// An event of a turn's stream: its number, name and JSON.

@@ -154,6 +154,20 @@ pub async fn cancel(pool: &Pool, component_id: &str, reason: &str) -> anyhow::Re
     Ok(())
 }
 
+/// Views still [`RUNNING`] though shown before `cutoff` (ms): their turn
+/// died with its process. They end [`CANCELLED`], told `reason`; how many.
+pub async fn cancel_stuck(pool: &Pool, cutoff: i64, reason: &str) -> anyhow::Result<u64> {
+    let moved =
+        sqlx::query("UPDATE app_views SET status = $1, cancel_reason = $2 WHERE status = $3 AND created_at < $4")
+            .bind(CANCELLED)
+            .bind(reason)
+            .bind(RUNNING)
+            .bind(cutoff)
+            .execute(pool)
+            .await?;
+    Ok(moved.rows_affected())
+}
+
 /// The view `component_id` when it is `user`'s in `workspace_id`.
 pub async fn owned(pool: &Pool, component_id: &str, workspace_id: &str, user: &str) -> anyhow::Result<Option<AppView>> {
     let sql = format!(

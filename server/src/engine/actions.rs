@@ -240,9 +240,16 @@ pub const STUCK_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_sec
 /// the model is told the outcome is unknown, so it neither claims success
 /// nor retries blindly (an app's action: only the audit trail says so; the
 /// app's request died with the process). Nothing is sent to the host again.
-pub async fn abandon_stuck(pool: &db::Pool, tool_timeout: std::time::Duration) -> anyhow::Result<usize> {
+/// MCP Apps shown while their tool ran in a turn that died end
+/// `cancelled` too, so their bridge stops asking. How many actions moved.
+pub async fn abandon_stuck(pool: &db::Pool, limits: &crate::config::TurnLimits) -> anyhow::Result<usize> {
+    let now = crate::ids::now_ms();
+    let views = db::apps::cancel_stuck(pool, now - limits.longest_turn().as_millis() as i64, INTERRUPTED).await?;
+    if views > 0 {
+        tracing::warn!(views, "apps whose turn was interrupted are cancelled");
+    }
     // Longer than any execute call may take, so a live call is never touched.
-    let cutoff = crate::ids::now_ms() - tool_timeout.as_millis() as i64 - 60_000;
+    let cutoff = now - limits.tool_timeout.as_millis() as i64 - 60_000;
     let moved = db::actions::abandon_stuck(pool, cutoff).await?;
     for action in moved.iter().filter(|a| !a.from_app()) {
         let content = tool_error(
@@ -257,13 +264,17 @@ pub async fn abandon_stuck(pool: &db::Pool, tool_timeout: std::time::Duration) -
     Ok(moved.len())
 }
 
-/// Sweeps interrupted executions now and every minute.
-pub fn sweep_stuck_actions(pool: db::Pool, tool_timeout: std::time::Duration) {
+/// What an app whose turn died with its process is told (in English, as
+/// the other reasons of `ui/notifications/tool-cancelled`: engine/close.rs).
+const INTERRUPTED: &str = "The assistant was interrupted.";
+
+/// Sweeps interrupted executions (and apps) now and every minute.
+pub fn sweep_stuck_actions(pool: db::Pool, limits: crate::config::TurnLimits) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(STUCK_SWEEP_EVERY);
         loop {
             tick.tick().await;
-            if let Err(error) = abandon_stuck(&pool, tool_timeout).await {
+            if let Err(error) = abandon_stuck(&pool, &limits).await {
                 tracing::warn!(error = format!("{error:#}"), "cannot sweep interrupted actions");
             }
         }

@@ -14,6 +14,7 @@ on_both_databases!(
     an_action_survives_a_restart,
     cancel_tells_the_model_the_user_declined,
     an_execution_interrupted_by_a_crash_is_recorded_as_failed_with_an_unknown_outcome,
+    an_app_whose_turn_died_with_its_process_ends_cancelled,
 );
 
 fn create_script() -> Vec<Step> {
@@ -252,7 +253,8 @@ async fn an_execution_interrupted_by_a_crash_is_recorded_as_failed_with_an_unkno
         crate::helpers::pending(&rig.say("create a task called Other").await)["action_id"].as_str().unwrap().to_owned();
     sqlx::query("UPDATE actions SET status = 'executing' WHERE id = $1").bind(&fresh).execute(pool).await.unwrap();
 
-    let moved = server::engine::abandon_stuck(pool, std::time::Duration::from_secs(10)).await.unwrap();
+    let limits = server::config::TurnLimits { tool_timeout: std::time::Duration::from_secs(10), ..Default::default() };
+    let moved = server::engine::abandon_stuck(pool, &limits).await.unwrap();
 
     assert_eq!(moved, 1, "only the one older than any execute call can take");
     let (status, _, body) = rig.act(&id, "apply", None).await;
@@ -268,4 +270,46 @@ async fn an_execution_interrupted_by_a_crash_is_recorded_as_failed_with_an_unkno
         "{:?}",
         rig.model.last_tool_messages()
     );
+}
+
+async fn an_app_whose_turn_died_with_its_process_ends_cancelled(db: Db) {
+    let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("ok")], &[]).await;
+    let events = rig.say("hello").await;
+    let conversation = of(&events, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+    let pool = &rig.app.state.pool;
+    let (title, input) = (json!({"title": "Board"}), json!({}));
+    let view = || server::db::apps::NewView {
+        conversation_id: &conversation,
+        workspace_id: &rig.workspace,
+        external_user_id: "user_42",
+        message_id: "",
+        call_id: "call_1",
+        data: &title,
+        integration: "mcp_board",
+        integration_version: 1,
+        tool: "show_board",
+        resource_uri: "ui://board",
+        input: &input,
+        result: None,
+    };
+    let limits = server::config::TurnLimits::default();
+    let now = server::ids::now_ms();
+    // Shown longer ago than any turn may run: its process died with it.
+    let dead =
+        server::db::apps::show(pool, view(), now - limits.longest_turn().as_millis() as i64 - 1_000).await.unwrap();
+    let live = server::db::apps::show(pool, view(), now).await.unwrap();
+
+    server::engine::abandon_stuck(pool, &limits).await.unwrap();
+
+    let status = |id: String| async move {
+        sqlx::query_as::<_, (String, Option<String>)>(
+            "SELECT status, cancel_reason FROM app_views WHERE component_id = $1",
+        )
+        .bind(id)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+    };
+    assert_eq!(status(dead).await, ("cancelled".to_owned(), Some("The assistant was interrupted.".to_owned())));
+    assert_eq!(status(live).await, ("running".to_owned(), None), "a live turn's app is left alone");
 }
