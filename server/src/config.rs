@@ -342,6 +342,15 @@ impl Config {
             None => format!("sqlite://{}?mode=rwc", data_dir.join("context-assistant.db").display()),
         };
 
+        let flag = |variable: &'static str, default: bool| -> Result<bool, ConfigError> {
+            match get(variable).as_deref() {
+                None => Ok(default),
+                Some("1" | "true" | "yes" | "on") => Ok(true),
+                Some("0" | "false" | "no" | "off") => Ok(false),
+                Some(other) => Err(bad(variable, format!("`{other}` is not 1 or 0"))),
+            }
+        };
+
         let model = match (get("OPENAI_BASE_URL"), get("OPENAI_API_KEY")) {
             (None, None) => ModelConfig::Demo,
             (base_url, api_key) => {
@@ -350,12 +359,8 @@ impl Config {
                     Ok(u) if matches!(u.scheme(), "http" | "https") => {}
                     _ => return Err(bad("OPENAI_BASE_URL", "expected an absolute http(s) URL".into())),
                 }
-                let vision = match get("CA_MODEL_VISION").as_deref() {
-                    None => None,
-                    Some("1" | "true" | "yes" | "on") => Some(true),
-                    Some("0" | "false" | "no" | "off") => Some(false),
-                    Some(other) => return Err(bad("CA_MODEL_VISION", format!("`{other}` is not 1 or 0"))),
-                };
+                // Unset: decided by the model's name.
+                let vision = get("CA_MODEL_VISION").map(|_| flag("CA_MODEL_VISION", false)).transpose()?;
                 ModelConfig::Remote {
                     base_url: base_url.trim_end_matches('/').to_owned(),
                     api_key: Secret::new(api_key.unwrap_or_default()),
@@ -419,15 +424,6 @@ impl Config {
                 .try_into()
                 .map_err(|_| bad("CA_MAX_OPEN_STREAMS", "too large".into()))?,
             console_sign_ins: number("CA_CONSOLE_SIGN_INS_PER_MINUTE", rate_defaults.console_sign_ins, 1)?,
-        };
-
-        let flag = |variable: &'static str, default: bool| -> Result<bool, ConfigError> {
-            match get(variable).as_deref() {
-                None => Ok(default),
-                Some("1" | "true" | "yes" | "on") => Ok(true),
-                Some("0" | "false" | "no" | "off") => Ok(false),
-                Some(other) => Err(bad(variable, format!("`{other}` is not 1 or 0"))),
-            }
         };
 
         let hex_key = |variable: &'static str| -> Result<Option<Secret>, ConfigError> {

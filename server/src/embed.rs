@@ -41,15 +41,7 @@ fn loader_js(source: &str) -> String {
 /// every language's words (`i18n::ATTACH_KEYS`) and the largest upload
 /// (`/*MAX*/0`) filled in, minified.
 fn attach_js(max_bytes: u64) -> String {
-    let words: serde_json::Map<String, serde_json::Value> = i18n::LANGUAGES
-        .iter()
-        .map(|lang| {
-            let texts: serde_json::Map<String, serde_json::Value> =
-                i18n::ATTACH_KEYS.iter().map(|key| ((*key).to_owned(), i18n::text(lang, key).into())).collect();
-            ((*lang).to_owned(), serde_json::Value::Object(texts))
-        })
-        .collect();
-    let words = serde_json::Value::Object(words).to_string().replace('<', "\\u003c");
+    let words = i18n::table(&i18n::ATTACH_KEYS).to_string().replace('<', "\\u003c");
     let source = include_str!("../../widget/src/js/attach.js");
     minifier::js::minify(&source.replace("/*WORDS*/{}", &words).replace("/*MAX*/0", &max_bytes.to_string())).to_string()
 }

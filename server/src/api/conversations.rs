@@ -75,7 +75,10 @@ async fn get_conversation(
     // The owner's browser shows its files by short-lived signed links,
     // drawn under the message's text in the visitor's language.
     let links = state.attachments.links();
-    let lang = db::conversation_lang(&state.pool, &conversation.id).await?;
+    let lang = match messages.iter().any(|m| !m.attachments.is_empty()) {
+        true => db::conversation_lang(&state.pool, &conversation.id).await?,
+        false => "en",
+    };
     for message in messages.iter_mut().filter(|m| !m.attachments.is_empty()) {
         for attachment in &mut message.attachments {
             attachment.url = Some(links.sign(&caller.workspace_id, &attachment.id, now));

@@ -129,33 +129,37 @@ const MODEL_BYTES: usize = 1_500_000;
 /// given it: its media type and bytes. `None` when it cannot be read.
 pub fn for_model(media_type: &str, bytes: &[u8]) -> Option<(&'static str, Vec<u8>)> {
     let kind = Kind::from_media_type(media_type).filter(|k| k.is_image())?;
-    let format = match kind {
-        Kind::Png => ImageFormat::Png,
-        Kind::Jpeg => ImageFormat::Jpeg,
-        Kind::Webp => ImageFormat::WebP,
-        _ => ImageFormat::Gif,
-    };
-    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
-    reader.limits(limits_for_model());
-    let (width, height) = reader.into_dimensions().ok()?;
+    let (width, height) = reader(kind, Cursor::new(bytes)).into_dimensions().ok()?;
     if width.max(height) <= MODEL_SIDE && bytes.len() <= MODEL_BYTES && kind != Kind::Gif {
         return Some((kind.media_type(), bytes.to_vec()));
     }
-    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
-    reader.limits(limits_for_model());
-    let image = reader.decode().ok()?.resize(MODEL_SIDE, MODEL_SIDE, image::imageops::FilterType::Triangle);
+    let image = reader(kind, Cursor::new(bytes)).decode().ok()?.resize(
+        MODEL_SIDE,
+        MODEL_SIDE,
+        image::imageops::FilterType::Triangle,
+    );
     let mut out = Cursor::new(Vec::new());
     let encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 85);
     DynamicImage::ImageRgb8(image.into_rgb8()).write_with_encoder(encoder).ok()?;
     Some((Kind::Jpeg.media_type(), out.into_inner()))
 }
 
-fn limits_for_model() -> Limits {
+/// A reader of an image of `kind` (one of the four image kinds), within
+/// the pixel and memory limits.
+fn reader<R: BufRead + Seek>(kind: Kind, file: R) -> ImageReader<R> {
+    let format = match kind {
+        Kind::Png => ImageFormat::Png,
+        Kind::Jpeg => ImageFormat::Jpeg,
+        Kind::Webp => ImageFormat::WebP,
+        _ => ImageFormat::Gif,
+    };
+    let mut reader = ImageReader::with_format(file, format);
     let mut limits = Limits::default();
     limits.max_image_width = Some(MAX_SIDE);
     limits.max_image_height = Some(MAX_SIDE);
     limits.max_alloc = Some(MAX_DECODE_BYTES);
-    limits
+    reader.limits(limits);
+    reader
 }
 
 fn check_text(mut file: impl BufRead) -> Result<(), Refused> {
@@ -165,23 +169,11 @@ fn check_text(mut file: impl BufRead) -> Result<(), Refused> {
 }
 
 fn reencode(kind: Kind, file: impl BufRead + Seek) -> Result<(Kind, Vec<u8>), Refused> {
-    let format = match kind {
-        Kind::Png => ImageFormat::Png,
-        Kind::Jpeg => ImageFormat::Jpeg,
-        Kind::Webp => ImageFormat::WebP,
-        _ => ImageFormat::Gif,
-    };
     let broken = |e: image::ImageError| match e {
         image::ImageError::Limits(_) => Refused::TooManyPixels(0, 0),
         other => Refused::BrokenImage(other.to_string()),
     };
-    let mut reader = ImageReader::with_format(file, format);
-    let mut limits = Limits::default();
-    limits.max_image_width = Some(MAX_SIDE);
-    limits.max_image_height = Some(MAX_SIDE);
-    limits.max_alloc = Some(MAX_DECODE_BYTES);
-    reader.limits(limits);
-    let mut decoder = reader.into_decoder().map_err(broken)?;
+    let mut decoder = reader(kind, file).into_decoder().map_err(broken)?;
     let (width, height) = decoder.dimensions();
     if u64::from(width) * u64::from(height) > MAX_PIXELS {
         return Err(Refused::TooManyPixels(width, height));

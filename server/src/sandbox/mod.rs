@@ -176,17 +176,7 @@ async fn bridge_page(State(state): State<SandboxState>, Path(id): Path<String>) 
             return StatusCode::INTERNAL_SERVER_ERROR.into_response();
         }
     };
-    let words: serde_json::Map<String, serde_json::Value> = i18n::LANGUAGES
-        .iter()
-        .map(|lang| {
-            let texts: serde_json::Map<String, serde_json::Value> = i18n::APP_KEYS
-                .iter()
-                .chain(&i18n::APP_SHARED_KEYS)
-                .map(|key| ((*key).to_owned(), i18n::text(lang, key).into()))
-                .collect();
-            ((*lang).to_owned(), serde_json::Value::Object(texts))
-        })
-        .collect();
+    let words = i18n::table(&[&i18n::APP_KEYS[..], &i18n::APP_SHARED_KEYS[..]].concat());
     let config = serde_json::json!({
         "id": id,
         "words": words,

@@ -263,6 +263,20 @@ mod catalogues {
         CATALOGUES[index].get(key).or_else(|| CATALOGUES[0].get(key)).cloned().unwrap_or_default()
     }
 
+    /// `keys`' texts in every language, `{"en": {key: text}, …}`: what a
+    /// page that speaks them all carries (the attachments code, an app's
+    /// bridge).
+    pub fn table(keys: &[&str]) -> serde_json::Value {
+        LANGUAGES
+            .iter()
+            .map(|lang| {
+                let texts = keys.iter().map(|key| ((*key).to_owned(), text(lang, key).into())).collect();
+                ((*lang).to_owned(), serde_json::Value::Object(texts))
+            })
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
+
     /// The widget's words in `lang`, in [`Msg`] order (the boot's `words`).
     pub fn words(lang: &str) -> Vec<String> {
         Msg::ALL.iter().map(|m| text(lang, m.key())).collect()
@@ -302,7 +316,7 @@ mod catalogues {
 }
 
 #[cfg(feature = "ssr")]
-pub use catalogues::{negotiate, spoken, text, words};
+pub use catalogues::{negotiate, spoken, table, text, words};
 
 #[cfg(all(test, feature = "ssr"))]
 mod tests {
