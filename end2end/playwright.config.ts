@@ -2,6 +2,7 @@ import { defineConfig } from "@playwright/test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { chromiumArgs, executablePath } from "./chromium";
 
 // The server under test: the binary `./dev e2e` built, on its own port, with
 // a fresh data directory (so a fresh SQLite database) for every run.
@@ -62,21 +63,7 @@ export default defineConfig({
     baseURL,
     screenshot: "only-on-failure",
     trace: "retain-on-failure",
-    launchOptions: {
-      executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        // No page may follow a link off the machine (an app's Open Link,
-        // a card): every name but localhost resolves to nothing.
-        "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
-      ],
-    },
+    launchOptions: { executablePath, args: chromiumArgs },
   },
   webServer: [
     {

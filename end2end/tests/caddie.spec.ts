@@ -21,8 +21,12 @@ test("a launch from Caddie signs in silently and lands on the assistant with the
   expect(box.height).toBe(40);
   expect(box.width).toBe(375);
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
-  const ctx = await page.evaluate(() => Object.keys(sessionStorage).filter((k) => k.startsWith("ca:cctx:")).length);
-  expect(ctx).toBe(1);
+  // The launch's context moved out of the address bar into what is kept for alice.
+  const kept = await page.evaluate(() =>
+    Object.keys(localStorage).filter((k) => k.startsWith("ca:ws_")).map((k) => JSON.parse(localStorage.getItem(k)!)));
+  expect(kept).toHaveLength(1);
+  expect(kept[0].cctx).toMatch(/^[0-9a-f]{32}$/);
+  expect(page.url()).not.toContain("cctx");
 
   const input = page.getByRole("textbox", { name: "Message" });
   await expect(input).toHaveAttribute("placeholder", "Type a message…");
@@ -99,9 +103,16 @@ test("a link opened by a different signed-in user names nobody and grants nothin
   await expect(page.getByRole("link", { name: "Back to Caddie" })).toHaveAttribute("href", `${hub}/projects/apollo?stage=1`);
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
 
+  // What the widget had kept in this browser for mallory (a space of hers).
+  await page.evaluate(() => localStorage.setItem("ca:ws_mallorys", JSON.stringify({ sub: "mallory", conversation: "c_1" })));
+
   // Switch account: the sign-out is posted from our own page (the server
   // refuses one from another site), then the IdP is asked who it is.
   const askedAgain = page.waitForRequest((r) => r.url().includes("prompt=login"));
   await page.getByRole("button", { name: "Switch account" }).click();
   await askedAgain;
+
+  // The sign-out took everything kept on the assistant's origin with it.
+  await page.goto("/health");
+  expect(await page.evaluate(() => Object.keys(localStorage))).toEqual([]);
 });

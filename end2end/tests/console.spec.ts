@@ -1,6 +1,6 @@
 import AxeBuilder from "@axe-core/playwright";
 import { expect, test, type Page } from "@playwright/test";
-import { TaskHostPage, taskHost } from "./hosts";
+import { TaskHostPage, taskHost, taskPage } from "./hosts";
 
 // The console (/console): from an empty workspace list to a reply in a host
 // page on another origin, in a browser only — keyboard first, axe-clean,
@@ -50,7 +50,7 @@ test("onboarding in the console: a workspace, its tool server, and a reply on th
 
   // The operator creates the workspace; its secrets are shown this once.
   await page.getByLabel("Name").fill("E2E Shop");
-  await page.getByLabel(/Allowed origins/).fill(taskHost);
+  await page.getByLabel(/Allowed origins/).fill(taskPage);
   await page.getByRole("button", { name: "Create" }).click();
   const created = page.getByRole("region", { name: /Workspace “E2E Shop” created/ });
   await expect(created).toBeVisible();
@@ -69,7 +69,7 @@ test("onboarding in the console: a workspace, its tool server, and a reply on th
   // The host signs in with the api key and connects the tool server.
   await signIn(page, apiKey);
   await expect(page.getByRole("heading", { name: "Set up your assistant" })).toBeVisible();
-  await expect(page.getByLabel(/Allowed origins/)).toHaveValue(taskHost);
+  await expect(page.getByLabel(/Allowed origins/)).toHaveValue(taskPage);
   await page.getByLabel(/Base URL/).fill(taskHost);
   await page.getByLabel(/Secret/).fill("wrong-secret");
   await page.getByRole("button", { name: "Check again" }).click();

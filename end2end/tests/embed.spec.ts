@@ -1,13 +1,13 @@
 import AxeBuilder from "@axe-core/playwright";
 import { expect, test } from "@playwright/test";
-import { TaskHostPage, type Workspace, taskHost, taskWorkspace } from "./hosts";
+import { TaskHostPage, type Workspace, taskPage, taskWorkspace } from "./hosts";
 
 interface Embed { ws: Workspace; label: string; sub: string; expiredFirst?: boolean; theme?: string; accent?: string }
 
 function initPage(baseURL: string, widgets: Embed[]) {
   const list = widgets.map((w) => ({ ws: w.ws.id, secret: w.ws.embed_secret, label: w.label, sub: w.sub,
     expiredFirst: !!w.expiredFirst, theme: w.theme, accent: w.accent }));
-  return `${taskHost}/page-init?${new URLSearchParams({ assistant: baseURL, widgets: JSON.stringify(list) })}`;
+  return `${taskPage}/page-init?${new URLSearchParams({ assistant: baseURL, widgets: JSON.stringify(list) })}`;
 }
 
 test("an expired token is refreshed through getToken and the message still goes", async ({ page, request, baseURL }) => {
@@ -157,7 +157,7 @@ test("with data-token-url, an expired data-token is renewed from the host and th
 test("in a single-page app the widget survives navigation, and destroy then init brings the chat back", async ({ page, request, baseURL }) => {
   const ws = await taskWorkspace(request);
   const q = new URLSearchParams({ ws: ws.id, secret: ws.embed_secret, sub: "spa_user", assistant: baseURL! });
-  await page.goto(`${taskHost}/page-spa?${q}`);
+  await page.goto(`${taskPage}/page-spa?${q}`);
   await page.getByRole("button", { name: "Open SPA chat" }).click();
   const widget = page.frameLocator("iframe[title='SPA chat']");
   const input = widget.getByRole("textbox", { name: "Message" });
@@ -249,4 +249,29 @@ test("under a strict host CSP (no inline styles) the launcher floats, the panel 
   await expect(host.lastReply).toContainText("offline demo model");
   expect(await page.evaluate(() => (window as unknown as { violations: string[] }).violations)).toEqual([]);
   expect(violations).toEqual([]);
+});
+
+test("a long workspace name stays on one line beside the demo badge at 375 and 400 px", async ({ page, request, baseURL }) => {
+  const ws = await taskWorkspace(request);
+  const name = "The Very Long Name of a Neighbourhood Hardware and Garden Supplies Cooperative";
+  const renamed = await request.patch("/v1/workspace", { headers: { authorization: `Bearer ${ws.api_key}` }, data: { name } });
+  expect(renamed.status()).toBe(200);
+  for (const width of [375, 400]) {
+    await page.setViewportSize({ width, height: 700 });
+    const host = new TaskHostPage(page, baseURL!);
+    await host.goto(ws, "header_user");
+    const title = host.widget.locator(".ca-title");
+    const badge = host.widget.locator(".ca-demo");
+    await expect(title).toHaveText(name);
+    await expect(badge).toBeVisible();
+    const line = await title.evaluate((e) => parseFloat(getComputedStyle(e).lineHeight) || 24);
+    const [titleBox, badgeBox] = [(await title.boundingBox())!, (await badge.boundingBox())!];
+    expect(titleBox.height, `the title is one line at ${width} px`).toBeLessThan(line * 1.5);
+    expect(badgeBox.height, `the badge is one line at ${width} px`).toBeLessThan(30);
+    // Side by side, the badge wholly inside the frame; the name ends in an ellipsis.
+    expect(badgeBox.x).toBeGreaterThanOrEqual(titleBox.x + titleBox.width - 1);
+    expect(badgeBox.x + badgeBox.width).toBeLessThanOrEqual(width);
+    expect(await title.evaluate((e) => e.scrollWidth > e.clientWidth && getComputedStyle(e).textOverflow)).toBe("ellipsis");
+    await page.screenshot({ path: `test-results/header-long-name-${width}.png` });
+  }
 });

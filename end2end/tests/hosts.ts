@@ -1,12 +1,18 @@
 import { expect, type APIRequestContext, type Page } from "@playwright/test";
 
 // A host on another origin (fixtures/task-host.mjs) with a create and a
-// delete tool; each test gets its own workspace and user.
-export const taskHost = `http://127.0.0.1:${process.env.E2E_TASK_HOST_PORT ?? "3211"}`;
+// delete tool; each test gets its own workspace and user. The assistant
+// calls its tools at `taskHost`; its pages are on another site than the
+// assistant, as every real host's are (`taskPage`: 127.0.0.2 is not
+// 127.0.0.1's site), so the widget's frame is a third-party frame whose
+// storage Chromium refuses unless third-party cookies are allowed.
+const taskPort = process.env.E2E_TASK_HOST_PORT ?? "3211";
+export const taskHost = `http://127.0.0.1:${taskPort}`;
+export const taskPage = `http://127.0.0.2:${taskPort}`;
 
 export interface Workspace { id: string; api_key: string; embed_secret: string }
 
-export async function taskWorkspace(request: APIRequestContext, origins: string[] = [taskHost]): Promise<Workspace> {
+export async function taskWorkspace(request: APIRequestContext, origins: string[] = [taskPage]): Promise<Workspace> {
   const created = await request.post("/v1/workspaces", {
     headers: { authorization: "Bearer e2e-admin-token-of-at-least-32-characters" },
     data: { name: "Task host", allowed_origins: origins },
@@ -41,7 +47,7 @@ export class TaskHostPage {
   /** Loads the page without opening the chat. */
   async load(ws: Workspace, user: string, extra: Record<string, string> = {}) {
     const q = new URLSearchParams({ ws: ws.id, secret: ws.embed_secret, sub: user, assistant: this.baseURL, ...extra });
-    await this.page.goto(`${taskHost}/page?${q}`);
+    await this.page.goto(`${taskPage}/page?${q}`);
   }
 
   get widget() {

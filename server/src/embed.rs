@@ -61,6 +61,7 @@ pub fn router(state: EmbedState) -> Router {
     Router::new()
         .route("/embed.js", get(loader))
         .route("/widget", get(widget_page))
+        .route("/widget/forget", get(forget_page))
         .route(
             "/widget/attach.js",
             get(move || async move { asset("text/javascript; charset=utf-8", script.to_string()) }),
@@ -152,6 +153,61 @@ async fn widget_page(State(state): State<EmbedState>, Query(query): Query<Widget
     };
     state.pages.render(boot, &workspace.welcome(), &allowed_origins, request).await
 }
+
+/// The page `ContextAssistant.logout()` loads in a hidden frame when a
+/// visitor signs out of the host: it empties what the widget keeps for the
+/// workspace in the frame's own storage (partitioned by the host's site:
+/// the frame sees what the widget kept on that host), also the keys kept
+/// before they were bound to a user, and tells the loader. Framed only by
+/// the workspace's pages; its one script is allowed by its hash.
+async fn forget_page(State(state): State<EmbedState>, Query(query): Query<WidgetQuery>) -> Response {
+    let workspace = match query.ws.as_deref().filter(|ws| ws.len() <= 64) {
+        Some(ws) => db::workspace(&state.pool, ws).await,
+        None => Ok(None),
+    };
+    let workspace = match workspace {
+        Ok(Some(w)) => w,
+        Ok(None) => return StatusCode::NOT_FOUND.into_response(),
+        Err(error) => {
+            tracing::error!(error = format!("{error:#}"), "cannot load the workspace for the forget page");
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        }
+    };
+    let csp = format!(
+        "default-src 'none'; script-src '{}'; base-uri 'none'; form-action 'none'; frame-ancestors {}",
+        *FORGET_SCRIPT_HASH,
+        crate::widget_page::frame_ancestors(&workspace.allowed_origins())
+    );
+    let page = format!(
+        "<!doctype html><meta charset=\"utf-8\"><title>Context Assistant</title>\
+         <script data-ws=\"{}\">{FORGET_SCRIPT}</script>",
+        widget::html::escape(&workspace.id)
+    );
+    let Ok(csp) = header::HeaderValue::from_str(&csp) else { return StatusCode::INTERNAL_SERVER_ERROR.into_response() };
+    (
+        [
+            (header::CONTENT_SECURITY_POLICY, csp),
+            (header::CACHE_CONTROL, header::HeaderValue::from_static("no-store")),
+            (header::X_CONTENT_TYPE_OPTIONS, header::HeaderValue::from_static("nosniff")),
+        ],
+        Html(page),
+    )
+        .into_response()
+}
+
+/// The forget page's script: the widget's record for the workspace
+/// (`js/dom.js` `keepToken`) and the keys of before it, removed; nothing
+/// secret in its message, so any origin may hear it.
+const FORGET_SCRIPT: &str = "var w=document.currentScript.dataset.ws;\
+    try{[\"\",\"outbox:\",\"view:\",\"conversation:\"].forEach(function(k){localStorage.removeItem(\"ca:\"+k+w)})}catch(e){}\
+    parent.postMessage({type:\"ca:forgotten\"},\"*\")";
+
+/// `FORGET_SCRIPT`'s CSP source: `sha256-…` of its text.
+static FORGET_SCRIPT_HASH: LazyLock<String> = LazyLock::new(|| {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    format!("sha256-{}", base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(FORGET_SCRIPT)))
+});
 
 /// The host page's look (`init` options, validated), each value it does
 /// not set from the workspace's default.

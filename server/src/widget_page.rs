@@ -87,17 +87,25 @@ impl WidgetPages {
 /// Scripts only from this origin or with the nonce; framing only by the
 /// workspace's pages (each origin was validated when the workspace was made).
 pub fn content_security_policy(nonce: &str, allowed_origins: &[String]) -> String {
-    let ancestors: Vec<&str> = allowed_origins
-        .iter()
-        .map(String::as_str)
-        .filter(|o| o.bytes().all(|b| b.is_ascii_graphic() && b != b';' && b != b','))
-        .collect();
     format!(
         "default-src 'none'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self' 'nonce-{nonce}'; \
          img-src 'self' https: blob:; connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; \
-         frame-ancestors 'self' {}",
-        ancestors.join(" ")
+         frame-ancestors {}",
+        frame_ancestors(allowed_origins)
     )
+}
+
+/// `frame-ancestors`' sources: this origin and the workspace's pages, none
+/// that could end the directive.
+pub fn frame_ancestors(allowed_origins: &[String]) -> String {
+    let mut sources = String::from("'self'");
+    for origin in allowed_origins {
+        if origin.bytes().all(|b| b.is_ascii_graphic() && b != b';' && b != b',') {
+            sources.push(' ');
+            sources.push_str(origin);
+        }
+    }
+    sources
 }
 
 #[cfg(test)]

@@ -91,6 +91,27 @@ fn bounded(text: &str) -> String {
     shown
 }
 
+/// The text of a file's first bytes: where the read stopped before the
+/// file's end (`cut`), a last character the cut split is left out rather
+/// than shown as U+FFFD; anything else not UTF-8 shows as U+FFFD.
+fn text_prefix(bytes: &[u8], cut: bool) -> std::borrow::Cow<'_, str> {
+    let mut end = bytes.len();
+    // The last character's first byte (not a continuation byte 10xxxxxx),
+    // among the last four, and the length it announces.
+    if cut && let Some(start) = (end.saturating_sub(4)..end).rev().find(|&i| bytes[i] & 0xC0 != 0x80) {
+        let announced = match bytes[start] {
+            0xF0.. => 4,
+            0xE0.. => 3,
+            0xC0.. => 2,
+            _ => 1,
+        };
+        if start + announced > end {
+            end = start;
+        }
+    }
+    String::from_utf8_lossy(&bytes[..end])
+}
+
 /// What a workspace lets its visitors attach, as a file input's `accept`
 /// (the widget's boot): its `attachment_types`, or every kind taken;
 /// empty when it takes none.
@@ -197,8 +218,8 @@ impl Attachments {
         // At most four bytes a character: never more read than that.
         let range = 0..(TEXT_CHARS as u64 * 4).min(size);
         let path = ObjectPath::from(attachment.object_key.as_str());
-        let bytes = self.store.get_range(&path, range).await.context("cannot read the attachment")?;
-        let text = String::from_utf8_lossy(&bytes);
+        let bytes = self.store.get_range(&path, range.clone()).await.context("cannot read the attachment")?;
+        let text = text_prefix(&bytes, range.end < size);
         let mut kept: String = text.chars().take(TEXT_CHARS).collect();
         if (kept.len() as u64) < size {
             kept.push_str("\n[… the rest of the file is not shown]");
@@ -258,6 +279,20 @@ pub fn display_name(sent: Option<&str>) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_text_cut_mid_character_ends_on_the_last_whole_one() {
+        let text = "café 日本語 🙂".as_bytes();
+        for cut in 1..text.len() {
+            let shown = super::text_prefix(&text[..cut], true);
+            assert!(!shown.contains('\u{FFFD}'), "cut at {cut}: {shown:?}");
+            assert!("café 日本語 🙂".starts_with(shown.as_ref()), "cut at {cut}: {shown:?}");
+            assert!(shown.len() + 3 >= cut, "at most a split character left out at {cut}");
+        }
+        // The file's real end, or bad bytes inside, still show as U+FFFD.
+        assert_eq!(super::text_prefix(b"ab\xE6", false), "ab\u{FFFD}");
+        assert_eq!(super::text_prefix(b"a\xFFbc", true), "a\u{FFFD}bc");
+    }
+
     use super::{Links, display_name};
 
     fn links() -> Links {

@@ -205,8 +205,14 @@ pub(super) async fn log_out(
     let headers = response.headers_mut();
     headers.append(header::SET_COOKIE, caddie.cookie(session_cookie(secure), "", 0, secure));
     headers.append(header::SET_COOKIE, caddie.cookie(OPTOUT_COOKIE, "1", 365 * 24 * 3600, secure));
+    // What the widget kept in this browser for the user (the messages not
+    // yet sent, the conversation and its copy for reading offline) goes
+    // with the session: a shared device keeps no one's conversation.
+    headers.insert(CLEAR_SITE_DATA, header::HeaderValue::from_static("\"storage\""));
     Ok(response)
 }
+
+const CLEAR_SITE_DATA: header::HeaderName = header::HeaderName::from_static("clear-site-data");
 
 /// Where the pages of a sign-in heading for `next` are shown.
 fn surface<'a>(caddie: &'a Caddie, next: &str) -> Surface<'a> {

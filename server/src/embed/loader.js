@@ -32,10 +32,10 @@
     // Right-to-left: the launcher and the panel sit on the left.
     var side = lang === "ar" ? "left:" : "right:";
     function say(i, n) { return String(w[i]).replace("{label}", function () { return name; }).replace("{n}", n); }
-    var first = opts.token;
+    var first = opts.token, fixed = opts.token;
     var getToken = opts.getToken || function () {
       var t = first;
-      if (t || !opts.tokenUrl) { first = null; return t || opts.token; }
+      if (t || !opts.tokenUrl) { first = null; return t || fixed; }
       return fetch(opts.tokenUrl, { credentials: "same-origin" }).then(function (r) { return r.ok ? r.text() : null; });
     };
     function emit(type, detail) { (listeners[type] || []).forEach(function (f) { try { f(detail); } catch (e) {} }); }
@@ -69,13 +69,23 @@
     document.body.appendChild(said);
 
     function post(message) { if (frame) frame.contentWindow.postMessage(message, origin); }
+    // Where a browser refuses the widget's frame storage of its own (Chromium blocking
+    // third-party cookies, incognito), the widget keeps its record here, in this page's
+    // localStorage under a key of ours: the messages not yet sent, the conversation to
+    // restore and its copy for reading offline, all under the token's subject (README,
+    // "What the widget keeps"). It goes back with the token; logout() removes it.
+    var KEY = "context-assistant:" + opts.workspace;
+    function store(value) {
+      try { return value === undefined ? localStorage.getItem(KEY) : value === null ? localStorage.removeItem(KEY) :
+        localStorage.setItem(KEY, value); } catch (e) { return null; }
+    }
     // Asked for once when the frame has loaded (it takes it before its WASM has started) and
     // handed over again when the widget says it is ready; asked for anew only when it expired.
     var sent;
     function sendToken(fresh) {
       if (fresh || !sent) sent = Promise.resolve(getToken());
       sent.then(function (token) {
-        if (token) post({ type: "ca:token", token: String(token) });
+        if (token) post({ type: "ca:token", token: String(token), kept: store() });
       }, function (e) { emit("error", { message: "getToken failed", cause: e }); });
     }
     function onMessage(e) {
@@ -84,6 +94,7 @@
       if (d.type === "ca:ready") { ready = true; clearTimeout(watchdog); sendToken(); if (isOpen) focus(); }
       else if (d.type === "ca:token-expired") sendToken(true);
       else if (d.type === "ca:close") close();
+      else if (d.type === "ca:keep" && typeof d.kept === "string") store(d.kept);
       else if (d.type === "ca:message") {
         if (!isOpen && d.detail && d.detail.role === "assistant") {
           unread++; label(); said.textContent = say(4);
@@ -147,16 +158,47 @@
       button.focus();
       emit("close");
     }
+    function drop() {
+      if (frame) frame.remove();
+      frame = null;
+      ready = false;
+    }
     function destroy() {
       window.removeEventListener("message", onMessage);
       window.removeEventListener("resize", relayout);
-      if (frame) frame.remove();
+      drop();
       button.remove();
       said.remove();
-      frame = null;
+    }
+    // The visitor signs out of the host (a shared device): the widget's session ends and everything
+    // kept for this workspace goes, in this page and in the frame's own storage (emptied by a small
+    // page of the assistant's, /widget/forget, in a hidden frame). The next open asks getToken anew;
+    // the tag's data-token is not used again. Resolves once the frame's storage is emptied (or 5 s).
+    function logout() {
+      close();
+      drop();
+      store(null);
+      first = fixed = sent = null;
+      unread = 0;
+      label();
+      return new Promise(function (done) {
+        var forget = css(document.createElement("iframe"), "display:none");
+        function end(e) {
+          if (!forget || e && (e.origin !== origin || e.source !== forget.contentWindow)) return;
+          window.removeEventListener("message", end);
+          forget.remove();
+          forget = null;
+          emit("logout");
+          done();
+        }
+        setTimeout(end, 5000);
+        window.addEventListener("message", end);
+        forget.src = origin + "/widget/forget?ws=" + encodeURIComponent(opts.workspace);
+        document.body.appendChild(forget);
+      });
     }
     var instance = {
-      open: open, close: close, destroy: destroy,
+      open: open, close: close, destroy: destroy, logout: logout,
       on: function (type, f) { (listeners[type] = listeners[type] || []).push(f); }
     };
     instances.push(instance);
@@ -169,6 +211,8 @@
       var w = make(opts);
       // The newest instance answers ContextAssistant.open() and friends.
       api.open = w.open; api.close = w.close; api.destroy = w.destroy; api.on = w.on;
+      // A sign-out ends every widget's session on the page.
+      api.logout = function () { return Promise.all(instances.map(function (i) { return i.logout(); })); };
       return w;
     }
     if (document.body) return start();

@@ -97,9 +97,9 @@ pub fn decide(messages: &[Value], tools: &[String]) -> Reply {
     if let Some(reply) = bistro_phrase(&said, tools) {
         return reply;
     }
+    let words = said.split_whitespace().collect::<Vec<_>>().join(" ");
     for tool in tools {
-        let phrase = tool.replace(['_', '-'], " ").to_lowercase();
-        if said.contains(&phrase) || (tool.contains("menu") && said.contains("menu")) {
+        if words.contains(&phrase(tool)) || (tool.contains("menu") && said.contains("menu")) {
             return Reply::Call { name: tool.clone(), arguments: json!({}) };
         }
     }
@@ -210,12 +210,19 @@ fn help(tools: &[String]) -> String {
     if tools.is_empty() {
         return "I'm the offline demo model. No tools are connected right now, so I can only chat.".into();
     }
-    let names: Vec<String> = tools.iter().map(|t| format!("“{}”", t.replace('_', " "))).collect();
+    let names: Vec<String> = tools.iter().map(|t| format!("“{}”", phrase(t))).collect();
     format!(
         "I'm the offline demo model: I follow simple rules instead of understanding everything. \
          Ask me for one of these and I'll run it: {}.",
         names.join(", ")
     )
+}
+
+/// The words that call `tool`, as its help names it: `_`, `-` and a
+/// source's `__` prefix read as single spaces (`get-tiny-image`,
+/// `everything__get_sum` → "get tiny image", "everything get sum").
+fn phrase(tool: &str) -> String {
+    tool.replace(['_', '-'], " ").split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
 }
 
 /// The text of a message's `content`, whether a string or an array of parts.
@@ -410,6 +417,21 @@ mod tests {
     fn a_tool_named_in_words_is_called() {
         let reply = decide(&[user("please list tasks")], &["create_task".into(), "list_tasks".into()]);
         assert_eq!(reply, Reply::Call { name: "list_tasks".into(), arguments: json!({}) });
+    }
+
+    #[test]
+    fn its_help_names_each_tool_in_the_words_that_call_it() {
+        let tools: Vec<String> = ["get-tiny-image", "everything__get_sum", "show_menu"].map(String::from).to_vec();
+        let Reply::Text(help) = decide(&[user("what can you do?")], &tools) else { panic!("a help text") };
+        assert!(help.contains("“get tiny image”, “everything get sum”, “show menu”"), "{help}");
+        for (asked, tool) in
+            [("get tiny image please", "get-tiny-image"), ("everything  get sum", "everything__get_sum")]
+        {
+            assert!(
+                matches!(decide(&[user(asked)], &tools), Reply::Call { ref name, .. } if name == tool),
+                "{asked} calls {tool}"
+            );
+        }
     }
 
     #[test]

@@ -899,6 +899,8 @@ async fn login_required_falls_back_to_an_interactive_login_and_logout_opts_out_o
     let out = browser.go(reqwest::Method::POST, "/caddie/logout", Some(&[])).await;
     assert_eq!(out.status, 200);
     assert!(out.body.contains("Signed out"));
+    // What the widget kept in this browser goes with the session.
+    assert_eq!(out.headers["clear-site-data"], "\"storage\"");
     assert_eq!(browser.cookies.get("bw_optout").map(String::as_str), Some("1"));
     assert!(!browser.cookies.contains_key("ca_session"));
     // The provider still has its session: the sign-in goes through without

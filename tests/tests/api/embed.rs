@@ -39,8 +39,10 @@ async fn the_loader_is_small_javascript() {
     assert!(gzipped <= LOADER_BUDGET_GZIP_BYTES, "the loader is {gzipped} bytes gzipped");
 }
 
-/// The loader's budget: 3 KB gzipped.
-const LOADER_BUDGET_GZIP_BYTES: usize = 3 * 1024;
+/// The loader's budget: 3.5 KB gzipped (3 KB until it carried the widget's
+/// storage on hosts that refuse a cross-site frame its own, and `logout()`:
+/// docs/benchmarks.md).
+const LOADER_BUDGET_GZIP_BYTES: usize = 3584;
 
 #[tokio::test]
 async fn the_widget_page_may_be_framed_only_by_allowed_origins() {
@@ -61,6 +63,35 @@ async fn the_widget_page_may_be_framed_only_by_allowed_origins() {
 
     let unknown = app.client.get(app.url("/widget?ws=ws_unknown")).send().await.unwrap();
     assert_eq!(unknown.status(), 404);
+}
+
+/// `ContextAssistant.logout()`'s hidden page: it empties what the widget
+/// kept for the workspace in the frame's storage, framed only by the
+/// workspace's pages, its one script allowed by its hash and nothing else.
+#[tokio::test]
+async fn the_forget_page_empties_the_workspaces_keys_framed_only_by_its_pages() {
+    let app = spawn_app(Db::Sqlite).start().await;
+    let response = app.client.get(app.url("/widget/forget?ws=ws_demo")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["cache-control"], "no-store");
+    let csp = response.headers()["content-security-policy"].to_str().unwrap().to_owned();
+    assert!(csp.starts_with("default-src 'none'; script-src 'sha256-"), "{csp}");
+    assert!(csp.contains(&format!("frame-ancestors 'self' http://{}", app.address)), "{csp}");
+    assert!(!csp.contains("unsafe") && !csp.contains("connect-src"), "{csp}");
+    let html = response.text().await.unwrap();
+    let script = html.split("<script data-ws=\"ws_demo\">").nth(1).unwrap().split("</script>").next().unwrap();
+    // The hash in the policy is the script's own: the browser runs it.
+    let hash = {
+        use base64::Engine as _;
+        use sha2::Digest as _;
+        base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(script))
+    };
+    assert!(csp.contains(&format!("'sha256-{hash}'")), "{csp}");
+    assert!(script.contains("localStorage.removeItem") && script.contains("ca:forgotten"), "{script}");
+
+    for unknown in ["/widget/forget?ws=ws_unknown", "/widget/forget", "/widget/forget?ws=%3Cscript%3E"] {
+        assert_eq!(app.client.get(app.url(unknown)).send().await.unwrap().status(), 404, "{unknown}");
+    }
 }
 
 #[tokio::test]

@@ -2,16 +2,15 @@
 //! the idempotency key it got when it was written (the same for every
 //! attempt: the server answers a key it has seen with the turn it already
 //! started) and where it stands on screen ("Sending…", "Waiting for the
-//! network", "Not sent"). The queue is kept in the frame's own
-//! `localStorage` (the assistant's origin, never the host page's), so a
-//! reload keeps it. `turns` sends from it.
+//! network", "Not sent"). The queue is kept for the token's subject
+//! (`js/dom.js` `keepToken`: the frame's own storage, else the host
+//! page's through the loader), so a reload keeps it. `turns` sends from it.
 
 use std::cell::Cell;
 
 use leptos::prelude::*;
 use wasm_bindgen::JsValue;
 
-use super::boot;
 use crate::js;
 use crate::state::{Bubble, Chat, Delivery, Outgoing};
 use crate::wire::Role;
@@ -24,14 +23,6 @@ thread_local! {
     /// The conversation the widget is in is known (restored, or none):
     /// a queued message goes to it, not to a new one.
     pub static SETTLED: Cell<bool> = const { Cell::new(false) };
-}
-
-fn storage_key() -> String {
-    format!("ca:outbox:{}", boot::workspace_id())
-}
-
-fn storage() -> Option<web_sys::Storage> {
-    window().local_storage().ok().flatten()
 }
 
 /// True while the browser says it has a network.
@@ -105,14 +96,12 @@ fn save(chat: Chat) {
             ("files", JsValue::from_str(&item.files)),
         ]));
     }
-    if let Some(s) = storage() {
-        let _ = s.set_item(&storage_key(), &js::stringify(&js::object(&[("items", items.into())])));
-    }
+    js::keep_set("outbox", Some(&js::stringify(&js::object(&[("items", items.into())]))));
 }
 
 /// Takes the queue a reload left in storage.
 pub fn load(chat: Chat) {
-    let kept = storage().and_then(|s| s.get_item(&storage_key()).ok().flatten()).unwrap_or_default();
+    let kept = js::keep_get("outbox").unwrap_or_default();
     let items = js::list(&js::parse(&kept), "items")
         .iter()
         .filter_map(|i| {

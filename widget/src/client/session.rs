@@ -1,7 +1,8 @@
 //! The widget's session with the host page: it says it is ready, takes the
 //! token the page hands over (`ca:token`, from the page's own origin or an
-//! allowed one only), restores the conversation with the first token, and
-//! sends again a message that an expired token held back.
+//! allowed one only, with what the loader kept), opens what was kept for
+//! the token's user and restores the conversation with the first token,
+//! and sends again a message that an expired token held back.
 
 use js_sys::{Object, Reflect};
 use leptos::prelude::*;
@@ -38,22 +39,28 @@ pub fn start(chat: Chat, boot: WidgetBoot) {
     });
     let handle = window_event_listener(leptos::ev::message, move |e: web_sys::MessageEvent| on_message(&e));
     on_cleanup(move || handle.remove());
-    // Queued messages survive a reload; without a network, the last
-    // conversation shows as it was kept, marked offline.
-    outbox::load(chat);
     turns::watch(chat);
+    // The full-page app (launched from Caddie) has its token from the page.
+    if let Some(token) = &boot.token {
+        crate::js::set_global("caToken", token);
+        crate::js::keep_token(&boot.workspace_id, token);
+        take_kept(chat);
+        spawn_local(turns::restore(chat));
+    } else {
+        host_page::post_to_host("ca:ready");
+    }
+}
+
+/// What was kept for the token's user: queued messages survive a reload;
+/// without a network, the last conversation shows as it was kept, marked
+/// offline. Nothing is shown before a token says whose it is.
+fn take_kept(chat: Chat) {
+    outbox::load(chat);
     if !outbox::online()
         && let Some(id) = host_page::remembered_conversation()
     {
         turns::show_offline(chat, &id);
         outbox::show_queued(chat);
-    }
-    // The full-page app (launched from Caddie) has its token from the page.
-    if let Some(token) = &boot.token {
-        crate::js::set_global("caToken", token);
-        spawn_local(turns::restore(chat));
-    } else {
-        host_page::post_to_host("ca:ready");
     }
 }
 
@@ -77,6 +84,10 @@ fn accept(chat: Chat, own_origin: &str, allowed: &[String], e: &web_sys::Message
         }
         Some("ca:token") => {
             let Some(token) = field(&data, "token").filter(|t| !t.is_empty() && t.len() < 8192) else { return };
+            // What the loader kept in the host page for the widget, if the
+            // frame's own storage is refused: it goes back to this origin.
+            crate::js::set_global("caKept", &field(&data, "kept").unwrap_or_default());
+            crate::js::set_global("caHost", &origin);
             receive(chat, token);
         }
         _ => {}
@@ -92,12 +103,18 @@ fn field(data: &JsValue, name: &str) -> Option<String> {
 /// expired token goes again with a new one, and the same token again means
 /// there is no fresher one.
 fn receive(chat: Chat, token: String) {
+    // Another user's token: what the last one kept is dropped, and the
+    // frame starts again for the new one (its queue is never sent as them).
+    if crate::js::keep_token(&super::boot::workspace_id(), &token) {
+        return;
+    }
     let previous = chat.token.get_untracked();
     let renewed = previous.as_deref() != Some(token.as_str());
     // The attachments code uploads with it.
     crate::js::set_global("caToken", &token);
     chat.token.set(Some(token));
     if previous.is_none() {
+        take_kept(chat);
         super::mark("ca:token");
         // The composer is drawn connected at the next frame.
         request_animation_frame(|| super::mark("ca:interactive"));

@@ -138,3 +138,68 @@ on("click", (e) => {
   const image = e.target.closest?.(".ca-att-img");
   if (image) attach("view", image);
 });
+
+// What the widget keeps in the browser (client/host_page.rs, outbox.rs):
+// the messages the server has not taken yet, the conversation to restore
+// and its copy for reading offline — one record a workspace, under the
+// subject of the token it was kept with: a token of another subject drops
+// it (the frame reloads, so nothing of the last user's stays in memory
+// either). It lives in the frame's own localStorage where the browser lets
+// a cross-site frame have one (partitioned by the host's site: Firefox,
+// Safari, Chromium allowing third-party cookies), else in the host page's,
+// through the loader: it hands the record back with the token (`caKept`)
+// and keeps what the frame posts it, only to the origin the token came
+// from (`caHost`: client/session.rs sets both). With
+// neither (no loader: the hub's frame), in memory until the frame goes.
+// The Storage Access API gave nothing here: Chromium denies it to a frame
+// whose site the visitor never used first-party (README, "What the widget
+// keeps"). The token's subject is read, not checked: the server checks
+// the token on every call.
+let kept, where, store;
+export function keepToken(ws, token) {
+  let sub;
+  try {
+    sub = JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))).sub;
+  } catch {}
+  if (kept) {
+    if (kept.sub === sub) return false;
+    kept = { sub };
+    save();
+    location.reload();
+    return true;
+  }
+  where = "ca:" + ws;
+  let text = self.caKept;
+  try {
+    store = localStorage;
+    text = store.getItem(where);
+    // Kept before #44 without a subject: nobody's to show.
+    for (const k of ["outbox", "view", "conversation"]) store.removeItem(`ca:${k}:${ws}`);
+  } catch {
+    store = null;
+  }
+  try {
+    kept = JSON.parse(text);
+  } catch {}
+  if (kept?.sub !== sub) {
+    kept = { sub };
+    save();
+  }
+  return false;
+}
+export const keepGet = (name) => (typeof kept?.[name] == "string" ? kept[name] : undefined);
+export function keepSet(name, value) {
+  if (!kept) return;
+  if (value == null) delete kept[name];
+  else kept[name] = value;
+  save();
+}
+function save() {
+  let text = JSON.stringify(kept);
+  try {
+    if (store) store.setItem(where, text);
+    // The host page's storage is shared with its own data: the copy for
+    // reading offline goes there only while it is small.
+    else if (self.caHost) parent.postMessage({ type: "ca:keep", kept: text.length < 4e5 ? text : JSON.stringify({ ...kept, view: null }) }, self.caHost);
+  } catch {}
+}

@@ -25,6 +25,18 @@ extern "C" {
     /// A new message's idempotency key.
     #[wasm_bindgen(js_name = newKey)]
     pub fn new_key() -> String;
+    /// Opens what is kept for the token's subject (the frame's own storage,
+    /// else what the host page's loader handed over with the token,
+    /// `caKept`, kept back at its origin, `caHost`); true when the token is
+    /// another subject's than the open record's (dropped: the frame reloads).
+    #[wasm_bindgen(js_name = keepToken)]
+    pub fn keep_token(workspace: &str, token: &str) -> bool;
+    /// A kept value (`outbox`, `conversation`, `view`).
+    #[wasm_bindgen(js_name = keepGet)]
+    pub fn keep_get(name: &str) -> Option<String>;
+    /// Keeps a value, or forgets it (`None`).
+    #[wasm_bindgen(js_name = keepSet)]
+    pub fn keep_set(name: &str, value: Option<&str>);
 }
 
 /// Shares a string with the widget's own scripts on its window: the token
