@@ -39,7 +39,8 @@ function assistantEnv(port: string, extra: Record<string, string>): Record<strin
     LEPTOS_SITE_ADDR: `127.0.0.1:${port}`,
     LEPTOS_SITE_ROOT: process.env.LEPTOS_SITE_ROOT ?? "../target/site",
     LEPTOS_OUTPUT_NAME: "context-assistant",
-    CA_DATA_DIR: mkdtempSync(join(tmpdir(), "ca-e2e-")),
+    // Under the run's directory, which ./dev removes when the run ends.
+    CA_DATA_DIR: mkdtempSync(join(process.env.E2E_TMP ?? tmpdir(), "ca-e2e-")),
     RUST_LOG: "warn",
     // Many turns from one address and user: the limits are not under test here.
     CA_TURNS_PER_USER_PER_MINUTE: "100000",

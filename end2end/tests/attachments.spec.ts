@@ -168,6 +168,41 @@ test("attach by drop and by paste; remove takes a file out before it is sent", a
   await expect(widget.locator(".ca-user")).toHaveCount(1);
   expect(await sentFiles(widget)).toEqual(["image.png"]);
   await expect(bistro.lastReply.locator(".ca-md")).toContainText("names no dish of ours");
+
+  // Asked again, the photo goes again; after a reload too.
+  await bistro.lastReply.getByRole("button", { name: "Ask again" }).click();
+  await expect(widget.locator(".ca-assistant .ca-md")).toHaveCount(2);
+  await expect(bistro.lastReply.locator(".ca-md")).toContainText("names no dish of ours");
+  expect(await sentFiles(widget)).toEqual(["image.png", "image.png"]);
+  await bistro.goto();
+  await bistro.openChat();
+  await expect(widget.locator(".ca-assistant .ca-md")).toHaveCount(2);
+  await bistro.lastReply.getByRole("button", { name: "Ask again" }).click();
+  await expect(widget.locator(".ca-assistant .ca-md")).toHaveCount(3);
+  await expect(bistro.lastReply.locator(".ca-md")).toContainText("names no dish of ours");
+  await expect.poll(() => sentFiles(widget)).toEqual(["image.png", "image.png", "image.png"]);
+});
+
+test("a file removed while the network is down is deleted on the server once it is back", async ({ page, context }) => {
+  const bistro = new BistroPage(page);
+  await bistro.goto();
+  await bistro.openChat();
+  const widget = bistro.widget;
+  await hand(page, "drop", "second-thoughts.png");
+  const chip = widget.locator(".ca-chip");
+  await expect(chip).toHaveAttribute("data-state", "done");
+
+  await context.setOffline(true);
+  await expect(widget.locator(".ca-offline")).toBeVisible();
+  const failed = page.waitForEvent("requestfailed", (r) => r.method() === "DELETE" && r.url().includes("/v1/attachments/"));
+  await widget.getByRole("button", { name: "Remove second-thoughts.png" }).click();
+  await expect(chip).toHaveCount(0);
+  const id = /\/v1\/attachments\/(att_[^/?]+)/.exec((await failed).url())![1];
+
+  // Back online: asked again, and deleted.
+  const deleted = page.waitForResponse((r) => r.request().method() === "DELETE" && r.url().includes(`/v1/attachments/${id}`));
+  await context.setOffline(false);
+  expect((await deleted).status()).toBe(204);
 });
 
 test.describe("in Spanish", () => {

@@ -50,11 +50,50 @@ pub fn subscriber<W>(format: LogFormat, writer: W) -> Box<dyn tracing::Subscribe
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
+    use tracing_subscriber::layer::SubscriberExt as _;
     let builder = tracing_subscriber::fmt().with_env_filter(filter()).with_target(false).with_writer(writer);
     match format {
-        LogFormat::Text => Box::new(builder.finish()),
-        LogFormat::Json => {
-            Box::new(builder.json().flatten_event(true).with_current_span(false).with_span_list(true).finish())
+        LogFormat::Text => Box::new(builder.finish().with(StreamEndsQuiet)),
+        LogFormat::Json => Box::new(
+            builder
+                .json()
+                .flatten_event(true)
+                .with_current_span(false)
+                .with_span_list(true)
+                .finish()
+                .with(StreamEndsQuiet),
+        ),
+    }
+}
+
+/// rmcp warns `sse stream error: …` whenever an MCP server's event stream
+/// breaks off instead of ending cleanly — PyPI `mcp`'s servers end theirs
+/// that way when a session ends (`body error`) — and then reconnects by
+/// itself; when it gives up it says so at error level (`… max retry times
+/// reached`), and a stream it cannot read is `fatal sse stream error`.
+/// The warning is a session's normal end, not a fault: it is dropped; the
+/// other two are kept.
+struct StreamEndsQuiet;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for StreamEndsQuiet {
+    fn event_enabled(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) -> bool {
+        let meta = event.metadata();
+        if *meta.level() != tracing::Level::WARN || !meta.target().starts_with("rmcp::transport") {
+            return true;
+        }
+        let mut message = Message(String::new());
+        event.record(&mut message);
+        !message.0.starts_with("sse stream error: ")
+    }
+}
+
+/// An event's `message` field, as written.
+struct Message(String);
+
+impl tracing::field::Visit for Message {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
         }
     }
 }
@@ -130,6 +169,25 @@ mod tests {
         });
         let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
         assert!(text.contains("not JSON") && !text.contains("4111"), "{text}");
+    }
+
+    #[test]
+    fn an_mcp_stream_that_breaks_off_and_is_reconnected_is_no_warning() {
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = subscriber(LogFormat::Text, move || writer.clone());
+        tracing::subscriber::with_default(subscriber, || {
+            // As rmcp's client_side_sse.rs says them (its module is the target).
+            tracing::warn!(target: "rmcp::transport::common::client_side_sse", "sse stream error: {}", "body error");
+            tracing::warn!(target: "rmcp::transport::common::client_side_sse", id = "7", "sse stream error: {}", "body error");
+            tracing::warn!(target: "rmcp::transport::common::client_side_sse", "fatal sse stream error: {}", "bad utf-8");
+            tracing::error!(target: "rmcp::transport::common::client_side_sse", "sse stream error: {}, max retry times reached", "body error");
+            tracing::warn!(target: "server::mcp", "sse stream error: ours, kept");
+        });
+        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert!(text.contains("fatal sse stream error") && text.contains("max retry times reached"), "{text}");
+        assert!(text.contains("ours, kept"), "{text}");
     }
 
     #[test]

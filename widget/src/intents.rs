@@ -59,14 +59,18 @@ fn idle(chat: Chat) -> bool {
     !chat.busy.get_untracked() && !sending
 }
 
-/// Sends the user's last message again, for a fresh reply (its words: a
-/// message of files alone is not asked again).
+/// Sends the user's last message again, for a fresh reply: its words and
+/// its files (kept with the last message sent, or restored).
 pub fn ask_again(chat: Chat) {
     let last = chat
         .bubbles
         .with_untracked(|b| b.iter().rev().find(|m| m.role == crate::wire::Role::User).map(|m| m.text.get_untracked()));
     if let Some(text) = last {
-        send(chat, text, String::new());
+        let files = chat
+            .last_sent
+            .with_value(|l| l.first().filter(|o| o.text == text).map(|o| o.files.clone()))
+            .unwrap_or_default();
+        send(chat, text, files);
     }
 }
 

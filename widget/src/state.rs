@@ -162,8 +162,8 @@ pub struct Chat {
     /// Seconds until the server takes a new message, after it said to wait
     /// (`429`/`503` with `Retry-After`); 0 when it would take one now.
     pub wait_seconds: RwSignal<u32>,
-    /// The last message sent, its text and files (one at most), for Retry.
-    #[cfg_attr(not(feature = "hydrate"), expect(dead_code, reason = "used by the browser-only client"))]
+    /// The last message sent (or restored), its text and files (one at
+    /// most), for Retry and Ask again.
     pub last_sent: StoredValue<Vec<Outgoing>>,
     /// The change waiting for the user's answer, if any.
     pub action: RwSignal<Option<PendingAction>>,

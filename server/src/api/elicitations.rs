@@ -33,7 +33,8 @@ struct ElicitationAnswered {
 /// `accept` with `content`: the form's values by field name, each checked
 /// (`400` names the field); `decline` or `cancel` without. `404` for a
 /// request that is not the caller's; `409 elicitation_answered` once it
-/// was answered, or its tool call ended.
+/// was answered, or its tool call ended; `409 elicitation_closed` when the
+/// turn that asked has ended (or died with its process).
 #[utoipa::path(
     post,
     path = "/v1/elicitations/{id}",
@@ -61,6 +62,17 @@ async fn answer_elicitation(
     if row.status != "pending" {
         return Err(answered());
     }
+    // A turn that died with its process (or ended) waits for nothing: the
+    // visitor is told so, and the request is closed.
+    let now = crate::ids::now_ms();
+    let cutoff = now - state.engine.limits.longest_turn().as_millis() as i64;
+    if !elicitations::waited_for(&state.pool, &row.turn_id, cutoff).await? {
+        elicitations::close(&state.pool, std::slice::from_ref(&id), now).await?;
+        return Err(ApiError::Conflict(
+            "elicitation_closed",
+            "The assistant is no longer waiting for this answer: the turn that asked has ended. Ask again.".into(),
+        ));
+    }
     let content = match (answer.action, &answer.content) {
         (ElicitAction::Accept, content) => {
             let content = content.clone().unwrap_or_default();
@@ -71,7 +83,6 @@ async fn answer_elicitation(
         (_, Some(_)) => return Err(ApiError::BadRequest("content goes with accept only".into())),
         (_, None) => None,
     };
-    let now = crate::ids::now_ms();
     if !elicitations::answer(&state.pool, &id, answer.action.as_str(), content.as_deref(), now).await? {
         return Err(answered());
     }

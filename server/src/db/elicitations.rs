@@ -116,3 +116,30 @@ pub async fn close(pool: &Pool, ids: &[String], now: i64) -> anyhow::Result<()> 
     }
     Ok(())
 }
+
+/// Closes the requests still pending whose turn cannot be waiting for them
+/// any more: it ended, or it began before `cutoff` (longer ago than any
+/// turn may run: its process died with it). An answer after this is refused.
+pub async fn close_stuck(pool: &Pool, cutoff: i64, now: i64) -> anyhow::Result<u64> {
+    let closed = sqlx::query(
+        "UPDATE elicitations SET status = 'cancel', updated_at = $1 WHERE status = 'pending' AND (created_at < $2
+           OR turn_id IN (SELECT id FROM turns WHERE finished_at IS NOT NULL OR started_at < $2))",
+    )
+    .bind(now)
+    .bind(cutoff)
+    .execute(pool)
+    .await?;
+    Ok(closed.rows_affected())
+}
+
+/// True while the turn that asked can still be waiting for the answer:
+/// not finished, and begun at `cutoff` or later.
+pub async fn waited_for(pool: &Pool, turn_id: &str, cutoff: i64) -> anyhow::Result<bool> {
+    let live: Option<(i64,)> =
+        sqlx::query_as("SELECT started_at FROM turns WHERE id = $1 AND finished_at IS NULL AND started_at >= $2")
+            .bind(turn_id)
+            .bind(cutoff)
+            .fetch_optional(pool)
+            .await?;
+    Ok(live.is_some())
+}

@@ -244,9 +244,14 @@ pub const STUCK_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_sec
 /// `cancelled` too, so their bridge stops asking. How many actions moved.
 pub async fn abandon_stuck(pool: &db::Pool, limits: &crate::config::TurnLimits) -> anyhow::Result<usize> {
     let now = crate::ids::now_ms();
-    let views = db::apps::cancel_stuck(pool, now - limits.longest_turn().as_millis() as i64, INTERRUPTED).await?;
+    let longest = now - limits.longest_turn().as_millis() as i64;
+    let views = db::apps::cancel_stuck(pool, longest, INTERRUPTED).await?;
     if views > 0 {
         tracing::warn!(views, "apps whose turn was interrupted are cancelled");
+    }
+    let questions = db::elicitations::close_stuck(pool, longest, now).await?;
+    if questions > 0 {
+        tracing::warn!(questions, "requests for input whose turn was interrupted are closed");
     }
     // Longer than any execute call may take, so a live call is never touched.
     let cutoff = now - limits.tool_timeout.as_millis() as i64 - 60_000;

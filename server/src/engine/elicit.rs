@@ -62,7 +62,7 @@ impl Turn<'_> {
     /// Shows a request for input as a form; `None` (the request declined
     /// or cancelled) when it is not a form we draw or cannot be saved.
     async fn ask(&self, call: &ToolCall, tool: &ToolSpec, request: Elicitation) -> Option<(String, Elicitation)> {
-        let Some(fields) = crate::mcp::elicit::form(&request.schema) else {
+        let Some(fields) = crate::mcp::elicit::form(&request.schema, &request.order) else {
             tracing::info!(tool = %tool.name, "a request for input that is not a form we draw: declined");
             request.answer(ElicitAnswer::Decline);
             return None;

@@ -81,6 +81,8 @@ pub struct Elicitation {
     pub message: String,
     /// The requested schema (the spec's flat subset), as JSON.
     pub schema: Value,
+    /// Its properties' names in the order the server sent them.
+    pub order: Vec<String>,
     reply: Option<tokio::sync::oneshot::Sender<ElicitResult>>,
     /// The call's count of unanswered elicitations, and when one was last answered.
     waiting: Arc<AtomicUsize>,
@@ -206,12 +208,16 @@ impl ClientHandler for Handler {
         else {
             return Ok(ElicitResult::new(ElicitationAction::Decline));
         };
+        // The form shows the fields in the server's order: rmcp keeps it
+        // beside its sorted map (a JSON value would sort them again).
+        let order = requested_schema.property_order.clone().unwrap_or_default();
         let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
         let (reply, answered) = tokio::sync::oneshot::channel();
         route.waiting.fetch_add(1, Ordering::SeqCst);
         let elicitation = Elicitation {
             message,
             schema,
+            order,
             reply: Some(reply),
             waiting: route.waiting.clone(),
             answered_at: route.answered_at.clone(),

@@ -25,8 +25,10 @@ fn text(value: Option<&Value>) -> Option<String> {
     Some(text).filter(|t| !t.trim().is_empty())
 }
 
-/// The form of a requested schema; `None` when it is not one we draw.
-pub fn form(schema: &Value) -> Option<Vec<ElicitationField>> {
+/// The form of a requested schema, its fields in `order` (the server's:
+/// names it does not list follow, in the schema's); `None` when it is not
+/// one we draw.
+pub fn form(schema: &Value, order: &[String]) -> Option<Vec<ElicitationField>> {
     if schema.get("type").and_then(Value::as_str) != Some("object") {
         return None;
     }
@@ -38,7 +40,10 @@ pub fn form(schema: &Value) -> Option<Vec<ElicitationField>> {
         .get("required")
         .and_then(Value::as_array)
         .map_or(Vec::new(), |r| r.iter().filter_map(Value::as_str).collect());
-    properties.iter().map(|(name, property)| field(name, property, required.contains(&name.as_str()))).collect()
+    let position = |name: &str| order.iter().position(|o| o == name).unwrap_or(usize::MAX);
+    let mut named: Vec<(&String, &Value)> = properties.iter().collect();
+    named.sort_by_key(|(name, _)| position(name));
+    named.into_iter().map(|(name, property)| field(name, property, required.contains(&name.as_str()))).collect()
 }
 
 fn field(name: &str, property: &Value, required: bool) -> Option<ElicitationField> {
@@ -234,8 +239,24 @@ mod tests {
     }
 
     #[test]
+    fn the_form_keeps_the_servers_field_order() {
+        // As rmcp reads a request: a sorted map, and the order it came in.
+        let wire = r#"{"type": "object", "properties": {"size": {"type": "string", "enum": ["s", "m"]},
+            "email": {"type": "string", "format": "email"}, "note": {"type": "string"}, "age": {"type": "integer"}}}"#;
+        let schema: rmcp::model::ElicitationSchema = serde_json::from_str(wire).unwrap();
+        let order = schema.property_order.clone().unwrap();
+        let value = serde_json::to_value(&schema).unwrap();
+
+        let names = |fields: Vec<ElicitationField>| fields.into_iter().map(|f| f.name).collect::<Vec<_>>();
+        assert_eq!(names(form(&value, &order).unwrap()), ["size", "email", "note", "age"]);
+        // A name the order does not list still shows, after the others.
+        let partial = names(form(&value, &["note".into()]).unwrap());
+        assert_eq!((partial[0].as_str(), partial.len()), ("note", 4), "{partial:?}");
+    }
+
+    #[test]
     fn the_flat_subset_becomes_a_form() {
-        let fields = form(&schema()).unwrap();
+        let fields = form(&schema(), &[]).unwrap();
         let email = fields.iter().find(|f| f.name == "email").unwrap();
         assert_eq!((email.label.as_str(), email.kind, email.required), ("Your email", FieldKind::Text, true));
         let size = fields.iter().find(|f| f.name == "size").unwrap();
@@ -250,13 +271,13 @@ mod tests {
             json!({"type": "array"}),
             json!({"type": "object", "properties": {}}),
         ] {
-            assert_eq!(form(&unsupported), None, "{unsupported}");
+            assert_eq!(form(&unsupported, &[]), None, "{unsupported}");
         }
     }
 
     #[test]
     fn an_answer_is_checked_field_by_field() {
-        let fields = form(&schema()).unwrap();
+        let fields = form(&schema(), &[]).unwrap();
         let ok = json!({"email": "a@b.example", "size": "m", "count": 3, "gift": true, "fish": ["f2"]});
         let fish = fields.iter().find(|f| f.name == "fish").unwrap();
         assert_eq!((fish.kind, fish.options[2].label.as_str(), fish.max_items), (FieldKind::Choices, "f3", Some(2)));

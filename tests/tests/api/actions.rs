@@ -15,6 +15,7 @@ on_both_databases!(
     cancel_tells_the_model_the_user_declined,
     an_execution_interrupted_by_a_crash_is_recorded_as_failed_with_an_unknown_outcome,
     an_app_whose_turn_died_with_its_process_ends_cancelled,
+    a_question_whose_turn_died_is_closed_and_an_answer_refused_clearly,
 );
 
 fn create_script() -> Vec<Step> {
@@ -312,4 +313,76 @@ async fn an_app_whose_turn_died_with_its_process_ends_cancelled(db: Db) {
     };
     assert_eq!(status(dead).await, ("cancelled".to_owned(), Some("The assistant was interrupted.".to_owned())));
     assert_eq!(status(live).await, ("running".to_owned(), None), "a live turn's app is left alone");
+}
+
+/// A tool's question whose turn died with its process (or ended) waits for
+/// nothing: the stuck sweep closes it, and an answer that comes first is
+/// refused with a reason the widget can say, instead of being recorded for
+/// no one.
+async fn a_question_whose_turn_died_is_closed_and_an_answer_refused_clearly(db: Db) {
+    let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("ok")], &[]).await;
+    let pool = &rig.app.state.pool;
+    let limits = server::config::TurnLimits::default();
+    let now = server::ids::now_ms();
+    let long_ago = now - limits.longest_turn().as_millis() as i64 - 1_000;
+    // Three turns that asked a question: one whose process died long ago,
+    // one that finished without closing it, one still running.
+    // (A conversation runs one turn at a time: each its own.)
+    let ask = |turn: &'static str, started: i64, finished: Option<i64>| {
+        let workspace = rig.workspace.clone();
+        let rig = &rig;
+        async move {
+            let events = rig.say("hello").await;
+            let conversation = of(&events, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+            sqlx::query("INSERT INTO turns (id, conversation_id, started_at, finished_at) VALUES ($1, $2, $3, $4)")
+                .bind(turn)
+                .bind(&conversation)
+                .bind(started)
+                .bind(finished)
+                .execute(pool)
+                .await
+                .unwrap();
+            let id = format!("eli_{turn}");
+            let question = server::db::elicitations::NewElicitation {
+                id: &id,
+                turn_id: turn,
+                conversation_id: &conversation,
+                workspace_id: &workspace,
+                external_user_id: "user_42",
+                call_id: "call_1",
+                tool: "choose_size",
+                fields: "[]",
+            };
+            server::db::elicitations::insert(pool, question, started).await.unwrap();
+            id
+        }
+    };
+    let (dead, ended, live) = (
+        ask("trn_dead", long_ago, None).await,
+        ask("trn_ended", now, Some(now)).await,
+        ask("trn_live", now, None).await,
+    );
+    let status = |id: String| async move {
+        sqlx::query_as::<_, (String,)>("SELECT status FROM elicitations WHERE id = $1")
+            .bind(id)
+            .fetch_one(pool)
+            .await
+            .unwrap()
+            .0
+    };
+
+    // Answered before any sweep: refused, saying why, and closed.
+    let (code, body) =
+        rig.app.post_json(&format!("/v1/elicitations/{ended}"), &rig.token, &json!({"action": "decline"})).await;
+    assert_eq!((code, body["code"].as_str()), (409, Some("elicitation_closed")), "{body}");
+    assert!(body["error"].as_str().unwrap().contains("no longer waiting"), "{body}");
+    assert_eq!(status(ended).await, "cancel");
+
+    server::engine::abandon_stuck(pool, &limits).await.unwrap();
+
+    assert_eq!(status(dead.clone()).await, "cancel", "the dead turn's question is closed");
+    assert_eq!(status(live.clone()).await, "pending", "a live turn's question is left alone");
+    let (code, body) =
+        rig.app.post_json(&format!("/v1/elicitations/{dead}"), &rig.token, &json!({"action": "decline"})).await;
+    assert_eq!((code, body["code"].as_str()), (409, Some("elicitation_answered")), "{body}");
 }

@@ -340,7 +340,13 @@ fn show(chat: Chat, view: &JsValue) {
     chat.action.set(js::pending_action(&js::get(view, "pending_action")));
     for message in js::list(view, "messages") {
         let role = if js::role(&message) == Some(Role::User) { Role::User } else { Role::Assistant };
-        let bubble = chat.push(role, &js::string(&message, "text").unwrap_or_default());
+        let text = js::string(&message, "text").unwrap_or_default();
+        if role == Role::User {
+            // Asked again, the last one goes with its files.
+            let files = js::files_of(&message);
+            chat.last_sent.set_value(vec![Outgoing { key: String::new(), text: text.clone(), files, bubble: 0 }]);
+        }
+        let bubble = chat.push(role, &text);
         bubble.state.update(|s| {
             s.html = js::string(&message, "html");
             s.message_id = js::string(&message, "id");

@@ -158,11 +158,25 @@ function settled() {
   if (!items.some((i) => i.state == "failed")) document.querySelector(".ca-composer").requestSubmit();
 }
 
+// Uploads removed before they were sent whose deletion did not get
+// through (the network was down, the server failed): asked again when the
+// browser is back online, while the widget is open (after that, the
+// server's retention sweep deletes unsent uploads after a day).
+const orphans = new Set();
+function forget(id) {
+  fetch("/v1/attachments/" + id, { method: "DELETE", headers: { Authorization: "Bearer " + (globalThis.caToken || "") } })
+    .then((r) => {
+      // 204 deleted, 404 gone already, 409 sent after all: settled.
+      if (r.status >= 500 || r.status == 401) throw r.status;
+      orphans.delete(id);
+    })
+    .catch(() => orphans.add(id));
+}
+addEventListener("online", () => orphans.forEach(forget));
+
 function drop(item) {
   item.xhr?.abort();
-  if (item.id && !item.sent) {
-    fetch("/v1/attachments/" + item.id, { method: "DELETE", headers: { Authorization: "Bearer " + (globalThis.caToken || "") } });
-  }
+  if (item.id && !item.sent) forget(item.id);
   const at = items.indexOf(item);
   items.splice(at, 1);
   item.chip.remove();

@@ -203,3 +203,9 @@ function save() {
     else if (self.caHost) parent.postMessage({ type: "ca:keep", kept: text.length < 4e5 ? text : JSON.stringify({ ...kept, view: null }) }, self.caHost);
   } catch {}
 }
+
+// A restored message's files as the queue keeps them (client/turns.rs:
+// "Ask again" sends them again): their ids, and their markup after the
+// text's paragraph; "" for a message without files.
+export const filesOf = (m) =>
+  m.attachments?.length ? JSON.stringify({ ids: m.attachments.map((a) => a.id), html: m.html.slice(m.html.indexOf("<ul")) }) : "";

@@ -31,6 +31,9 @@ extern "C" {
     /// another subject's than the open record's (dropped: the frame reloads).
     #[wasm_bindgen(js_name = keepToken)]
     pub fn keep_token(workspace: &str, token: &str) -> bool;
+    /// A restored message's files as the queue keeps them (`{"ids", "html"}`), or "".
+    #[wasm_bindgen(js_name = filesOf)]
+    pub fn files_of(message: &JsValue) -> String;
     /// A kept value (`outbox`, `conversation`, `view`).
     #[wasm_bindgen(js_name = keepGet)]
     pub fn keep_get(name: &str) -> Option<String>;
