@@ -159,6 +159,21 @@ pub struct AuditEntry {
 pub struct Admin {
     /// A workspace just created, with the secrets shown this once.
     pub created: Option<Created>,
+    /// The workspaces on this server, the newest first.
+    #[serde(default)]
+    pub workspaces: Vec<WorkspaceItem>,
+}
+
+/// A workspace in the operator's list.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceItem {
+    pub id: String,
+    pub name: String,
+    /// The day it was created (`YYYY-MM-DD`, UTC).
+    pub created: String,
+    pub allowed_origins: Vec<String>,
+    pub integrations: Vec<String>,
+    pub conversations_this_month: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -397,6 +412,44 @@ fn AdminPage(admin: Admin) -> impl IntoView {
                 </dl>
             </section>
         })}
+        <section class="card" aria-labelledby="workspaces-title">
+            <h2 id="workspaces-title">"Workspaces"</h2>
+            {if admin.workspaces.is_empty() {
+                view! { <p>"No workspace yet: create the first below."</p> }.into_any()
+            } else {
+                view! {
+                    <table>
+                        <thead><tr>
+                            <th scope="col">"Name"</th>
+                            <th scope="col">"Id"</th>
+                            <th scope="col">"Created"</th>
+                            <th scope="col">"Conversations this month"</th>
+                        </tr></thead>
+                        <tbody>
+                            {admin.workspaces.into_iter().map(|w| view! {
+                                <tr>
+                                    <td>
+                                        <details>
+                                            <summary>{w.name}</summary>
+                                            <dl>
+                                                <dt>"Allowed origins"</dt>
+                                                <dd>{if w.allowed_origins.is_empty() { "none".to_owned() } else { w.allowed_origins.join(", ") }}</dd>
+                                                <dt>"Tool sources"</dt>
+                                                <dd>{if w.integrations.is_empty() { "none".to_owned() } else { w.integrations.join(", ") }}</dd>
+                                            </dl>
+                                            <p class="hint">"To change it, sign in with its api key (the console's other pages)."</p>
+                                        </details>
+                                    </td>
+                                    <td><code>{w.id}</code></td>
+                                    <td>{w.created}</td>
+                                    <td>{w.conversations_this_month}</td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}
+        </section>
         <form method="post" action="/console/workspaces" class="card">
             <h2>"Create a workspace"</h2>
             <label for="name">"Name"</label>

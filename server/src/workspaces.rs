@@ -159,7 +159,7 @@ impl Workspaces {
                 workspace_id: row.workspace_id.clone(),
                 allowed_tools: row.allowed_tools(),
                 url: row.base_url,
-                version: row.created_at,
+                version: row.version,
                 name: row.provider,
                 kind,
             });

@@ -22,7 +22,7 @@ use crate::workspaces::{CreatedWorkspace, PROVIDER};
 
 pub fn router() -> OpenApiRouter<ApiState> {
     OpenApiRouter::new()
-        .routes(routes!(create_workspace))
+        .routes(routes!(create_workspace, list_workspaces))
         .routes(routes!(connect_integration))
         .routes(routes!(check_integration))
         .routes(routes!(disconnect_integration))
@@ -70,6 +70,60 @@ async fn create_workspace(
     let origins = request.allowed_origins.iter().map(|o| parse_origin(o)).collect::<Result<Vec<_>, _>>()?;
     let created = state.workspaces.create(name, &origins).await?;
     Ok((StatusCode::CREATED, Json(created)))
+}
+
+/// The operator's list: the newest workspaces first.
+#[derive(Serialize, utoipa::ToSchema)]
+struct WorkspaceList {
+    /// At most the newest 1000.
+    items: Vec<WorkspaceSummary>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+struct WorkspaceSummary {
+    id: String,
+    name: String,
+    /// RFC 3339, UTC.
+    created_at: String,
+    /// The origins whose pages may embed its widget.
+    allowed_origins: Vec<String>,
+    /// Its tool sources' names (`generic-rest`, MCP servers), in the order connected.
+    integrations: Vec<String>,
+    /// Conversations begun since the first of this month (UTC).
+    conversations_this_month: u64,
+}
+
+/// The workspaces on this server, for the operator: each with its origins,
+/// its integrations and the conversations begun this month (UTC). Never a
+/// secret.
+#[utoipa::path(
+    get,
+    path = "/v1/workspaces",
+    tag = "setup",
+    security(("admin" = [])),
+    responses((status = 200, description = "The newest workspaces first", body = WorkspaceList)),
+)]
+async fn list_workspaces(State(state): State<ApiState>, _admin: Admin) -> Result<Json<WorkspaceList>, ApiError> {
+    let rows = db::workspace_summaries(&state.pool, month_start(crate::ids::now_ms()), 1000).await?;
+    let items = rows
+        .into_iter()
+        .map(|(row, integrations)| WorkspaceSummary {
+            allowed_origins: serde_json::from_str(&row.allowed_origins).unwrap_or_default(),
+            created_at: crate::ids::rfc3339(row.created_at),
+            conversations_this_month: u64::try_from(row.conversations).unwrap_or(0),
+            id: row.id,
+            name: row.name,
+            integrations,
+        })
+        .collect();
+    Ok(Json(WorkspaceList { items }))
+}
+
+/// The first instant of `now_ms`'s month, UTC, in ms.
+fn month_start(now_ms: i64) -> i64 {
+    let Ok(now) = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(now_ms) * 1_000_000) else { return 0 };
+    let first = now.date().replace_day(1).unwrap_or(now.date());
+    first.midnight().assume_utc().unix_timestamp() * 1000
 }
 
 /// A workspace's name, trimmed: 1 to 200 characters, not only whitespace.
@@ -324,7 +378,8 @@ pub(super) async fn refuse_private_host(url: &Url, setting: &str) -> Result<(), 
     Ok(())
 }
 
-/// The admin bearer (`CA_ADMIN_TOKEN`); without one, creation is disabled.
+/// The admin bearer (`CA_ADMIN_TOKEN`); without one, the operator's
+/// endpoints (creating and listing workspaces) are disabled.
 pub(super) struct Admin;
 
 impl FromRequestParts<ApiState> for Admin {
@@ -334,7 +389,8 @@ impl FromRequestParts<ApiState> for Admin {
         let Some(expected) = &state.admin_token else {
             return Err(ApiError::Forbidden(
                 "admin_disabled",
-                "workspace creation is disabled: CA_ADMIN_TOKEN is not set".into(),
+                "the operator's endpoints (creating and listing workspaces) are disabled: CA_ADMIN_TOKEN is not set"
+                    .into(),
             ));
         };
         match bearer(parts) {
@@ -369,6 +425,13 @@ impl FromRequestParts<ApiState> for WorkspaceKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_month_starts_on_its_first_day_at_midnight_utc() {
+        // 2026-12-04T05:06:07.089Z → 2026-12-01T00:00:00Z
+        assert_eq!(super::month_start(1_796_360_767_089), 1_796_083_200_000);
+        assert_eq!(super::month_start(1_796_083_200_000), 1_796_083_200_000);
+    }
 
     #[test]
     fn origins_are_scheme_host_and_port_only() {

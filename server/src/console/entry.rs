@@ -1,8 +1,8 @@
 //! Coming in and going out: the sign-in page, signing in (limited per
-//! client address) and out, and the operator's page that creates
-//! workspaces.
+//! client address) and out, and the operator's page that lists the
+//! workspaces and creates them.
 
-use ::console::{Admin, Body as PageBody, Created, Notice, Page};
+use ::console::{Admin, Body as PageBody, Created, Notice, Page, WorkspaceItem};
 use axum::Extension;
 use axum::extract::{Form, Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -30,22 +30,41 @@ pub(super) async fn home(
     let Some(session) = state.session(&headers, client.as_ref()).await else {
         return Ok(render(StatusCode::OK, Page { title: "Sign in".into(), ..Page::default() }));
     };
-    if session.workspace_id.is_none() {
-        return Ok(render(StatusCode::OK, admin_page(None)));
-    }
     let signed = Signed { state, client, session };
+    if signed.session.workspace_id.is_none() {
+        return Ok(render(StatusCode::OK, admin_page(&signed, None).await?));
+    }
     Ok(render(StatusCode::OK, signed.onboarding(done.notice(), None).await?))
 }
 
-fn admin_page(created: Option<Created>) -> Page {
+/// The operator's page: the workspaces (`GET /v1/workspaces`), and the
+/// form that creates one.
+async fn admin_page(signed: &Signed, created: Option<Created>) -> Result<Page, Response> {
     let notice = created.as_ref().map(|c| Notice { text: format!("Created “{}”.", c.name), error: false });
-    Page {
+    let answer = signed.call(Method::GET, "/v1/workspaces", None).await?;
+    let list = |w: &serde_json::Value, key: &str| -> Vec<String> {
+        w[key].as_array().map_or(Vec::new(), |a| a.iter().map(text).collect())
+    };
+    let workspaces = answer.json["items"].as_array().map_or(Vec::new(), |items| {
+        items
+            .iter()
+            .map(|w| WorkspaceItem {
+                id: text(&w["id"]),
+                name: text(&w["name"]),
+                created: text(&w["created_at"]).chars().take(10).collect(),
+                allowed_origins: list(w, "allowed_origins"),
+                integrations: list(w, "integrations"),
+                conversations_this_month: w["conversations_this_month"].as_u64().unwrap_or(0),
+            })
+            .collect()
+    });
+    Ok(Page {
         title: "Workspaces".into(),
         signed_in: Some("Operator".into()),
         nav: false,
         notice,
-        body: PageBody::Admin(Admin { created }),
-    }
+        body: PageBody::Admin(Admin { created, workspaces }),
+    })
 }
 
 #[derive(Deserialize)]
@@ -158,18 +177,16 @@ pub(super) async fn create_workspace(signed: Signed, Form(form): Form<NewWorkspa
     let body = json!({ "name": form.name, "allowed_origins": lines(&form.origins) });
     let answer = signed.call(Method::POST, "/v1/workspaces", Some(body)).await?;
     if !answer.ok() {
-        let mut page = admin_page(None);
+        let mut page = admin_page(&signed, None).await?;
         page.notice = answer.problem();
         return Ok(render(answer.status, page));
     }
     let created = answer.json;
-    Ok(render(
-        StatusCode::OK,
-        admin_page(Some(Created {
-            id: text(&created["id"]),
-            name: created["name"].as_str().unwrap_or(form.name.trim()).to_owned(),
-            api_key: text(&created["api_key"]),
-            embed_secret: text(&created["embed_secret"]),
-        })),
-    ))
+    let created = Created {
+        id: text(&created["id"]),
+        name: created["name"].as_str().unwrap_or(form.name.trim()).to_owned(),
+        api_key: text(&created["api_key"]),
+        embed_secret: text(&created["embed_secret"]),
+    };
+    Ok(render(StatusCode::OK, admin_page(&signed, Some(created)).await?))
 }

@@ -99,6 +99,9 @@ pub struct IntegrationRow {
     /// The tool-host preset it follows, if it was made from one.
     pub preset: Option<String>,
     pub created_at: i64,
+    /// Its workspace's count of connects when it was connected: a pending
+    /// action or an app made on it holds it (migration 0037).
+    pub version: i64,
     /// MCP: the server's annotations decide which tools run by themselves.
     pub trust_annotations: i64,
     /// MCP: the host's own verb per tool, as a JSON object.
@@ -113,7 +116,7 @@ pub const KIND_REMOTE_TOOLS: &str = "remote-tools";
 /// The kind of an MCP server.
 pub const KIND_MCP: &str = "mcp";
 
-const INTEGRATION_COLUMNS: &str = "workspace_id, provider, kind, base_url, secret_enc, allowed_tools, builtin, preset, created_at, trust_annotations, verbs";
+const INTEGRATION_COLUMNS: &str = "workspace_id, provider, kind, base_url, secret_enc, allowed_tools, builtin, preset, created_at, version, trust_annotations, verbs";
 
 impl IntegrationRow {
     pub fn allowed_tools(&self) -> Vec<String> {
@@ -220,6 +223,46 @@ pub async fn workspace(pool: &Pool, id: &str) -> anyhow::Result<Option<Workspace
         .await?)
 }
 
+/// A workspace as the operator's list shows it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct WorkspaceSummaryRow {
+    pub id: String,
+    pub name: String,
+    pub allowed_origins: String,
+    pub created_at: i64,
+    /// Conversations begun since the time the list was asked for.
+    pub conversations: i64,
+}
+
+/// The newest `limit` workspaces, each with the conversations begun since
+/// `since` (ms) and its integrations' names in the order they were connected.
+pub async fn workspace_summaries(
+    pool: &Pool,
+    since: i64,
+    limit: i64,
+) -> anyhow::Result<Vec<(WorkspaceSummaryRow, Vec<String>)>> {
+    let rows: Vec<WorkspaceSummaryRow> = sqlx::query_as(
+        "SELECT w.id, w.name, w.allowed_origins, w.created_at,
+             (SELECT COUNT(*) FROM conversations c WHERE c.workspace_id = w.id AND c.created_at >= $1) AS conversations
+         FROM workspaces w ORDER BY w.created_at DESC, w.id LIMIT $2",
+    )
+    .bind(since)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    let connected: Vec<(String, String)> =
+        sqlx::query_as("SELECT workspace_id, provider FROM integrations ORDER BY created_at, provider")
+            .fetch_all(pool)
+            .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let names = connected.iter().filter(|(w, _)| *w == row.id).map(|(_, p)| p.clone()).collect();
+            (row, names)
+        })
+        .collect())
+}
+
 /// The workspace whose api key hashes to `hash` — its current key, or the
 /// previous one until its grace ends at `now` (ms) — and whether it is the
 /// current one.
@@ -299,10 +342,18 @@ pub async fn upsert_integration(pool: &Pool, i: NewIntegration<'_>) -> anyhow::R
         .bind(i.provider)
         .execute(&mut *tx)
         .await?;
+    // A version no connect of this workspace had: the row's lock makes two
+    // connects at once take one each.
+    let (version,): (i64,) = sqlx::query_as(
+        "UPDATE workspaces SET integration_version = integration_version + 1 WHERE id = $1 RETURNING integration_version",
+    )
+    .bind(i.workspace_id)
+    .fetch_one(&mut *tx)
+    .await?;
     sqlx::query(
         "INSERT INTO integrations (workspace_id, provider, base_url, secret_enc, allowed_tools, builtin, created_at, preset,
-             kind, trust_annotations, verbs)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+             kind, trust_annotations, verbs, version)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
     )
     .bind(i.workspace_id)
     .bind(i.provider)
@@ -315,6 +366,7 @@ pub async fn upsert_integration(pool: &Pool, i: NewIntegration<'_>) -> anyhow::R
     .bind(i.kind)
     .bind(i64::from(i.trust_annotations))
     .bind(i.verbs)
+    .bind(version)
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;

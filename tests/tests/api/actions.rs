@@ -16,6 +16,7 @@ on_both_databases!(
     an_execution_interrupted_by_a_crash_is_recorded_as_failed_with_an_unknown_outcome,
     an_app_whose_turn_died_with_its_process_ends_cancelled,
     a_question_whose_turn_died_is_closed_and_an_answer_refused_clearly,
+    every_connect_is_a_version_of_its_own_even_within_a_millisecond,
 );
 
 fn create_script() -> Vec<Step> {
@@ -385,4 +386,43 @@ async fn a_question_whose_turn_died_is_closed_and_an_answer_refused_clearly(db: 
     let (code, body) =
         rig.app.post_json(&format!("/v1/elicitations/{dead}"), &rig.token, &json!({"action": "decline"})).await;
     assert_eq!((code, body["code"].as_str()), (409, Some("elicitation_answered")), "{body}");
+}
+
+/// An integration's version (what a pending action and an app are bound
+/// to) is its workspace's count of connects: connects in one millisecond,
+/// or at the same moment, never share one.
+async fn every_connect_is_a_version_of_its_own_even_within_a_millisecond(db: Db) {
+    let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("ok")], &[]).await;
+    let (pool, workspace) = (&rig.app.state.pool, rig.workspace.as_str());
+    let connect = |provider: String| async move {
+        let integration = server::db::NewIntegration {
+            workspace_id: workspace,
+            provider: &provider,
+            base_url: "http://127.0.0.1:9/mcp",
+            secret_enc: "{}",
+            allowed_tools: &[],
+            builtin: false,
+            preset: None,
+            kind: server::db::KIND_MCP,
+            trust_annotations: false,
+            verbs: "{}",
+        };
+        server::db::upsert_integration(pool, integration).await.unwrap();
+        let rows = server::db::integrations(pool, workspace).await.unwrap();
+        rows.into_iter().find(|r| r.provider == provider).unwrap().version
+    };
+    let first = server::db::integrations(pool, workspace).await.unwrap()[0].version;
+
+    // The same server connected again and again, as fast as it goes.
+    let mut again = Vec::new();
+    for _ in 0..3 {
+        again.push(connect("board".into()).await);
+    }
+    assert!(first < again[0] && again[0] < again[1] && again[1] < again[2], "{first} {again:?}");
+    // Six at once.
+    let mut at_once = futures::future::join_all((0..6).map(|n| connect(format!("server_{n}")))).await;
+    at_once.sort_unstable();
+    at_once.dedup();
+    assert_eq!(at_once.len(), 6, "{at_once:?}");
+    assert!(at_once[0] > again[2]);
 }

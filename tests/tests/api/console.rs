@@ -339,6 +339,31 @@ async fn the_operator_creates_a_workspace_and_sees_its_secrets_once(db: Db) {
     owner.post("/console/sign-in", &[("key", &api_key)]).await;
     let refused = owner.post("/console/workspaces", &[("name", "Other")]).await;
     assert_eq!(refused.status, 403);
+
+    // The operator's page lists every workspace: name, id, created, and
+    // the conversations begun this month; each opens to its origins.
+    let bakery = created.body.split("<code>").filter_map(|s| s.split("</code>").next()).find(|s| s.starts_with("ws_"));
+    let bakery = bakery.expect("the id is shown").to_owned();
+    let secret = server::db::workspace(&app.state.pool, &bakery).await.unwrap().map(|w| w.embed_secret_enc).unwrap();
+    let secret = app.state.vault.open(&secret).unwrap();
+    for user in ["ann", "ben"] {
+        app.turn(&token(&bakery, secret.expose(), user), None, "hello").await;
+    }
+    let home = browser.get("/console").await;
+    let table = home.body.split("</script>").last().unwrap();
+    let row = table.split("<tr>").find(|r| r.contains(&bakery)).unwrap_or_else(|| panic!("{table}"));
+    assert!(row.contains("<summary>Bakery</summary>") && row.contains("https://bakery.example"), "{row}");
+    let today = server::ids::rfc3339(server::ids::now_ms());
+    assert!(row.contains(&format!("<td>{}</td>", &today[..10])), "{row}");
+    assert!(row.contains("<td>2</td>"), "two conversations this month: {row}");
+    let (status, listed) = app.get_json("/v1/workspaces", ADMIN_TOKEN).await;
+    assert_eq!(status, 200);
+    let item = listed["items"].as_array().unwrap().iter().find(|w| w["id"] == bakery.as_str()).unwrap().clone();
+    assert_eq!(item["conversations_this_month"], 2);
+    assert_eq!(item["allowed_origins"], json!(["https://bakery.example"]));
+    assert!(!listed.to_string().contains("cak_") && !listed.to_string().contains("embed_secret"), "{listed}");
+    // Only the operator sees the list.
+    assert_eq!(app.get_json("/v1/workspaces", &api_key).await.0, 401);
 }
 
 #[tokio::test]
