@@ -17,6 +17,9 @@ async fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         None | Some("serve") => {}
         Some("check-host") => return check_host(&args[1..]).await,
+        // A PDF attachment's text, read in a child process of the server's
+        // own (server/src/attachments/pdf.rs): never by hand.
+        Some("read-pdf") => return server::attachments::pdf::child_main(),
         Some("openapi") => {
             // The document `GET /v1/openapi.json` serves, without a server:
             // for client generators and validators.
@@ -30,6 +33,10 @@ async fn main() -> ExitCode {
             );
             return ExitCode::from(2);
         }
+    }
+    // PDFs are read in child processes of this program, bounded and killable.
+    if let Ok(program) = std::env::current_exe() {
+        server::attachments::pdf::use_reader(program);
     }
     let config = match server::config::Config::from_env() {
         Ok(config) => config,

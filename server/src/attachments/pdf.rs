@@ -10,10 +10,17 @@
 //!   deeper than [`MAX_DEPTH`], inflates past [`MAX_INFLATED`] bytes (a
 //!   decompression bomb `lopdf` would inflate whole), or keeps syntax behind
 //!   a filter not read here (LZW, ASCII85, ASCIIHex, RunLength).
-//! - The parser then runs on a thread of its own with a large stack,
-//!   caught if it panics, waited for [`PDF_TIME`] at most, [`PDF_READERS`]
-//!   at once (a PDF that never ends keeps its thread and its place: a
-//!   thread cannot be killed).
+//! - The parser then runs in a child process of its own (this program,
+//!   `context-assistant read-pdf`: the PDF on its standard input, the text
+//!   on its standard output), which bounds its own address space
+//!   ([`CHILD_MEMORY`]) and processor time before it reads, gets no
+//!   environment (no secret of the server's), and is killed when it has not
+//!   answered within [`PDF_TIME`]: a PDF that makes the parser loop or
+//!   swell costs a process, never a thread or the server's memory.
+//!   [`PDF_READERS`] run at once. Inside the child the parser runs on a
+//!   thread with a large stack, caught if it panics. Where no reader
+//!   program is set (the library used alone, [`use_reader`]), the same
+//!   runs on a thread of the server's, which a PDF that never ends keeps.
 //!
 //! A PDF refused or failing here is not an error: the model is told the
 //! file's name and that its content cannot be shown.
@@ -35,13 +42,35 @@ pub const PDF_READERS: usize = 2;
 /// The reading thread's stack: far more than [`MAX_DEPTH`] levels need.
 pub const STACK: usize = 64 * 1024 * 1024;
 
+/// The reading child's address space, at most.
+pub const CHILD_MEMORY: u64 = 1024 * 1024 * 1024;
+/// The reading child's processor time, at most (seconds).
+pub const CHILD_CPU_SECS: u64 = 20;
+/// The PDF the reading child takes, at most (`CA_MAX_ATTACHMENT_BYTES` is
+/// 10 MB unless the operator raised it).
+pub const CHILD_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+/// The reading child's answer, at most: more than the model is ever given.
+pub const CHILD_TEXT_BYTES: usize = 4 * 1024 * 1024;
+
 static SLOTS: LazyLock<Arc<Semaphore>> = LazyLock::new(|| Arc::new(Semaphore::new(PDF_READERS)));
+static READER: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Reads PDFs in child processes of `program` (`context-assistant`: its
+/// `read-pdf` command, [`child_main`]). Set once, at start.
+pub fn use_reader(program: std::path::PathBuf) {
+    let _ = READER.set(program);
+}
 
 /// The text of `pdf`, or why there is none (for the log).
 pub async fn text(pdf: impl AsRef<[u8]> + Send + 'static) -> Result<String, String> {
     let Ok(Ok(permit)) = tokio::time::timeout(PDF_TIME, SLOTS.clone().acquire_owned()).await else {
         return Err("no PDF reader is free".into());
     };
+    if let Some(program) = READER.get() {
+        let text = in_child(program, pdf.as_ref(), PDF_TIME).await;
+        drop(permit);
+        return text;
+    }
     let (sender, answer) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("pdf-text".into())
@@ -55,6 +84,79 @@ pub async fn text(pdf: impl AsRef<[u8]> + Send + 'static) -> Result<String, Stri
         Ok(Ok(read)) => read,
         Ok(Err(_)) => Err("the reader ended without an answer".into()),
         Err(_) => Err("reading took too long".into()),
+    }
+}
+
+/// The text of `pdf` read by `program read-pdf`, killed after `time`.
+pub async fn in_child(program: &std::path::Path, pdf: &[u8], time: Duration) -> Result<String, String> {
+    use tokio::io::AsyncWriteExt as _;
+    let mut child = tokio::process::Command::new(program)
+        .arg("read-pdf")
+        .env_clear()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|error| format!("cannot start a reader: {error}"))?;
+    let mut input = child.stdin.take().ok_or("the reader has no input")?;
+    let pdf = pdf.to_vec();
+    // Written beside the wait: a reader that answers before reading all
+    // of it (or dies) must not leave the writer stuck.
+    let writer = tokio::spawn(async move {
+        let _ = input.write_all(&pdf).await;
+    });
+    let answer = tokio::time::timeout(time, child.wait_with_output()).await;
+    writer.abort();
+    // Timed out: the child was dropped with the future, and killed.
+    let Ok(output) = answer else { return Err("reading took too long: the reader was killed".into()) };
+    let output = output.map_err(|error| format!("the reader failed: {error}"))?;
+    if output.status.success() {
+        return Ok(String::from_utf8_lossy(&output.stdout[..output.stdout.len().min(CHILD_TEXT_BYTES)]).into_owned());
+    }
+    let said = String::from_utf8_lossy(&output.stderr);
+    let why = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").chars().take(200).collect::<String>();
+    Err(match output.status.code() {
+        Some(_) if !why.is_empty() => why,
+        Some(code) => format!("the reader stopped with status {code}"),
+        None => "the reader was stopped by a signal (its memory or time ran out)".into(),
+    })
+}
+
+/// `context-assistant read-pdf`: the text of the PDF on standard input, on
+/// standard output (at most [`CHILD_TEXT_BYTES`]); why not on standard
+/// error, with status 1. Bounds its own memory and processor time first.
+pub fn child_main() -> std::process::ExitCode {
+    use std::io::Write as _;
+    let limits = rlimit::setrlimit(rlimit::Resource::AS, CHILD_MEMORY, CHILD_MEMORY)
+        .and_then(|()| rlimit::setrlimit(rlimit::Resource::CPU, CHILD_CPU_SECS, CHILD_CPU_SECS));
+    if let Err(error) = limits {
+        eprintln!("cannot bound the reader: {error}");
+        return std::process::ExitCode::from(1);
+    }
+    let mut pdf = Vec::new();
+    if let Err(error) = std::io::stdin().take(CHILD_INPUT_BYTES).read_to_end(&mut pdf) {
+        eprintln!("cannot read the PDF: {error}");
+        return std::process::ExitCode::from(1);
+    }
+    let read = std::thread::Builder::new().stack_size(STACK).spawn(move || read(&pdf)).map(|t| t.join());
+    match read {
+        Ok(Ok(Ok(text))) => {
+            let mut end = text.len().min(CHILD_TEXT_BYTES);
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            let _ = std::io::stdout().write_all(&text.as_bytes()[..end]);
+            std::process::ExitCode::SUCCESS
+        }
+        Ok(Ok(Err(why))) => {
+            eprintln!("{why}");
+            std::process::ExitCode::from(1)
+        }
+        _ => {
+            eprintln!("the reader's thread failed");
+            std::process::ExitCode::from(1)
+        }
     }
 }
 
@@ -189,6 +291,64 @@ mod tests {
     use std::io::Write;
 
     use super::*;
+
+    /// A reader that never answers is killed at the time bound, and no
+    /// reader sees the server's environment (its secrets).
+    #[tokio::test]
+    async fn a_reader_that_never_answers_is_killed_and_sees_no_secret() {
+        let dir = std::env::temp_dir().join(format!("ca-pdf-reader-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (program, pid, env) = (dir.join("stuck-reader"), dir.join("pid"), dir.join("env"));
+        std::fs::write(
+            &program,
+            format!("#!/bin/sh\nenv > {}\necho $$ > {}\nexec sleep 30\n", env.display(), pid.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        // The test's own environment (cargo's), which the reader must not get.
+        assert!(std::env::var("CARGO_MANIFEST_DIR").is_ok());
+
+        let started = std::time::Instant::now();
+        let read = in_child(&program, b"%PDF-1.4\n%%EOF\n", Duration::from_millis(700)).await;
+
+        assert_eq!(read, Err("reading took too long: the reader was killed".to_owned()));
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        let pid = std::fs::read_to_string(&pid).unwrap().trim().to_owned();
+        // Killed: gone, or a zombie until it is reaped.
+        let mut state = String::new();
+        for _ in 0..50 {
+            state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            if state.is_empty() || state.split(' ').nth(2) == Some("Z") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(state.is_empty() || state.split(' ').nth(2) == Some("Z"), "still running: {state}");
+        let seen = std::fs::read_to_string(&env).unwrap();
+        assert!(!seen.contains("CARGO_MANIFEST_DIR") && !seen.contains("CA_"), "{seen}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn a_reader_that_fails_says_why_and_one_that_is_killed_says_so() {
+        let dir = std::env::temp_dir().join(format!("ca-pdf-failing-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let script = |name: &str, body: &str| {
+            let program = dir.join(name);
+            std::fs::write(&program, format!("#!/bin/sh\ncat > /dev/null\n{body}\n")).unwrap();
+            std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+            program
+        };
+        let says = script("says", "echo 'not readable: no pages' >&2; exit 1");
+        let killed = script("killed", "kill -KILL $$");
+        let answers = script("answers", "printf 'Allergies: peanuts'");
+
+        let pdf = b"%PDF-1.4\n%%EOF\n";
+        assert_eq!(in_child(&says, pdf, PDF_TIME).await, Err("not readable: no pages".to_owned()));
+        assert!(in_child(&killed, pdf, PDF_TIME).await.unwrap_err().contains("stopped by a signal"));
+        assert_eq!(in_child(&answers, pdf, PDF_TIME).await, Ok("Allergies: peanuts".to_owned()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     /// A one-page PDF showing `content` (a content stream, Flate-compressed
     /// when `deflate`), with `extra` in its catalog.

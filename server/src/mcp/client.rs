@@ -234,7 +234,12 @@ impl ClientHandler for Handler {
 
 /// A call in flight: its routes are removed when it ends, and a call whose
 /// caller stopped waiting (a Stop, a timeout, the turn's end) is cancelled
-/// on the server (`notifications/cancelled`).
+/// on the server (`notifications/cancelled`). Over Streamable HTTP the call
+/// and its cancellation are two POSTs on their own connections, so a
+/// cancellation sent right after the call can reach the server first,
+/// which then ignores it (an unknown request) and runs the call to its
+/// end: it is sent again after [`CANCEL_AGAIN`]. A server ignores one for
+/// a request it has finished (the protocol's cancellation rules).
 struct InFlight {
     handler: Handler,
     peer: Peer<RoleClient>,
@@ -255,12 +260,23 @@ impl Drop for InFlight {
         {
             let (peer, id) = (self.peer.clone(), self.id.clone());
             runtime.spawn(async move {
-                let reason = Some("the caller stopped waiting".to_owned());
-                let _ = peer.notify_cancelled(CancelledNotificationParam::new(Some(id), reason)).await;
+                let mut waited = Duration::ZERO;
+                for after in std::iter::once(Duration::ZERO).chain(CANCEL_AGAIN) {
+                    tokio::time::sleep(after - waited).await;
+                    waited = after;
+                    let reason = Some("the caller stopped waiting".to_owned());
+                    let cancel = CancelledNotificationParam::new(Some(id.clone()), reason);
+                    if peer.notify_cancelled(cancel).await.is_err() {
+                        return;
+                    }
+                }
             });
         }
     }
 }
+
+/// When a cancellation is sent again, after the first (see [`InFlight`]).
+const CANCEL_AGAIN: [Duration; 2] = [Duration::from_millis(500), Duration::from_secs(2)];
 
 /// Where and how to connect.
 pub struct Endpoint {

@@ -767,6 +767,8 @@ fn pdf(line: &str, extra: &str) -> Vec<u8> {
 }
 
 async fn a_pdfs_text_is_given_to_the_model_as_data_and_a_hostile_one_only_by_name(db: Db) {
+    // Read by the server's own program in a child process, as in production.
+    assert!(crate::helpers::server_program().is_some(), "build the server first (./dev test does)");
     let env = [("CA_MODEL_VISION", "0")];
     let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("Read.")], &env).await;
     let (status, menu) = upload(&rig, &rig.token, "menu.pdf", "application/pdf", pdf("Allergies: peanuts", "")).await;

@@ -222,6 +222,11 @@ impl AppBuilder {
     }
 
     pub async fn start(self) -> TestApp {
+        // PDFs are read as the server reads them: in child processes of the
+        // server's program, which ./dev test builds with the tests.
+        if let Some(program) = server_program() {
+            server::attachments::pdf::use_reader(program);
+        }
         let data_dir = tempfile::tempdir().unwrap();
         let (pg, database_url) = match self.db {
             Db::Sqlite => (None, format!("sqlite://{}?mode=rwc", data_dir.path().join("test.db").display())),
@@ -872,4 +877,12 @@ pub async fn events_stored(app: &TestApp, turn_id: &str) {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     panic!("the events of {turn_id} were not stored within 10 s");
+}
+
+/// The `context-assistant` program beside the tests' own (both in the
+/// target directory's `debug/`), if it was built.
+pub fn server_program() -> Option<std::path::PathBuf> {
+    let tests = std::env::current_exe().ok()?;
+    let program = tests.parent()?.parent()?.join("context-assistant");
+    program.is_file().then_some(program)
 }

@@ -314,6 +314,46 @@ async fn a_call_that_outlives_its_time_is_cancelled_on_the_server() {
     assert_eq!(*shop.cancelled.lock().unwrap(), ["hang"], "notifications/cancelled reached the server");
 }
 
+/// Over Streamable HTTP a call and its cancellation are two POSTs: when
+/// the server takes the call's up late (here 800 ms after it arrived), the
+/// cancellation sent as the caller stopped waiting is handled first, and
+/// ignored (an unknown request). It is sent again, and the call still ends on the server.
+#[tokio::test]
+async fn a_cancellation_that_overtakes_its_call_still_ends_it_on_the_server() {
+    let shop = Shop::default();
+    let served = shop.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(served.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let slow_calls = Router::new().nest_service("/mcp", service).layer(axum::middleware::from_fn(
+        |request: axum::extract::Request, next: axum::middleware::Next| async move {
+            let (parts, body) = request.into_parts();
+            let bytes = axum::body::to_bytes(body, 1 << 20).await.unwrap();
+            let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes.clone()));
+            if !bytes.windows(10).any(|w| w == b"tools/call") {
+                return next.run(request).await;
+            }
+            // Received, and handed on late, even after the client hung up.
+            let late = tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(800)).await;
+                next.run(request).await
+            });
+            late.await.unwrap()
+        },
+    ));
+    let url = url::Url::parse(&format!("http://{}/mcp", serve(slow_calls).await)).unwrap();
+    let server = connect(endpoint(&url, &[], Duration::from_millis(100))).await.unwrap();
+
+    let error = server.call("hang", Map::new(), Map::new()).await.unwrap_err();
+
+    assert!(matches!(error, McpError::Timeout(_)), "{error:?}");
+    until(|| !shop.cancelled.lock().unwrap().is_empty()).await;
+    assert_eq!(shop.calls_of("hang").len(), 1, "the call reached the server, after its cancellation");
+    assert_eq!(*shop.cancelled.lock().unwrap(), ["hang"], "the call that came after its cancellation ended");
+}
+
 #[tokio::test]
 async fn an_answer_over_the_size_cap_is_refused_and_the_connection_lives_on() {
     let url = start(Shop::default()).await;
