@@ -222,6 +222,30 @@ test("a change an app asks for waits for the visitor's Apply in the assistant's 
   expect((await counts(request)).orders).toEqual([]);
 });
 
+test("an app's change still waiting when the page reloads is asked again, and applies once", async ({
+  page,
+  request,
+  baseURL,
+}) => {
+  const { host, bridge, app } = await showBoard(page, request, baseURL!, "reload_board_user");
+  const before = (await counts(request)).orders.length;
+  await app.locator("#write").click();
+  await expect(bridge.getByRole("alertdialog")).toContainText("dish: Soup");
+
+  // Reloaded before the visitor answered: the app's request died with the
+  // page, the change still waits, and the app's chrome asks again.
+  await page.reload();
+  await page.locator("button.ca-launcher").click();
+  const again = host.widget.frameLocator("iframe.ca-app");
+  const ask = again.getByRole("alertdialog");
+  await expect(ask).toContainText("The app wants to make this change:");
+  await expect(ask).toContainText("dish: Soup");
+  expect((await counts(request)).orders.length).toBe(before);
+  await ask.getByRole("button", { name: "Apply" }).click();
+  await expect(again.getByRole("status")).toHaveText("Done");
+  expect((await counts(request)).orders.length).toBe(before + 1);
+});
+
 test("a hostile app cannot reach other tools, outgrow the panel, send data out or flood the chat", async ({
   page,
   request,

@@ -91,6 +91,10 @@ pub struct AppFrame {
     pub prefers_border: Option<bool>,
     /// The protocol version the bridge speaks.
     pub protocol_version: &'static str,
+    /// The change the app asked for that still waits for the visitor's
+    /// Apply, if any: after a reload the app's own request is gone, and the
+    /// bridge shows the change again to be applied or cancelled.
+    pub pending_action: Option<widget::wire::PendingAction>,
 }
 
 /// `POST /v1/apps/{id}/requests` body: one request of the app, as the
@@ -254,7 +258,9 @@ async fn get_app(
         sandbox_url.query_pairs_mut().append_pair("allow", &granted.join(" "));
     }
     let call_id = db::components::call_of(&state.pool, &id).await?.unwrap_or_default();
+    let waiting = db::actions::open_of_app(&state.pool, &id, crate::ids::now_ms()).await?;
     Ok(Json(AppFrame {
+        pending_action: waiting.as_ref().map(crate::engine::pending_action),
         component_id: id,
         title,
         tool,

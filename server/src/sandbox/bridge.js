@@ -91,11 +91,13 @@
   function send(message) {
     if (frame && frame.contentWindow) frame.contentWindow.postMessage(message, sandboxOrigin);
   }
+  // `id` null: a change shown again after a reload, whose request died
+  // with the app's last page; the visitor is told the outcome instead.
   function reply(id, result) {
-    send({ jsonrpc: "2.0", id: id, result: result });
+    if (id != null) send({ jsonrpc: "2.0", id: id, result: result });
   }
   function fail(id, code, message) {
-    send({ jsonrpc: "2.0", id: id, error: { code: code, message: message } });
+    if (id != null) send({ jsonrpc: "2.0", id: id, error: { code: code, message: message } });
   }
   function notify(method, params) {
     send({ jsonrpc: "2.0", method: method, params: params });
@@ -182,6 +184,11 @@
     function answered(answer) {
       if (chrome.firstChild && chrome.firstChild.className === "note") chrome.textContent = "";
       fit();
+      if (id == null) {
+        var body = answer.body || {};
+        var failed = answer.status !== 200 || body.error || (body.result && body.result.isError);
+        return say(failed ? (body.error && (body.error.message || body.error)) || t("app_unavailable") : t("done"));
+      }
       decided(id, "tools/call", {}, answer);
     }
     function apply() {
@@ -468,6 +475,8 @@
       frame.style.height = height + "px";
       root.appendChild(frame);
       fit();
+      // A change the app asked for before a reload still waits: shown again.
+      if (app.pending_action) change(null, app.pending_action);
     },
     function () {
       say(t("app_unavailable"));

@@ -338,6 +338,15 @@ async fn an_apps_change_waits_for_the_visitors_apply_and_runs_once(db: Db) {
     let (status, _) = rig.app.post_json(&mine, &rig.token, &json!({})).await;
     assert_eq!(status, 401, "the embed token is not an app token");
     assert_eq!(hostile.counts().await["orders"], json!([]));
+    // A reload: the app's request died with its page, and its bridge, asking
+    // for the app again, gets the change that still waits, to show again.
+    let frame = format!("/v1/apps/{}", app["component_id"].as_str().unwrap());
+    let (status, again) = rig.app.get_json(&frame, app_token(&app)).await;
+    assert_eq!((status, again["pending_action"]["action_id"].as_str()), (200, Some(id)), "{again}");
+    assert_eq!(again["pending_action"]["preview"], "Place an order\ndish: Soup");
+    let (_, others) =
+        rig.app.get_json(&format!("/v1/apps/{}", other["component_id"].as_str().unwrap()), app_token(&other)).await;
+    assert_eq!(others["pending_action"], Value::Null, "another app's change is not its");
 
     // Applied by the visitor: it runs, once; the app gets the tool's result.
     let applies = (0..8).map(|_| rig.answer(&app, &action, "apply"));
@@ -350,6 +359,7 @@ async fn an_apps_change_waits_for_the_visitors_apply_and_runs_once(db: Db) {
     let (status, again) = rig.answer(&app, &action, "apply").await;
     assert_eq!((status, again["code"].as_str()), (409, Some("already_applied")), "{again}");
     assert_eq!(hostile.counts().await["orders"], json!(["Soup"]));
+    assert_eq!(rig.app.get_json(&frame, app_token(&app)).await.1["pending_action"], Value::Null, "applied: none waits");
     // No model step: the model was asked nothing more.
     assert_eq!(rig.model.requests.lock().unwrap().len(), model_calls + 2, "only the second show's turn");
 

@@ -188,8 +188,10 @@ pub const APP_KEYS: [&str; 11] = [
 ];
 
 /// The widget's own words the bridge page also says: a change an app asks
-/// for is applied (and a delete confirmed) in the chat's words.
-pub const APP_SHARED_KEYS: [&str; 5] = ["apply", "delete", "delete_permanently", "action_delete_warning", "applying"];
+/// for is applied (and a delete confirmed) in the chat's words; "Done"
+/// when a change asked again after a reload has run.
+pub const APP_SHARED_KEYS: [&str; 6] =
+    ["apply", "delete", "delete_permanently", "action_delete_warning", "applying", "done"];
 
 pub const SERVER_KEYS: [&str; 24] = [
     "notice_iterations",
