@@ -250,14 +250,23 @@ pub async fn workspace_summaries(
     .bind(limit)
     .fetch_all(pool)
     .await?;
-    let connected: Vec<(String, String)> =
-        sqlx::query_as("SELECT workspace_id, provider FROM integrations ORDER BY created_at, provider")
-            .fetch_all(pool)
-            .await?;
+    // The listed workspaces' integrations only, in one query.
+    let connected: Vec<(String, String)> = sqlx::query_as(
+        "SELECT workspace_id, provider FROM integrations WHERE workspace_id IN
+           (SELECT id FROM workspaces ORDER BY created_at DESC, id LIMIT $1)
+         ORDER BY created_at, provider",
+    )
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    let mut by_workspace: std::collections::HashMap<String, Vec<String>> = std::collections::HashMap::new();
+    for (workspace, provider) in connected {
+        by_workspace.entry(workspace).or_default().push(provider);
+    }
     Ok(rows
         .into_iter()
         .map(|row| {
-            let names = connected.iter().filter(|(w, _)| *w == row.id).map(|(_, p)| p.clone()).collect();
+            let names = by_workspace.remove(&row.id).unwrap_or_default();
             (row, names)
         })
         .collect())

@@ -360,7 +360,12 @@ async fn the_operator_creates_a_workspace_and_sees_its_secrets_once(db: Db) {
     assert_eq!(status, 200);
     let item = listed["items"].as_array().unwrap().iter().find(|w| w["id"] == bakery.as_str()).unwrap().clone();
     assert_eq!(item["conversations_this_month"], 2);
-    assert_eq!(item["allowed_origins"], json!(["https://bakery.example"]));
+    assert_eq!(
+        (item["allowed_origins"].clone(), item["integrations"].clone()),
+        (json!(["https://bakery.example"]), json!([]))
+    );
+    let demo = listed["items"].as_array().unwrap().iter().find(|w| w["id"] == "ws_demo").unwrap().clone();
+    assert_eq!(demo["integrations"], json!(["generic-rest"]), "the demo's bistro: {demo}");
     assert!(!listed.to_string().contains("cak_") && !listed.to_string().contains("embed_secret"), "{listed}");
     // Only the operator sees the list.
     assert_eq!(app.get_json("/v1/workspaces", &api_key).await.0, 401);
