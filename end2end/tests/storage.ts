@@ -1,4 +1,4 @@
-import { expect, test, type APIRequestContext, type Page } from "@playwright/test";
+import { expect, test, type APIRequestContext, type BrowserContext, type FrameLocator, type Page } from "@playwright/test";
 import { TaskHostPage, taskPage, taskWorkspace, type Workspace } from "./hosts";
 
 // The tests of storage.spec.ts (Chromium's default: the frame's own
@@ -53,6 +53,16 @@ async function sentBy(request: APIRequestContext, ws: Workspace, user: string): 
   return texts;
 }
 
+/** The browser goes offline and the visitor writes `text` in `widget`: it waits, queued. */
+async function queueOffline(context: BrowserContext, widget: FrameLocator, text: string) {
+  await context.setOffline(true);
+  await expect(widget.locator(".ca-offline")).toContainText("You're offline");
+  const input = widget.getByRole("textbox", { name: "Message" });
+  await input.fill(text);
+  await input.press("Enter");
+  await expect(widget.locator(".ca-delivery")).toHaveText("Waiting for the network");
+}
+
 export type Mode = "blocked" | "allowed";
 
 /** The storage rules' tests, in a browser that refuses or allows the frame storage of its own. */
@@ -71,10 +81,7 @@ export function storageTests(mode: Mode) {
       await host.ask("hello there");
       await expect(host.lastReply.locator(".ca-md")).toBeVisible();
 
-      await context.setOffline(true);
-      await expect(host.widget.locator(".ca-offline")).toContainText("You're offline");
-      await host.ask("written in the tunnel");
-      await expect(host.widget.locator(".ca-delivery")).toHaveText("Waiting for the network");
+      await queueOffline(context, host.widget, "written in the tunnel");
 
       // Kept in exactly one place, under kim's name.
       await expect.poll(() => record(page, ws, mode)).toContain("written in the tunnel");
@@ -114,10 +121,7 @@ export function storageTests(mode: Mode) {
       await host.goto(ws, "ann");
       await host.ask("ann's question");
       await expect(host.lastReply.locator(".ca-md")).toBeVisible();
-      await context.setOffline(true);
-      await expect(host.widget.locator(".ca-offline")).toContainText("You're offline");
-      await host.ask("ann's unsent words");
-      await expect(host.widget.locator(".ca-delivery")).toHaveText("Waiting for the network");
+      await queueOffline(context, host.widget, "ann's unsent words");
       await expect.poll(() => record(page, ws, mode)).toContain("ann's unsent words");
       await page.goto("about:blank");
       await context.setOffline(false);
@@ -155,11 +159,7 @@ export function storageTests(mode: Mode) {
       await page.goto(init({ sub: "dee" }));
       await page.getByRole("button", { name: "Open Chat" }).click();
       await ask("dee's question");
-      await context.setOffline(true);
-      await expect(widget.locator(".ca-offline")).toContainText("You're offline");
-      await input.fill("dee's unsent words");
-      await input.press("Enter");
-      await expect(widget.locator(".ca-delivery")).toHaveText("Waiting for the network");
+      await queueOffline(context, widget, "dee's unsent words");
       await expect.poll(() => record(page, ws, mode)).toContain("dee's unsent words");
       await page.goto("about:blank");
       await context.setOffline(false);
