@@ -17,9 +17,11 @@
 #![recursion_limit = "256"]
 
 mod interactive;
+mod knowledge;
 mod usage;
 
 use interactive::{CopyButton, LivePreview};
+pub use knowledge::{Knowledge, KnowledgeGap, KnowledgeResult, KnowledgeSource};
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 pub use usage::{Usage, UsageDay, limit_label};
@@ -56,6 +58,8 @@ pub enum Body {
     Audit(Audit),
     /// Secrets, retention and erasure.
     Operations(Operations),
+    /// Knowledge sources, search and content gaps.
+    Knowledge(Knowledge),
     /// The workspace's conversations.
     Conversations(Conversations),
     /// One conversation, read-only.
@@ -347,6 +351,7 @@ fn Console(page: Page) -> impl IntoView {
                 <nav aria-label="Console" class="console-nav">
                     <a href="/console">"Set up"</a>
                     <a href="/console/conversations">"Conversations"</a>
+                    <a href="/console/knowledge">"Knowledge"</a>
                     <a href="/console/usage">"Usage"</a>
                     <a href="/console/audit">"Audit trail"</a>
                     <a href="/console/operations">"Secrets and data"</a>
@@ -375,6 +380,7 @@ fn Console(page: Page) -> impl IntoView {
                 Body::Conversations(list) => view! { <ConversationsPage list/> }.into_any(),
                 Body::Transcript(transcript) => view! { <TranscriptPage transcript/> }.into_any(),
                 Body::Usage(usage) => view! { <usage::UsagePage usage/> }.into_any(),
+                Body::Knowledge(knowledge) => view! { <knowledge::KnowledgePage knowledge/> }.into_any(),
             }}
         </main>
     }

@@ -185,7 +185,15 @@ impl Application {
                 lifetime: config.attachment_link_lifetime,
             },
         );
+        let knowledge = crate::knowledge::Knowledge::new(
+            pool.clone(),
+            config.knowledge.clone(),
+            attachments.clone(),
+            clock.clone(),
+        );
+        knowledge.spawn_worker();
         let engine = Engine {
+            knowledge,
             pool: pool.clone(),
             workspaces: workspaces.clone(),
             sources: crate::sources::Sources::new(host.clone(), config.allow_private_tool_hosts),
@@ -248,6 +256,7 @@ impl Application {
                 enabled: config.demo,
                 public_origin: public_origin.clone(),
                 bistro_secret: bistro.secret.clone(),
+                knowledge: config.demo_knowledge,
             },
             embed: EmbedState {
                 pool: pool.clone(),
@@ -313,12 +322,14 @@ impl Application {
         let stopping = tokio_util::sync::CancellationToken::new();
         let (turns, grace) = (self.state.api.turns.clone(), self.state.config.shutdown_grace);
         let usage = self.state.api.limits.usage.clone();
+        let knowledge = self.state.api.engine.knowledge.clone();
         let drain = tokio::spawn({
             let stopping = stopping.clone();
             let turns = turns.clone();
             async move {
                 stop.await;
                 stopping.cancel();
+                knowledge.stop();
                 tracing::info!(grace_ms = grace.as_millis() as u64, "shutting down: no new connections");
                 if !turns.wait_idle(grace).await {
                     let stopped = turns.cancel_all();

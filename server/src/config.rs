@@ -38,6 +38,9 @@ pub struct Config {
     pub secret_key_next: Option<Secret>,
     /// `CA_DEMO`: seed the Acme Bistro demo workspace (default on).
     pub demo: bool,
+    /// `CA_DEMO_KNOWLEDGE`: the demo workspace reads the bistro's help
+    /// center as a knowledge source (default on with the demo).
+    pub demo_knowledge: bool,
     /// `CA_BISTRO_SOLD_OUT`: menu ids the demo bistro marks unavailable (comma-separated).
     pub bistro_sold_out: Vec<String>,
     /// `CA_MAX_ATTACHMENT_BYTES`: the largest attachment taken (default 10 MB).
@@ -88,6 +91,8 @@ pub struct Config {
     /// `CA_SANDBOX_ADDR`: a listener of its own that serves only the
     /// sandbox page; without `CA_SANDBOX_URL`, its address is the origin.
     pub sandbox_listen: Option<SocketAddr>,
+    /// The bounds of knowledge sources (`CA_KNOWLEDGE_*`).
+    pub knowledge: KnowledgeSettings,
 }
 
 /// Launched from the Caddie hub (caddie-tool-contract-ct1.md).
@@ -162,6 +167,39 @@ impl Default for TurnLimits {
             tool_timeout: Duration::from_millis(10_000),
             action_ttl: Duration::from_secs(15 * 60),
             max_history_tokens: 16_000,
+        }
+    }
+}
+
+/// The bounds of fetching and keeping knowledge; each has a variable.
+#[derive(Clone, Debug)]
+pub struct KnowledgeSettings {
+    /// `CA_KNOWLEDGE_MAX_PAGE_BYTES`: one page's bytes as fetched (default 5 MB).
+    pub max_page_bytes: u64,
+    /// `CA_KNOWLEDGE_MAX_PAGES`: pages of one source (default 1000).
+    pub max_pages: usize,
+    /// `CA_KNOWLEDGE_MAX_WORKSPACE_BYTES`: the bytes of every page a
+    /// workspace keeps (default 200 MB).
+    pub max_workspace_bytes: u64,
+    /// `CA_KNOWLEDGE_POLL_MS`: how often a replica looks for a source due
+    /// for a sync (default 5000; a new source or "sync now" starts at once
+    /// on the replica that took the request).
+    pub poll: Duration,
+    /// `CA_KNOWLEDGE_FETCH_TIMEOUT_MS`: one request to a site (default 20 000).
+    pub fetch_timeout: Duration,
+    /// `CA_ALLOW_PRIVATE_TOOL_HOSTS`: sources may be on private addresses.
+    pub allow_private: bool,
+}
+
+impl Default for KnowledgeSettings {
+    fn default() -> Self {
+        Self {
+            max_page_bytes: 5 * 1024 * 1024,
+            max_pages: 1000,
+            max_workspace_bytes: 200 * 1024 * 1024,
+            poll: Duration::from_secs(5),
+            fetch_timeout: Duration::from_secs(20),
+            allow_private: false,
         }
     }
 }
@@ -591,6 +629,7 @@ impl Config {
             secret_key,
             secret_key_previous,
             secret_key_next,
+            demo_knowledge: demo && flag("CA_DEMO_KNOWLEDGE", true)?,
             demo,
             bistro_sold_out: get("CA_BISTRO_SOLD_OUT")
                 .map(|v| v.split(',').map(|id| id.trim().to_owned()).filter(|id| !id.is_empty()).collect())
@@ -610,6 +649,14 @@ impl Config {
                     session_token: get("AWS_SESSION_TOKEN").map(Secret::new),
                 }),
                 None => None,
+            },
+            knowledge: KnowledgeSettings {
+                max_page_bytes: number("CA_KNOWLEDGE_MAX_PAGE_BYTES", 5 * 1024 * 1024, 1024)?,
+                max_pages: number("CA_KNOWLEDGE_MAX_PAGES", 1000, 1)? as usize,
+                max_workspace_bytes: number("CA_KNOWLEDGE_MAX_WORKSPACE_BYTES", 200 * 1024 * 1024, 1024)?,
+                poll: Duration::from_millis(number("CA_KNOWLEDGE_POLL_MS", 5000, 10)?),
+                fetch_timeout: Duration::from_millis(number("CA_KNOWLEDGE_FETCH_TIMEOUT_MS", 20_000, 100)?),
+                allow_private: flag("CA_ALLOW_PRIVATE_TOOL_HOSTS", false)?,
             },
             site_root: PathBuf::from(get("LEPTOS_SITE_ROOT").unwrap_or_else(|| "target/site".into())),
             output_name: get("LEPTOS_OUTPUT_NAME").unwrap_or_else(|| "context-assistant".into()),

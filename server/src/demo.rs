@@ -35,6 +35,8 @@ pub struct DemoState {
     pub public_origin: Arc<str>,
     /// The built-in bistro host's bearer secret, for the demo's integration.
     pub bistro_secret: Secret,
+    /// `CA_DEMO_KNOWLEDGE`: the demo workspace reads the bistro's help center.
+    pub knowledge: bool,
 }
 
 pub fn router(state: DemoState) -> Router {
@@ -44,6 +46,48 @@ pub fn router(state: DemoState) -> Router {
 /// Creates the demo workspace once, then (every start) points its
 /// integration at this server's bistro host and allows this server's origin.
 pub async fn seed(state: &DemoState, loopback: SocketAddr) -> anyhow::Result<()> {
+    seed_workspace(state, loopback).await?;
+    if state.knowledge {
+        seed_help_center(state, loopback).await?;
+    }
+    Ok(())
+}
+
+/// The help center's name as a source of the demo workspace.
+const HELP_CENTER: &str = "Acme Bistro help center";
+
+/// The bistro's help center as a knowledge source of the demo workspace,
+/// at this server's address (re-pointed when the address changed).
+async fn seed_help_center(state: &DemoState, loopback: SocketAddr) -> anyhow::Result<()> {
+    // The bistro's help center (`bistro::help`; an edge does not import another).
+    let url = format!("http://{loopback}/bistro/help/sitemap.xml");
+    let existing = db::knowledge::sources(&state.pool, DEMO_WORKSPACE).await?;
+    let mut current = false;
+    for source in existing.iter().filter(|s| s.name == HELP_CENTER) {
+        let config: serde_json::Value = serde_json::from_str(&source.config).unwrap_or_default();
+        if config["url"] == url.as_str() && !current {
+            current = true;
+        } else {
+            db::knowledge::delete_source(&state.pool, DEMO_WORKSPACE, &source.id).await?;
+        }
+    }
+    if !current {
+        // `trusted`: the server's own loopback address (never settable over the API).
+        let config = serde_json::json!({ "url": url, "trusted": true });
+        let source = db::knowledge::NewSource {
+            workspace_id: DEMO_WORKSPACE,
+            kind: "sitemap",
+            name: HELP_CENTER,
+            config: &config,
+            language: Some("en"),
+            refresh_hours: 24,
+        };
+        db::knowledge::insert_source(&state.pool, source, crate::ids::now_ms()).await?;
+    }
+    Ok(())
+}
+
+async fn seed_workspace(state: &DemoState, loopback: SocketAddr) -> anyhow::Result<()> {
     // The page is served at the public origin, and on this machine also at
     // the listen address (by IP and as localhost).
     let mut origins = vec![state.public_origin.to_string()];

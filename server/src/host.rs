@@ -491,6 +491,9 @@ fn is_global_v6(ip: std::net::Ipv6Addr) -> bool {
 /// Resolves host names to their public addresses only.
 pub struct PublicOnlyResolver;
 
+/// What [`PublicOnlyResolver`]'s refusal says (callers recognise it).
+pub const PRIVATE_REFUSED: &str = "resolves only to private addresses";
+
 impl Resolve for PublicOnlyResolver {
     fn resolve(&self, name: Name) -> Resolving {
         let host = name.as_str().to_owned();
@@ -498,7 +501,7 @@ impl Resolve for PublicOnlyResolver {
             let addrs: Vec<SocketAddr> =
                 tokio::net::lookup_host((host.as_str(), 0)).await?.filter(|a| !is_private(a.ip())).collect();
             if addrs.is_empty() {
-                return Err(format!("{host} resolves only to private addresses").into());
+                return Err(format!("{host} {PRIVATE_REFUSED}").into());
             }
             let addrs: Addrs = Box::new(addrs.into_iter());
             Ok(addrs)

@@ -35,6 +35,7 @@ pub mod engine;
 pub mod host;
 pub mod http;
 pub mod ids;
+pub mod knowledge;
 pub mod limits;
 pub mod llm;
 pub mod markdown;

@@ -17,6 +17,12 @@ async fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         None | Some("serve") => {}
         Some("check-host") => return check_host(&args[1..]).await,
+        Some("knowledge") => {
+            let outcome = server::knowledge::cli::run(&args[1..], |name| std::env::var(name).ok()).await;
+            print!("{}", outcome.out);
+            eprint!("{}", outcome.err);
+            return ExitCode::from(outcome.status);
+        }
         // A PDF attachment's text, read in a child process of the server's
         // own (server/src/attachments/pdf.rs): never by hand.
         Some("read-pdf") => return server::attachments::pdf::child_main(),
@@ -28,8 +34,8 @@ async fn main() -> ExitCode {
         }
         Some(other) => {
             eprintln!(
-                "context-assistant: unknown command `{other}`; the commands are `serve` (the default), `check-host` \
-                 and `openapi`"
+                "context-assistant: unknown command `{other}`; the commands are `serve` (the default), `check-host`, \
+                 `knowledge` and `openapi`"
             );
             return ExitCode::from(2);
         }

@@ -149,7 +149,7 @@ async fn upload(
 
 /// Writes the field to the spool file as it arrives, refusing it once it
 /// is larger than `max` bytes; its first [`HEAD`] bytes and its size.
-async fn spool(mut field: Field<'_>, spooled: &Spooled, max: u64) -> Result<(Vec<u8>, u64), ApiError> {
+pub(super) async fn spool(mut field: Field<'_>, spooled: &Spooled, max: u64) -> Result<(Vec<u8>, u64), ApiError> {
     let mut file = tokio::fs::File::create(spooled.path()).await.map_err(anyhow::Error::from)?;
     let (mut size, mut head) = (0u64, Vec::with_capacity(HEAD));
     while let Some(chunk) = field.next().await {

@@ -156,6 +156,7 @@ pub(super) async fn transcript(state: &ApiState, conversation_id: &str) -> Resul
                 created_at: row.created_at,
                 feedback: None,
                 attachments: sent.remove(&row.id).unwrap_or_default(),
+                sources: Vec::new(),
                 id: row.id,
             });
             last_of_answer.push(None);
@@ -172,6 +173,7 @@ pub(super) async fn transcript(state: &ApiState, conversation_id: &str) -> Resul
                 created_at: row.created_at,
                 feedback: None,
                 attachments: Vec::new(),
+                sources: Vec::new(),
             });
             last_of_answer.push(None);
         }
@@ -181,6 +183,13 @@ pub(super) async fn transcript(state: &ApiState, conversation_id: &str) -> Resul
             *last = Some(row.id.clone());
         }
         let answer = messages.last_mut().expect("just pushed");
+        let cited: Vec<widget::wire::CitedSource> =
+            row.sources.as_deref().and_then(|s| serde_json::from_str(s).ok()).unwrap_or_default();
+        for source in cited {
+            if !answer.sources.contains(&source) {
+                answer.sources.push(source);
+            }
+        }
         match row.role {
             Role::Assistant if !row.content.is_empty() => {
                 if !answer.text.is_empty() {
@@ -209,8 +218,13 @@ pub(super) async fn transcript(state: &ApiState, conversation_id: &str) -> Resul
         message.feedback = given.map(|f| Feedback { rating: f.rating, comment: f.comment.clone() });
     }
     messages.retain(|m| m.role == Role::User || !m.text.is_empty() || !m.cards.is_empty() || !m.components.is_empty());
+    // A reply's sources are headed in the conversation's language.
+    let lang = match messages.iter().any(|m| !m.sources.is_empty()) {
+        true => db::conversation_lang(&state.pool, conversation_id).await?,
+        false => "en",
+    };
     for m in messages.iter_mut().filter(|m| m.role == Role::Assistant) {
-        m.html = Some(crate::markdown::render(&m.text));
+        m.html = Some(crate::markdown::render(&m.text) + &crate::knowledge::cite::sources_html(&m.sources, lang));
     }
     Ok(messages)
 }

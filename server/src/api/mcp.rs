@@ -191,7 +191,7 @@ fn valid_integration_name(name: &str) -> Result<&str, ApiError> {
     if !well_formed {
         return Err(ApiError::BadRequest("name must be 1 to 32 of a-z 0-9 -, a letter first".into()));
     }
-    if name == crate::workspaces::PROVIDER || name == "mcp" {
+    if name == crate::workspaces::PROVIDER || name == "mcp" || name == crate::knowledge::INTEGRATION {
         return Err(ApiError::BadRequest(format!("name `{name}` is reserved")));
     }
     Ok(name)

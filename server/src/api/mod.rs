@@ -13,6 +13,7 @@ pub mod conversations;
 pub mod elicitations;
 pub mod feedback;
 pub mod integrations;
+pub mod knowledge;
 pub mod mcp;
 pub mod model;
 pub mod openapi;
@@ -50,6 +51,7 @@ fn routes() -> OpenApiRouter<ApiState> {
         .merge(elicitations::router())
         .merge(feedback::router())
         .merge(integrations::router())
+        .merge(knowledge::router())
         .merge(mcp::router())
         .merge(model::router())
         .merge(presets::router())

@@ -30,6 +30,7 @@ use crate::http::ErrorBody;
     tags(
         (name = "setup", description = "Server to server: workspaces and the tool host"),
         (name = "chat", description = "From the widget or any client, with an embed token"),
+        (name = "knowledge", description = "Server to server: the help center the assistant answers from"),
     ),
     modifiers(&SecuritySchemes),
 )]

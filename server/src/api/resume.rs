@@ -182,7 +182,7 @@ impl Follow {
             };
             self.queued.push_back(StoredEvent { seq, kind: EventKind::Error.as_str().into(), data: json(&error) });
         }
-        let done = TurnDone { stop_reason: reason };
+        let done = TurnDone { stop_reason: reason, sources: Vec::new() };
         self.queued.push_back(StoredEvent { seq: seq + 1, kind: EventKind::Done.as_str().into(), data: json(&done) });
         true
     }

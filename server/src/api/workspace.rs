@@ -52,6 +52,22 @@ struct ShownWorkspace {
     previous_embed_secret_valid_until: Option<String>,
     /// While a rotated api key still works: until when (RFC 3339).
     previous_api_key_valid_until: Option<String>,
+    /// Whether questions about the host are answered only from its
+    /// knowledge sources and tools (the assistant says it does not know
+    /// when they do not cover one).
+    knowledge_only: bool,
+    /// How its knowledge is searched.
+    knowledge: KnowledgeRetrieval,
+}
+
+/// How a workspace's knowledge is searched: full text (BM25) always; with
+/// an embeddings model configured, vectors too, the two rankings fused.
+#[derive(Serialize, utoipa::ToSchema)]
+struct KnowledgeRetrieval {
+    /// `full_text`, or `hybrid` (full text and embeddings).
+    retrieval: &'static str,
+    /// The embeddings model, when there is one.
+    embeddings_model: Option<String>,
 }
 
 /// The limits that hold for a workspace.
@@ -121,6 +137,9 @@ struct WorkspacePatch {
     #[serde(default, deserialize_with = "present_or_null")]
     #[schema(value_type = Option<Vec<AttachmentType>>)]
     attachment_types: Option<Option<Vec<AttachmentType>>>,
+    /// Answer questions about the host only from its knowledge sources and
+    /// tools, and say so plainly when they do not cover one.
+    knowledge_only: Option<bool>,
 }
 
 /// A kind of file a visitor may attach, by its media type (what its bytes
@@ -365,7 +384,9 @@ async fn update_workspace(
         welcome: &welcome,
         app_permissions: &app_permissions,
         attachment_types: attachment_types.as_deref(),
+        knowledge_only: patch.knowledge_only.unwrap_or(row.knowledge_only != 0),
     };
+    let settings_knowledge_only = settings.knowledge_only;
     db::set_workspace_settings(&state.pool, &row.id, settings).await?;
     tracing::info!(workspace_id = %row.id, "workspace settings changed");
     let mut changed = serde_json::Map::new();
@@ -394,6 +415,7 @@ async fn update_workspace(
     );
     note("app_permissions", row.app_permissions().into(), app_permissions.clone().into());
     note("attachment_types", row.attachment_types().into(), attachment_types.clone().into());
+    note("knowledge_only", (row.knowledge_only != 0).into(), settings_knowledge_only.into());
     if !changed.is_empty() {
         let detail = serde_json::Value::Object(changed);
         db::audit::record(&state.pool, "api-key", "workspace.updated", Some(&row.id), None, &detail).await?;
@@ -407,6 +429,7 @@ async fn update_workspace(
     row.app_permissions = serde_json::to_string(&app_permissions).map_err(anyhow::Error::from)?;
     row.attachment_types =
         attachment_types.map(|t| serde_json::to_string(&t)).transpose().map_err(anyhow::Error::from)?;
+    row.knowledge_only = i64::from(settings_knowledge_only);
     Ok(Json(shown(&state, row)?))
 }
 
@@ -427,6 +450,14 @@ fn shown(state: &ApiState, row: db::WorkspaceRow) -> Result<ShownWorkspace, ApiE
         previous_embed_secret_valid_until: while_valid(row.embed_secret_prev_until),
         previous_api_key_valid_until: while_valid(row.api_key_prev_until),
         effective_limits: EffectiveLimits::of(&state.limits.config.for_workspace(&limits)),
+        knowledge_only: row.knowledge_only != 0,
+        knowledge: {
+            let model = state.engine.knowledge.embeddings_model();
+            KnowledgeRetrieval {
+                retrieval: if model.is_some() { "hybrid" } else { "full_text" },
+                embeddings_model: model,
+            }
+        },
         allowed_origins: row.allowed_origins(),
         limits,
         id: row.id,

@@ -12,6 +12,7 @@
 mod api;
 pub mod cart;
 pub mod checkout;
+pub mod help;
 mod menu;
 mod pages;
 mod tools;
@@ -32,5 +33,7 @@ pub fn router(state: BistroState) -> Router {
         .route("/bistro/api/kitchen/{item}", axum::routing::put(api::set_availability))
         .route("/bistro/menu", get(pages::menu_page))
         .route("/bistro/pay", get(pages::pay_page))
+        .route(help::SITEMAP_PATH, get(help::sitemap))
+        .route("/bistro/help/{page}", get(help::help_page))
         .with_state(state)
 }

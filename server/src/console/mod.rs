@@ -18,6 +18,7 @@
 //! replaced them (`Result<Response, Response>`).
 
 mod entry;
+mod knowledge;
 mod operations;
 mod records;
 mod setup;
@@ -53,6 +54,13 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/conversations", get(records::conversations))
         .route("/console/conversations/{id}", get(records::conversation))
         .route("/console/usage", get(usage::usage))
+        .route("/console/knowledge", get(knowledge::knowledge))
+        .route("/console/knowledge/sources", post(knowledge::add_source))
+        .route("/console/knowledge/snippets", post(knowledge::add_snippet))
+        .route("/console/knowledge/files", post(knowledge::add_file).layer(axum::extract::DefaultBodyLimit::disable()))
+        .route("/console/knowledge/only", post(knowledge::save_only))
+        .route("/console/knowledge/{id}/sync", post(knowledge::sync_source))
+        .route("/console/knowledge/{id}/remove", post(knowledge::remove_source))
         .route("/console/operations", get(operations::operations))
         .route("/console/rotate/embed-secret", post(operations::rotate_embed_secret))
         .route("/console/rotate/api-key", post(operations::rotate_api_key))

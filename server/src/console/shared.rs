@@ -211,6 +211,35 @@ impl Signed {
         Ok(Answer { status, json: serde_json::from_slice(&bytes).unwrap_or(Value::Null) })
     }
 
+    /// Calls the public API in process with a body as it came (a file's
+    /// multipart form).
+    pub(super) async fn call_raw(
+        &self,
+        method: Method,
+        path: &str,
+        content_type: HeaderValue,
+        body: Body,
+    ) -> Result<Answer, Response> {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::AUTHORIZATION, format!("Bearer {}", self.session.key.expose()))
+            .header(header::CONTENT_TYPE, content_type)
+            .header(header::ACCEPT, "application/json")
+            .body(body)
+            .expect("the request builds");
+        if let Some(client) = self.client() {
+            request.extensions_mut().insert(*client);
+        }
+        let response = self.state.api.clone().oneshot(request).await.expect("the router is infallible");
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), MAX_ANSWER_BYTES).await.map_err(|e| {
+            tracing::error!(error = %e, path, "console: cannot read the API's answer");
+            failure("The console could not read the server's answer. Try again.")
+        })?;
+        Ok(Answer { status, json: serde_json::from_slice(&bytes).unwrap_or(Value::Null) })
+    }
+
     /// The workspace as the API shows it; a key that no longer works ends
     /// the session.
     pub(super) async fn workspace(&self) -> Result<Value, Response> {

@@ -26,6 +26,8 @@ pub struct MessageRow {
     pub tool_call_id: Option<String>,
     pub cards: Option<String>,
     pub created_at: i64,
+    /// The sources a reply cites (JSON `[{url, title, section}]`).
+    pub sources: Option<String>,
 }
 
 pub async fn create_conversation(
@@ -112,7 +114,7 @@ pub async fn list_conversations(
 
 pub async fn messages(pool: &Pool, conversation_id: &str) -> anyhow::Result<Vec<MessageRow>> {
     Ok(sqlx::query_as(
-        "SELECT id, seq, role, content, tool_calls, tool_call_id, cards, created_at FROM messages
+        "SELECT id, seq, role, content, tool_calls, tool_call_id, cards, created_at, sources FROM messages
          WHERE conversation_id = $1 ORDER BY seq",
     )
     .bind(conversation_id)
@@ -128,12 +130,19 @@ pub struct NewMessage<'a> {
     tool_calls: Option<String>,
     tool_call_id: Option<&'a str>,
     cards: Option<String>,
+    sources: Option<String>,
 }
 
 impl<'a> NewMessage<'a> {
     /// A user's message, or an assistant's text.
     pub fn new(role: Role, content: &'a str) -> Self {
-        Self { role, content, tool_calls: None, tool_call_id: None, cards: None }
+        Self { role, content, tool_calls: None, tool_call_id: None, cards: None, sources: None }
+    }
+
+    /// The sources a reply cites.
+    pub fn with_sources(mut self, sources: &[widget::wire::CitedSource]) -> Self {
+        self.sources = (!sources.is_empty()).then(|| serde_json::to_string(sources).expect("sources serialize"));
+        self
     }
 
     /// The model's tool calls of this step (JSON), saved with its text.
@@ -145,7 +154,7 @@ impl<'a> NewMessage<'a> {
     /// The answer to tool call `call_id`, with the cards the user was shown.
     pub fn tool_result(call_id: &'a str, content: &'a str, cards: &[DisplayCard]) -> Self {
         let cards = (!cards.is_empty()).then(|| serde_json::to_string(cards).expect("cards serialize"));
-        Self { role: Role::Tool, content, tool_calls: None, tool_call_id: Some(call_id), cards }
+        Self { role: Role::Tool, content, tool_calls: None, tool_call_id: Some(call_id), cards, sources: None }
     }
 }
 
@@ -154,8 +163,9 @@ impl<'a> NewMessage<'a> {
 pub async fn append_message(pool: &Pool, conversation_id: &str, m: NewMessage<'_>) -> anyhow::Result<String> {
     let id = new_id("msg");
     sqlx::query(
-        "INSERT INTO messages (id, conversation_id, seq, role, content, tool_calls, tool_call_id, cards, created_at)
-         SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3, $4, $5, $6, $7, $8 FROM messages WHERE conversation_id = $2",
+        "INSERT INTO messages (id, conversation_id, seq, role, content, tool_calls, tool_call_id, cards, created_at,
+           sources)
+         SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3, $4, $5, $6, $7, $8, $9 FROM messages WHERE conversation_id = $2",
     )
     .bind(&id)
     .bind(conversation_id)
@@ -165,6 +175,7 @@ pub async fn append_message(pool: &Pool, conversation_id: &str, m: NewMessage<'_
     .bind(m.tool_call_id)
     .bind(m.cards)
     .bind(now_ms())
+    .bind(m.sources)
     .execute(pool)
     .await?;
     Ok(id)

@@ -1,6 +1,6 @@
 //! Erasing an end user's data in a workspace (`DELETE /v1/users/{id}`):
 //! their conversations with every message, turn, stream event, component,
-//! app view, pending action and feedback, their attachments, their limits' counters, and the content of the
+//! app view, pending action, feedback and content gap, their attachments, their limits' counters, and the content of the
 //! audit entries about them — in one transaction. What a tool host keeps
 //! (a cart, an order) is the host's to erase.
 
@@ -27,6 +27,8 @@ pub struct Erased {
     pub app_states: u64,
     /// Their thumbs up or down on replies, with comments.
     pub feedback: u64,
+    /// Their questions the knowledge did not answer (content gaps).
+    pub knowledge_gaps: u64,
     /// Files they attached (their bytes are deleted from the store too).
     pub attachments: u64,
     /// Rate-limit windows and daily token counts.
@@ -79,6 +81,7 @@ pub(super) async fn delete_conversations(
         (&mut erased.apps, of("DELETE FROM app_views WHERE conversation_id IN ({scope})")),
         (&mut erased.app_states, of("DELETE FROM app_states WHERE conversation_id IN ({scope})")),
         (&mut erased.feedback, of("DELETE FROM message_feedback WHERE conversation_id IN ({scope})")),
+        (&mut erased.knowledge_gaps, of("DELETE FROM knowledge_gaps WHERE conversation_id IN ({scope})")),
         (&mut erased.messages, of("DELETE FROM messages WHERE conversation_id IN ({scope})")),
         (&mut erased.actions, of("DELETE FROM actions WHERE conversation_id IN ({scope})")),
         (&mut erased.turns, of("DELETE FROM turns WHERE conversation_id IN ({scope})")),

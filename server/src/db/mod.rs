@@ -20,6 +20,7 @@ pub mod erasure;
 pub mod feedback;
 pub mod idempotency;
 pub mod kitchen;
+pub mod knowledge;
 pub mod limits;
 mod pool;
 pub mod retention;

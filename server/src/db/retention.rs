@@ -61,8 +61,9 @@ pub async fn sweep_attachments(pool: &Pool, now: i64, batch: i64) -> anyhow::Res
     Ok(keys)
 }
 
-/// Deletes up to `batch` uploads never sent with a message and older than
-/// `max_age_ms` at `now` (ms); the store keys of their bytes.
+/// Deletes up to `batch` uploads never sent with a message nor read by a
+/// knowledge source and older than `max_age_ms` at `now` (ms); the store
+/// keys of their bytes.
 pub async fn sweep_unsent_attachments(
     pool: &Pool,
     now: i64,
@@ -71,7 +72,9 @@ pub async fn sweep_unsent_attachments(
 ) -> anyhow::Result<Vec<String>> {
     let due: Vec<(String, String)> = sqlx::query_as(
         "SELECT a.id, a.object_key FROM attachments a WHERE a.created_at < $1
-         AND NOT EXISTS (SELECT 1 FROM message_attachments l WHERE l.attachment_id = a.id) LIMIT $2",
+         AND NOT EXISTS (SELECT 1 FROM message_attachments l WHERE l.attachment_id = a.id)
+         AND NOT EXISTS (SELECT 1 FROM knowledge_sources s WHERE s.workspace_id = a.workspace_id
+                         AND s.kind = 'file' AND s.config LIKE '%\"' || a.id || '\"%') LIMIT $2",
     )
     .bind(now - max_age_ms)
     .bind(batch)
@@ -82,7 +85,9 @@ pub async fn sweep_unsent_attachments(
         // Still unsent: a send may have linked it since the query above.
         let gone = sqlx::query(
             "DELETE FROM attachments WHERE id = $1
-             AND NOT EXISTS (SELECT 1 FROM message_attachments l WHERE l.attachment_id = $1)",
+             AND NOT EXISTS (SELECT 1 FROM message_attachments l WHERE l.attachment_id = $1)
+             AND NOT EXISTS (SELECT 1 FROM knowledge_sources s WHERE s.kind = 'file'
+                             AND s.config LIKE '%\"' || $1 || '\"%')",
         )
         .bind(&id)
         .execute(pool)

@@ -35,6 +35,9 @@ pub struct WorkspaceRow {
     /// The media types of attachment it takes, as JSON; None: every one
     /// the server takes.
     pub attachment_types: Option<String>,
+    /// 1: questions about the host are answered only from its knowledge
+    /// sources and tools (issue #45).
+    pub knowledge_only: i64,
 }
 
 impl WorkspaceRow {
@@ -165,6 +168,7 @@ pub struct WorkspaceSettings<'a> {
     pub welcome: &'a widget::wire::Welcome,
     pub app_permissions: &'a [String],
     pub attachment_types: Option<&'a [String]>,
+    pub knowledge_only: bool,
 }
 
 /// Writes a workspace's name, allowed origins, own limits, theme, retention,
@@ -172,7 +176,7 @@ pub struct WorkspaceSettings<'a> {
 pub async fn set_workspace_settings(pool: &Pool, id: &str, s: WorkspaceSettings<'_>) -> anyhow::Result<()> {
     sqlx::query(
         "UPDATE workspaces SET name = $1, allowed_origins = $2, limits = $3, theme = $4, retention_days = $5,
-         welcome = $6, app_permissions = $7, attachment_types = $8 WHERE id = $9",
+         welcome = $6, app_permissions = $7, attachment_types = $8, knowledge_only = $9 WHERE id = $10",
     )
     .bind(s.name)
     .bind(serde_json::to_string(s.origins)?)
@@ -182,6 +186,7 @@ pub async fn set_workspace_settings(pool: &Pool, id: &str, s: WorkspaceSettings<
     .bind(serde_json::to_string(s.welcome)?)
     .bind(serde_json::to_string(s.app_permissions)?)
     .bind(s.attachment_types.map(serde_json::to_string).transpose()?)
+    .bind(i64::from(s.knowledge_only))
     .bind(id)
     .execute(pool)
     .await?;
@@ -214,7 +219,7 @@ pub async fn set_workspace_origins(pool: &Pool, id: &str, origins: &[String]) ->
 const WORKSPACE_COLUMNS: &str = "id, name, allowed_origins, embed_secret_enc, limits,
     (SELECT COUNT(*) FROM caddie_links l WHERE l.workspace_id = workspaces.id) AS caddie_linked,
     embed_secret_prev_enc, embed_secret_prev_until, api_key_prev_until, theme, retention_days, welcome, app_permissions,
-    attachment_types";
+    attachment_types, knowledge_only";
 
 pub async fn workspace(pool: &Pool, id: &str) -> anyhow::Result<Option<WorkspaceRow>> {
     Ok(sqlx::query_as(&format!("SELECT {WORKSPACE_COLUMNS} FROM workspaces WHERE id = $1"))

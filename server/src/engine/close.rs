@@ -8,13 +8,20 @@ use widget::wire::{FinishedMessage, Role, StopReason, TurnDone};
 use super::context::Turn;
 use super::events::TurnEvent;
 use super::progress::Progress;
+use super::service::TurnStart;
 use crate::db::{self, NewMessage};
 
 impl Turn<'_> {
     pub(super) async fn close(&self, reason: StopReason) {
         let engine = self.engine;
-        let Progress { mut text, mut step_text, iterations, tokens, held_message_id, running_apps, .. } =
+        let Progress { mut text, mut step_text, iterations, tokens, held_message_id, running_apps, retrieved, .. } =
             std::mem::take(&mut *self.progress.lock());
+        // Citations of what this turn's searches returned become numbered
+        // sources; any other is dropped before anything is kept or shown.
+        let sources = retrieved.resolve(&mut [&mut text, &mut step_text]);
+        if retrieved.searched && sources.is_empty() && reason == StopReason::Completed {
+            self.record_gap(if retrieved.found { "not_cited" } else { "no_results" }).await;
+        }
         for component_id in &running_apps {
             if let Err(error) = db::apps::cancel(&engine.pool, component_id, cancel_reason(reason)).await {
                 tracing::error!(error = format!("{error:#}"), "cannot record an app's cancelled tool");
@@ -31,7 +38,7 @@ impl Turn<'_> {
         let message_id = match held_message_id {
             Some(id) => Some(id),
             None if !step_text.is_empty() => {
-                let reply = NewMessage::new(Role::Assistant, &step_text);
+                let reply = NewMessage::new(Role::Assistant, &step_text).with_sources(&sources);
                 let saved = db::append_message(&engine.pool, &self.input.conversation_id, reply).await;
                 saved.map_err(|e| tracing::error!(error = format!("{e:#}"), "cannot save the reply")).ok()
             }
@@ -40,7 +47,8 @@ impl Turn<'_> {
         if let Some(message_id) = message_id
             && !text.is_empty()
         {
-            let html = crate::markdown::render(&text);
+            let html =
+                crate::markdown::render(&text) + &crate::knowledge::cite::sources_html(&sources, self.input.lang);
             self.events.send(TurnEvent::Message(FinishedMessage { message_id, html, text }));
         }
         if let Err(error) = db::finish_turn(&engine.pool, &self.input.turn_id, reason, iterations, tokens).await {
@@ -51,7 +59,30 @@ impl Turn<'_> {
         if let Some(hook) = &engine.on_turn_finished {
             hook.turn_finished(&self.input.caller.workspace_id).await;
         }
-        self.events.send(TurnEvent::Done(TurnDone { stop_reason: reason }));
+        self.events.send(TurnEvent::Done(TurnDone { stop_reason: reason, sources }));
+    }
+
+    /// Records the visitor's question as a content gap (redacted), when the
+    /// turn began with one.
+    async fn record_gap(&self, reason: &str) {
+        let (TurnStart::Message(message) | TurnStart::FirstMessage(message)) = &self.input.start else { return };
+        let question = crate::knowledge::gaps::redact(&message.text);
+        if question.trim().is_empty() {
+            return;
+        }
+        let caller = &self.input.caller;
+        let gap = crate::db::knowledge::NewGap {
+            workspace_id: &caller.workspace_id,
+            conversation_id: &self.input.conversation_id,
+            external_user_id: &caller.external_user_id,
+            question: &question,
+            reason,
+            language: self.input.lang,
+        };
+        match crate::db::knowledge::insert_gap(&self.engine.pool, gap, self.engine.clock.now_ms()).await {
+            Ok(()) => tracing::info!(reason, "content gap recorded"),
+            Err(error) => tracing::error!(error = format!("{error:#}"), "cannot record a content gap"),
+        }
     }
 }
 

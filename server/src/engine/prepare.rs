@@ -63,10 +63,20 @@ impl Turn<'_> {
                 }
             }
         }
+        // The workspace's knowledge: the built-in search, when there is something to search.
+        let (knowledge_only, has_knowledge) =
+            db::knowledge::turn_settings(&engine.pool, &self.input.caller.workspace_id).await.map_err(|error| {
+                tracing::error!(error = format!("{error:#}"), "cannot read the workspace's knowledge settings");
+                Stop::Failed("error_setup")
+            })?;
+        if has_knowledge {
+            lists.push(vec![crate::knowledge::tool_spec()]);
+        }
         if let Some(error) = failure.filter(|_| lists.is_empty()) {
             return Err(Stop::Failed(error.message_key()));
         }
         let tools = offer(lists);
+        let search_tool = tools.iter().find(|t| crate::knowledge::is_builtin(t)).map(|t| t.name.clone());
         let context = contexts.into_iter().flatten().next().map_or_else(
             || json!({}),
             |context| {
@@ -88,6 +98,7 @@ impl Turn<'_> {
             Stop::Failed("error_load")
         })?;
         let mut system = prompt::system_prompt(&context, self.input.lang);
+        system.push_str(&prompt::knowledge(search_tool.as_deref(), knowledge_only));
         match db::apps::model_context(&engine.pool, &self.input.conversation_id).await {
             Ok(Some(told)) => system.push_str(&prompt::app_context(&told)),
             Ok(None) => {}

@@ -23,6 +23,8 @@ pub(super) struct Progress {
     /// MCP Apps shown while their tool runs (component ids): those still
     /// here when the turn ends are told their tool was cancelled.
     pub running_apps: Vec<String>,
+    /// What this turn's knowledge searches returned, by the ids the model cites.
+    pub retrieved: crate::knowledge::cite::Retrieved,
 }
 
 /// Shared between the loop, its text callback and the closing phase.

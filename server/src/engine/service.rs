@@ -31,6 +31,8 @@ pub struct Engine {
     pub apps: Option<crate::app_frames::AppFrames>,
     /// Where the users' attachments are kept (a text file's content goes to the model).
     pub attachments: crate::attachments::Attachments,
+    /// The host's knowledge: the built-in `search_knowledge` tool searches it.
+    pub knowledge: crate::knowledge::Knowledge,
 }
 
 /// What starts a turn.

@@ -40,7 +40,7 @@ impl Turn<'_> {
                     message: i18n::text(self.input.lang, "error_start"),
                     code: "turn_failed".into(),
                 }));
-                self.events.send(TurnEvent::Done(TurnDone { stop_reason: StopReason::Error }));
+                self.events.send(TurnEvent::Done(TurnDone { stop_reason: StopReason::Error, sources: Vec::new() }));
                 return;
             }
         };

@@ -15,7 +15,11 @@
 //!    margheritas (no basil)", "remove a margherita", "what's in my cart",
 //!    "check out" and "clear my cart" (dishes by a keyword of their name,
 //!    quantities in digits or words, notes in parentheses).
-//! 4. A greeting gets a greeting; anything else gets a short note saying
+//! 4. With the workspace's knowledge offered (`search_knowledge`), a
+//!    question ("do you deliver to Brookside?") is searched, and answered
+//!    with the best passage's sentence that shares most words with it,
+//!    cited by its id (`[S1]`) — or with "I don't know" when nothing matched.
+//! 5. A greeting gets a greeting; anything else gets a short note saying
 //!    what it can do, naming the tools it was offered.
 //!
 //! Before these, "what dish is this?" with a photo attached is answered
@@ -102,6 +106,11 @@ pub fn decide(messages: &[Value], tools: &[String]) -> Reply {
         if words.contains(&phrase(tool)) || (tool.contains("menu") && said.contains("menu")) {
             return Reply::Call { name: tool.clone(), arguments: json!({}) };
         }
+    }
+    if let Some(search) = tools.iter().find(|t| *t == "search_knowledge" || t.ends_with("__search_knowledge"))
+        && is_question(&said)
+    {
+        return Reply::Call { name: search.clone(), arguments: json!({ "query": said.trim() }) };
     }
     let greeting = ["hi", "hello", "hey", "good morning", "good evening"];
     let trimmed = said.trim().trim_end_matches(['!', '.']);
@@ -210,12 +219,20 @@ fn help(tools: &[String]) -> String {
     if tools.is_empty() {
         return "I'm the offline demo model. No tools are connected right now, so I can only chat.".into();
     }
-    let names: Vec<String> = tools.iter().map(|t| format!("“{}”", phrase(t))).collect();
-    format!(
-        "I'm the offline demo model: I follow simple rules instead of understanding everything. \
-         Ask me for one of these and I'll run it: {}.",
-        names.join(", ")
-    )
+    let searches = tools.iter().any(|t| t == "search_knowledge" || t.ends_with("__search_knowledge"));
+    let names: Vec<String> =
+        tools.iter().filter(|t| !t.ends_with("search_knowledge")).map(|t| format!("“{}”", phrase(t))).collect();
+    let mut text =
+        String::from("I'm the offline demo model: I follow simple rules instead of understanding everything.");
+    if !names.is_empty() {
+        text.push_str(&format!(" Ask me for one of these and I'll run it: {}.", names.join(", ")));
+    }
+    if searches {
+        text.push_str(
+            " Or ask me a question, such as “Do you deliver to Brookside?”, and I'll look in the help center.",
+        );
+    }
+    text
 }
 
 /// The words that call `tool`, as its help names it: `_`, `-` and a
@@ -223,6 +240,40 @@ fn help(tools: &[String]) -> String {
 /// `everything__get_sum` → "get tiny image", "everything get sum").
 fn phrase(tool: &str) -> String {
     tool.replace(['_', '-'], " ").split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+}
+
+/// Whether the visitor asks something (rather than asks for something to be done).
+fn is_question(said: &str) -> bool {
+    let said = said.trim();
+    let openers = [
+        "what", "when", "where", "which", "who", "why", "how", "do ", "does", "can ", "could", "is ", "are ", "will",
+        "should", "may ",
+    ];
+    said.ends_with('?') || openers.iter().any(|o| said.starts_with(o))
+}
+
+/// A knowledge search's passages, answered as the demo can: the sentence
+/// of the best passage that shares the most words with the question,
+/// cited by its id; or, with nothing found, that it does not know.
+fn from_knowledge(results: &[Value], asked: &str) -> String {
+    let Some(best) = results.first() else {
+        return "I don't know: the help center doesn't cover that. You could ask the restaurant directly.".into();
+    };
+    let id = best.get("id").and_then(Value::as_str).unwrap_or("S1");
+    let text = best.get("text").and_then(Value::as_str).unwrap_or_default();
+    let words: Vec<&str> = asked.split(|c: char| !c.is_alphanumeric()).filter(|w| w.len() >= 4).collect();
+    let stem = |w: &str| w.chars().take(5).collect::<String>();
+    let sentence = text
+        .split_inclusive(['.', '!', '?', '\n'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .enumerate()
+        .max_by_key(|(at, s)| {
+            let lower = s.to_lowercase();
+            (words.iter().filter(|w| lower.contains(&stem(w))).count(), std::cmp::Reverse(*at))
+        })
+        .map_or(text, |(_, s)| s);
+    format!("{sentence} [{id}]")
 }
 
 /// The text of a message's `content`, whether a string or an array of parts.
@@ -238,6 +289,9 @@ fn describe_result(content: &str, asked: &str) -> String {
     let Ok(value) = serde_json::from_str::<Value>(content) else {
         return "The tool answered, but not in a form I can read.".into();
     };
+    if let (Some(results), Some(_)) = (value.get("results").and_then(Value::as_array), value.get("note")) {
+        return from_knowledge(results, asked);
+    }
     if let Some(error) = value.get("error").and_then(Value::as_str) {
         return format!("I couldn't do that: {error}");
     }

@@ -19,6 +19,7 @@ const SERVER_LAYERS: &[(&str, &[&str])] = &[
             "host",
             "mcp",
             "sources",
+            "knowledge",
             "app_frames",
             "attachments",
             "llm",

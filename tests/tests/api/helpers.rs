@@ -248,6 +248,9 @@ impl AppBuilder {
         }
         // The demo workspace serves many tests, also those with a scripted model.
         vars.entry("CA_DEMO".into()).or_insert("1".into());
+        // Its help center is read only by the tests about it (each test
+        // app would otherwise sync it in the background).
+        vars.entry("CA_DEMO_KNOWLEDGE".into()).or_insert("0".into());
         let database_url = vars["DATABASE_URL"].clone();
         let config = Config::from_lookup(|name| vars.get(name).cloned()).expect("test configuration is valid");
         let clock = server::clock::Clock::default();

@@ -23,6 +23,7 @@ mod fuzzing;
 mod idempotency;
 mod idp;
 mod keys;
+mod knowledge;
 mod languages;
 mod limits;
 mod mcp;

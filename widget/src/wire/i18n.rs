@@ -193,7 +193,7 @@ pub const APP_KEYS: [&str; 11] = [
 pub const APP_SHARED_KEYS: [&str; 6] =
     ["apply", "delete", "delete_permanently", "action_delete_warning", "applying", "done"];
 
-pub const SERVER_KEYS: [&str; 24] = [
+pub const SERVER_KEYS: [&str; 25] = [
     "notice_iterations",
     "notice_time",
     "notice_tokens",
@@ -219,6 +219,8 @@ pub const SERVER_KEYS: [&str; 24] = [
     "error_model_unavailable",
     "error_model_too_long",
     "error_model_failed",
+    // The heading of the pages a reply cites.
+    "sources",
 ];
 
 /// Each language's English name, as the model is told it.

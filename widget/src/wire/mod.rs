@@ -204,6 +204,24 @@ pub struct FinishedMessage {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct TurnDone {
     pub stop_reason: StopReason,
+    /// The pages the reply cites, from this turn's knowledge searches
+    /// (absent when it cites none). The widget shows them in the
+    /// message's `html`, so only the server's build has the field.
+    #[cfg(feature = "ssr")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<CitedSource>,
+}
+
+/// A page a reply cites (issue #45): only one a knowledge search of its
+/// turn returned.
+#[cfg(feature = "ssr")]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct CitedSource {
+    /// The page, with the section's `#fragment`; empty for a snippet or a
+    /// file without an address (shown by its title alone).
+    pub url: String,
+    pub title: String,
+    pub section: String,
 }
 
 /// `error`: a generic message for the user; details stay in the server log.
@@ -307,6 +325,10 @@ pub struct ConversationMessage {
     /// The files the user sent with this message, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<AttachmentRef>,
+    /// The pages a reply cites (also drawn in its `html`).
+    #[cfg(feature = "ssr")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<CitedSource>,
 }
 
 /// A user's feedback on a reply.

@@ -1,0 +1,314 @@
+//! What the assistant knows of its host (issue #45): knowledge sources (a
+//! sitemap, a page or the pages under a path, a file, a snippet), synced
+//! in the background into pages and chunks in the database, and searched
+//! by full text (BM25 with the widget's languages' stemming) — by the
+//! host (`POST /v1/knowledge/search`) and by the model through the
+//! built-in `search_knowledge` tool, whose results carry ids the reply
+//! cites; citations of anything a search of the turn did not return are
+//! dropped ([`cite`]). Turns that searched and found nothing to cite are
+//! recorded as content gaps ([`gaps`]).
+//!
+//! - [`sync`]: the background worker (leases, one replica per source);
+//! - [`fetch`]: polite, safe fetching; [`sitemap`]: sitemap files;
+//! - [`extract`]: a page's main content by section; [`chunk`]: passages;
+//! - [`analyze`] and [`index`]: the full-text ranking, behind [`Retriever`];
+//! - [`cli`]: `context-assistant knowledge …`, the API from a terminal.
+
+pub mod analyze;
+pub mod chunk;
+pub mod cite;
+pub mod cli;
+pub mod extract;
+pub mod fetch;
+pub mod gaps;
+pub mod index;
+pub mod sitemap;
+pub mod sync;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+pub use index::{Ranked, Retriever};
+
+use crate::attachments::Attachments;
+use crate::db::{self, Pool};
+use index::{ChunkText, Index};
+
+pub use crate::config::KnowledgeSettings;
+
+/// Workspaces whose full-text index one replica keeps in memory at once.
+const MAX_INDEXES: usize = 256;
+
+/// A chunk a search found.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    pub chunk_id: String,
+    pub source_id: String,
+    /// The page, with the section's `#fragment` where it has one; empty
+    /// for a snippet or a file without an address.
+    pub url: String,
+    pub title: String,
+    pub section: String,
+    pub text: String,
+    pub score: f32,
+}
+
+/// The workspace's knowledge: search, and the sync worker.
+#[derive(Clone)]
+pub struct Knowledge {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    pool: Pool,
+    settings: KnowledgeSettings,
+    attachments: Attachments,
+    clock: crate::clock::Clock,
+    /// Each workspace's full-text index, at the revision it was built from.
+    indexes: std::sync::Mutex<HashMap<String, Arc<Index>>>,
+    /// One index is built at a time (a build reads every chunk).
+    building: tokio::sync::Mutex<()>,
+    /// Pages are kept one at a time on this replica, so the workspace's
+    /// byte cap is checked against what is kept (two replicas syncing two
+    /// sources of one workspace at once may pass it by a page each).
+    keeping: tokio::sync::Mutex<()>,
+    /// Told when a sync is wanted now.
+    wake: tokio::sync::Notify,
+    /// This replica's name on the leases it takes.
+    owner: String,
+    /// Cancelled when the server shuts down: the worker and its syncs stop
+    /// where they are (their leases lapse; another replica, or this one
+    /// started again, goes on).
+    stopped: tokio_util::sync::CancellationToken,
+}
+
+impl Knowledge {
+    pub fn new(pool: Pool, settings: KnowledgeSettings, attachments: Attachments, clock: crate::clock::Clock) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                pool,
+                settings,
+                attachments,
+                clock,
+                indexes: std::sync::Mutex::default(),
+                building: tokio::sync::Mutex::default(),
+                keeping: tokio::sync::Mutex::default(),
+                wake: tokio::sync::Notify::new(),
+                owner: crate::ids::new_id("replica"),
+                stopped: tokio_util::sync::CancellationToken::new(),
+            }),
+        }
+    }
+
+    pub fn settings(&self) -> &KnowledgeSettings {
+        &self.inner.settings
+    }
+
+    /// The embeddings model, when one is configured (none yet: full text).
+    pub fn embeddings_model(&self) -> Option<String> {
+        None
+    }
+
+    /// Stops the sync worker (the server is shutting down).
+    pub fn stop(&self) {
+        self.inner.stopped.cancel();
+    }
+
+    /// Starts a sync wanted now on this replica without waiting for the poll.
+    pub fn wake(&self) {
+        self.inner.wake.notify_one();
+    }
+
+    /// Whether the workspace has anything to search.
+    pub async fn available(&self, workspace_id: &str) -> anyhow::Result<bool> {
+        Ok(db::knowledge::revision(&self.inner.pool, workspace_id).await?.1)
+    }
+
+    /// The `limit` chunks of the workspace that best answer `query`, best first.
+    pub async fn search(&self, workspace_id: &str, query: &str, limit: usize) -> anyhow::Result<Vec<Hit>> {
+        let ranked = FullText(self).search(workspace_id, query, limit).await?;
+        let ids: Vec<String> = ranked.iter().map(|r| r.chunk_id.clone()).collect();
+        let mut rows: HashMap<String, db::knowledge::ChunkRow> =
+            db::knowledge::chunks_by_id(&self.inner.pool, workspace_id, &ids)
+                .await?
+                .into_iter()
+                .map(|row| (row.id.clone(), row))
+                .collect();
+        // A chunk replaced since the index was built is left out.
+        Ok(ranked
+            .into_iter()
+            .filter_map(|r| {
+                let row = rows.remove(&r.chunk_id)?;
+                Some(Hit {
+                    chunk_id: row.id,
+                    source_id: row.source_id,
+                    url: row.url,
+                    title: row.title,
+                    section: row.section,
+                    text: row.text,
+                    score: r.score,
+                })
+            })
+            .collect())
+    }
+
+    /// The workspace's index at its current revision, built if missing or stale.
+    async fn index(&self, workspace_id: &str) -> anyhow::Result<Arc<Index>> {
+        let (revision, _) = db::knowledge::revision(&self.inner.pool, workspace_id).await?;
+        let cached = |inner: &Inner| {
+            inner.indexes.lock().expect("not poisoned").get(workspace_id).filter(|i| i.revision == revision).cloned()
+        };
+        if let Some(index) = cached(&self.inner) {
+            index.touch();
+            return Ok(index);
+        }
+        let _building = self.inner.building.lock().await;
+        if let Some(index) = cached(&self.inner) {
+            return Ok(index);
+        }
+        let chunks = db::knowledge::chunks_to_index(&self.inner.pool, workspace_id).await?;
+        let started = std::time::Instant::now();
+        let index = tokio::task::spawn_blocking(move || {
+            Index::build(
+                revision,
+                chunks.iter().map(|c| ChunkText {
+                    id: &c.id,
+                    title: &c.title,
+                    section: &c.section,
+                    text: &c.text,
+                    language: &c.language,
+                }),
+            )
+        })
+        .await?;
+        tracing::debug!(
+            workspace_id,
+            revision,
+            chunks = index.len(),
+            duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+            "knowledge index built"
+        );
+        let index = Arc::new(index);
+        let mut indexes = self.inner.indexes.lock().expect("not poisoned");
+        // The indexes of the workspaces searched least lately go first
+        // (each is about the size of its workspace's text).
+        if indexes.len() >= MAX_INDEXES && !indexes.contains_key(workspace_id) {
+            let oldest = indexes.iter().min_by_key(|(_, i)| i.used()).map(|(id, _)| id.clone());
+            indexes.remove(&oldest.expect("the cache is full"));
+        }
+        indexes.insert(workspace_id.to_owned(), index.clone());
+        Ok(index)
+    }
+}
+
+/// The embedded full-text ranking.
+struct FullText<'k>(&'k Knowledge);
+
+impl Retriever for FullText<'_> {
+    fn search<'a>(
+        &'a self,
+        workspace_id: &'a str,
+        query: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, anyhow::Result<Vec<Ranked>>> {
+        Box::pin(async move { Ok(self.0.index(workspace_id).await?.search(query, limit)) })
+    }
+}
+
+/// Characters of a search result's snippet, at most.
+pub const SNIPPET_CHARS: usize = 300;
+
+/// The part of `text` a reader of `query` wants first: from the sentence
+/// holding the first of the query's longer words the text has, at most
+/// [`SNIPPET_CHARS`] characters (marked `…` where cut).
+pub fn snippet(text: &str, query: &str) -> String {
+    let lower = text.to_lowercase();
+    let mut words: Vec<String> =
+        query.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() >= 3).map(str::to_lowercase).collect();
+    words.sort_by_key(|w| std::cmp::Reverse(w.len()));
+    // `lower` may differ from `text` in length: find the character index.
+    let found = words.iter().filter_map(|w| lower.find(w.as_str()).map(|at| lower[..at].chars().count())).min();
+    let chars: Vec<char> = text.chars().collect();
+    let mut start = found.unwrap_or(0).min(chars.len());
+    // Back to the sentence's start, within 120 characters.
+    let floor = start.saturating_sub(120);
+    while start > floor && !matches!(chars[start - 1], '.' | '!' | '?' | '\n' | '。') {
+        start -= 1;
+    }
+    if start == floor && floor > 0 {
+        while start < chars.len() && !chars[start].is_whitespace() {
+            start += 1;
+        }
+    }
+    let piece: String = chars[start..].iter().take(SNIPPET_CHARS).collect();
+    let mut out = String::new();
+    if start > 0 {
+        out.push('…');
+    }
+    out.push_str(piece.trim());
+    if start + SNIPPET_CHARS < chars.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// The built-in tool's name, as the model is offered it.
+pub const TOOL: &str = "search_knowledge";
+/// The integration name the built-in tool goes under (reserved: no MCP
+/// server may be connected under it).
+pub const INTEGRATION: &str = "knowledge";
+/// Passages one search gives the model.
+pub const TOOL_RESULTS: usize = 5;
+
+/// The built-in read-only tool that searches the workspace's knowledge.
+pub fn tool_spec() -> crate::host::ToolSpec {
+    crate::host::ToolSpec {
+        name: TOOL.into(),
+        description: "Search the website's help center and knowledge base (its own pages, files and answers). \
+            Use it before answering any question about the website, its products, services, policies or how to \
+            use it. Returns passages, each with an id such as S1 to cite."
+            .into(),
+        verb: widget::wire::Verb::Get,
+        input_schema: serde_json::json!({
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 500,
+                    "description": "What to look for: the visitor's question, or its key words"
+                }
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        }),
+        direct: false,
+        origin: crate::host::ToolOrigin {
+            integration: INTEGRATION.into(),
+            name: TOOL.into(),
+            title: Some("Search the help center".into()),
+            digest: "built-in".into(),
+            app: None,
+        },
+    }
+}
+
+/// Whether `tool` is the built-in knowledge search.
+pub fn is_builtin(tool: &crate::host::ToolSpec) -> bool {
+    tool.origin.integration == INTEGRATION && tool.origin.name == TOOL && tool.origin.digest == "built-in"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::snippet;
+
+    #[test]
+    fn a_snippet_starts_at_the_sentence_that_answers() {
+        let text = format!("{} We deliver to Brookside on weekdays. Other things.", "Filler words here. ".repeat(30));
+        let s = snippet(&text, "Do you deliver to Brookside?");
+        assert!(s.starts_with("…We deliver to Brookside"), "{s}");
+        assert_eq!(snippet("Short text.", "nothing"), "Short text.");
+        assert!(snippet(&"x".repeat(1000), "y").chars().count() <= super::SNIPPET_CHARS + 1);
+    }
+}
