@@ -81,9 +81,76 @@ async fn upload(
     caller: Caller,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<(StatusCode, Json<AttachmentView>), ApiError> {
+    let store = &state.attachments;
+    let Received { name, spooled, head, size } = receive(multipart, store).await?;
+    let kind = attachments::kind::sniff(&head).ok_or_else(|| {
+        ApiError::UnsupportedType(
+            "unsupported_type",
+            "this type of file is not accepted: PNG, JPEG, WebP and GIF images, PDF and plain text are".into(),
+        )
+    })?;
+    // The workspace may take fewer kinds than the server does.
+    if caller.attachment_types.as_ref().is_some_and(|types| !types.iter().any(|t| t == kind.media_type())) {
+        return Err(ApiError::UnsupportedType(
+            "unsupported_type",
+            format!("this workspace does not accept {} files", kind.media_type()),
+        ));
+    }
+    if let Err(Refusal::TooMany { retry_after, .. }) = state.limits.admit_attachment(&caller, size).await? {
+        return Err(ApiError::QuotaExceeded(retry_after));
+    }
+    let id = new_id("att");
+    let key = format!("{}/{}", caller.workspace_id, id);
+    let kept = match store.keep(&key, kind, spooled.path()).await? {
+        Ok(kept) => kept,
+        Err(refused @ Refused::TooManyPixels(..)) => {
+            return Err(ApiError::TooLarge("image_too_large", refused.to_string()));
+        }
+        Err(refused) => return Err(ApiError::UnsupportedType("unreadable_file", refused.to_string())),
+    };
+    let row = db::attachments::Attachment {
+        id: id.clone(),
+        workspace_id: caller.workspace_id.clone(),
+        external_user_id: caller.external_user_id.clone(),
+        name: name.clone(),
+        media_type: kept.kind.media_type().to_owned(),
+        size: i64::try_from(kept.size).unwrap_or(i64::MAX),
+        sha256: kept.sha256,
+        object_key: key,
+        created_at: state.clock.now_ms(),
+    };
+    db::attachments::insert(&state.pool, &row).await?;
+    let detail = serde_json::json!({ "attachment_id": id, "media_type": row.media_type, "size": kept.size });
+    db::audit::record(
+        &state.pool,
+        "end-user",
+        "attachment.uploaded",
+        Some(&caller.workspace_id),
+        Some(&caller.external_user_id),
+        &detail,
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(AttachmentView { id, name, media_type: row.media_type, size: kept.size })))
+}
+
+/// A form's `file` field, spooled.
+pub(super) struct Received {
+    /// Its name as the browser sent it, made displayable.
+    pub name: String,
+    pub spooled: Spooled,
+    /// Its first [`HEAD`] bytes, to judge its kind by.
+    pub head: Vec<u8>,
+    pub size: u64,
+}
+
+/// The form's `file` field, written to a spool file as it arrives and
+/// refused once larger than the store takes (the other fields are skipped).
+pub(super) async fn receive(
+    multipart: Result<Multipart, MultipartRejection>,
+    store: &attachments::Attachments,
+) -> Result<Received, ApiError> {
     let mut multipart =
         multipart.map_err(|e| ApiError::BadRequest(format!("a multipart/form-data body is required: {e}")))?;
-    let store = &state.attachments;
     loop {
         let field = multipart.next_field().await.map_err(|e| ApiError::BadRequest(format!("unreadable form: {e}")))?;
         let Some(field) = field else { return Err(ApiError::BadRequest("the form has no `file` field".into())) };
@@ -93,63 +160,13 @@ async fn upload(
         let name = attachments::display_name(field.file_name());
         let spooled = store.spool_file().await?;
         let (head, size) = spool(field, &spooled, store.max_bytes).await?;
-        let kind = attachments::kind::sniff(&head).ok_or_else(|| {
-            ApiError::UnsupportedType(
-                "unsupported_type",
-                "this type of file is not accepted: PNG, JPEG, WebP and GIF images, PDF and plain text are".into(),
-            )
-        })?;
-        // The workspace may take fewer kinds than the server does.
-        if caller.attachment_types.as_ref().is_some_and(|types| !types.iter().any(|t| t == kind.media_type())) {
-            return Err(ApiError::UnsupportedType(
-                "unsupported_type",
-                format!("this workspace does not accept {} files", kind.media_type()),
-            ));
-        }
-        if let Err(Refusal::TooMany { retry_after, .. }) = state.limits.admit_attachment(&caller, size).await? {
-            return Err(ApiError::QuotaExceeded(retry_after));
-        }
-        let id = new_id("att");
-        let key = format!("{}/{}", caller.workspace_id, id);
-        let kept = match store.keep(&key, kind, spooled.path()).await? {
-            Ok(kept) => kept,
-            Err(refused @ Refused::TooManyPixels(..)) => {
-                return Err(ApiError::TooLarge("image_too_large", refused.to_string()));
-            }
-            Err(refused) => return Err(ApiError::UnsupportedType("unreadable_file", refused.to_string())),
-        };
-        let row = db::attachments::Attachment {
-            id: id.clone(),
-            workspace_id: caller.workspace_id.clone(),
-            external_user_id: caller.external_user_id.clone(),
-            name: name.clone(),
-            media_type: kept.kind.media_type().to_owned(),
-            size: i64::try_from(kept.size).unwrap_or(i64::MAX),
-            sha256: kept.sha256,
-            object_key: key,
-            created_at: state.clock.now_ms(),
-        };
-        db::attachments::insert(&state.pool, &row).await?;
-        let detail = serde_json::json!({ "attachment_id": id, "media_type": row.media_type, "size": kept.size });
-        db::audit::record(
-            &state.pool,
-            "end-user",
-            "attachment.uploaded",
-            Some(&caller.workspace_id),
-            Some(&caller.external_user_id),
-            &detail,
-        )
-        .await?;
-        return Ok((
-            StatusCode::CREATED,
-            Json(AttachmentView { id, name, media_type: row.media_type, size: kept.size }),
-        ));
+        return Ok(Received { name, spooled, head, size });
     }
 }
 
 /// Writes the field to the spool file as it arrives, refusing it once it
 /// is larger than `max` bytes; its first [`HEAD`] bytes and its size.
-pub(super) async fn spool(mut field: Field<'_>, spooled: &Spooled, max: u64) -> Result<(Vec<u8>, u64), ApiError> {
+async fn spool(mut field: Field<'_>, spooled: &Spooled, max: u64) -> Result<(Vec<u8>, u64), ApiError> {
     let mut file = tokio::fs::File::create(spooled.path()).await.map_err(anyhow::Error::from)?;
     let (mut size, mut head) = (0u64, Vec::with_capacity(HEAD));
     while let Some(chunk) = field.next().await {

@@ -667,46 +667,32 @@ async fn upload_knowledge_file(
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<(StatusCode, Json<KnowledgeFile>), ApiError> {
     use crate::attachments::{self, Kind};
-    let mut multipart =
-        multipart.map_err(|e| ApiError::BadRequest(format!("a multipart/form-data body is required: {e}")))?;
     let store = &state.attachments;
-    loop {
-        let field = multipart.next_field().await.map_err(|e| ApiError::BadRequest(format!("unreadable form: {e}")))?;
-        let Some(field) = field else { return Err(ApiError::BadRequest("the form has no `file` field".into())) };
-        if field.name() != Some("file") {
-            continue;
-        }
-        let name = attachments::display_name(field.file_name());
-        let spooled = store.spool_file().await?;
-        let (head, _) = super::attachments::spool(field, &spooled, store.max_bytes).await?;
-        let kind =
-            attachments::kind::sniff(&head).filter(|k| matches!(k, Kind::Pdf | Kind::Text)).ok_or_else(|| {
-                ApiError::UnsupportedType(
-                    "unsupported_type",
-                    "a knowledge file is a PDF or a text file (Markdown, HTML)".into(),
-                )
-            })?;
-        let id = crate::ids::new_id("att");
-        let key = format!("{}/{}", workspace.id, id);
-        let kept = match store.keep(&key, kind, spooled.path()).await? {
-            Ok(kept) => kept,
-            Err(refused) => return Err(ApiError::UnsupportedType("unreadable_file", refused.to_string())),
-        };
-        let row = db::attachments::Attachment {
-            id: id.clone(),
-            workspace_id: workspace.id.clone(),
-            external_user_id: HOST_FILES.into(),
-            name: name.clone(),
-            media_type: kept.kind.media_type().to_owned(),
-            size: i64::try_from(kept.size).unwrap_or(i64::MAX),
-            sha256: kept.sha256,
-            object_key: key,
-            created_at: state.clock.now_ms(),
-        };
-        db::attachments::insert(&state.pool, &row).await?;
-        return Ok((
-            StatusCode::CREATED,
-            Json(KnowledgeFile { id, name, media_type: row.media_type, size: kept.size }),
-        ));
-    }
+    let super::attachments::Received { name, spooled, head, .. } =
+        super::attachments::receive(multipart, store).await?;
+    let kind = attachments::kind::sniff(&head).filter(|k| matches!(k, Kind::Pdf | Kind::Text)).ok_or_else(|| {
+        ApiError::UnsupportedType(
+            "unsupported_type",
+            "a knowledge file is a PDF or a text file (Markdown, HTML)".into(),
+        )
+    })?;
+    let id = crate::ids::new_id("att");
+    let key = format!("{}/{}", workspace.id, id);
+    let kept = match store.keep(&key, kind, spooled.path()).await? {
+        Ok(kept) => kept,
+        Err(refused) => return Err(ApiError::UnsupportedType("unreadable_file", refused.to_string())),
+    };
+    let row = db::attachments::Attachment {
+        id: id.clone(),
+        workspace_id: workspace.id.clone(),
+        external_user_id: HOST_FILES.into(),
+        name: name.clone(),
+        media_type: kept.kind.media_type().to_owned(),
+        size: i64::try_from(kept.size).unwrap_or(i64::MAX),
+        sha256: kept.sha256,
+        object_key: key,
+        created_at: state.clock.now_ms(),
+    };
+    db::attachments::insert(&state.pool, &row).await?;
+    Ok((StatusCode::CREATED, Json(KnowledgeFile { id, name, media_type: row.media_type, size: kept.size })))
 }

@@ -186,8 +186,19 @@ pub struct SyncEnd<'a> {
     pub completed: bool,
 }
 
-/// Ends a sync: the counts, the schedule, the lease given back.
-pub async fn finish_sync(pool: &Pool, id: &str, owner: &str, end: SyncEnd<'_>, now: i64) -> anyhow::Result<()> {
+/// Ends a sync: the counts, the schedule, the lease given back, and the
+/// workspace's revision moved in the same transaction (a source is never
+/// seen `ready` before its pages are searched).
+pub async fn finish_sync(
+    pool: &Pool,
+    workspace_id: &str,
+    id: &str,
+    owner: &str,
+    end: SyncEnd<'_>,
+    now: i64,
+) -> anyhow::Result<()> {
+    let mut conn = pool.acquire().await?;
+    let mut tx = conn.begin().await?;
     sqlx::query(
         "UPDATE knowledge_sources SET status = $1, error = $2, next_sync_at = $3,
            sync_due = CASE WHEN sync_due = 2 THEN 1 ELSE 0 END,
@@ -204,8 +215,10 @@ pub async fn finish_sync(pool: &Pool, id: &str, owner: &str, end: SyncEnd<'_>, n
     .bind(now)
     .bind(id)
     .bind(owner)
-    .execute(pool)
+    .execute(&mut *tx)
     .await?;
+    bump_revision_in(&mut tx, workspace_id).await?;
+    tx.commit().await?;
     Ok(())
 }
 
@@ -288,8 +301,10 @@ pub struct ReadPage<'a> {
     pub chunks: Vec<NewChunk>,
 }
 
-/// Keeps a page read in full (its chunks replaced in one transaction) and
-/// moves the workspace's revision.
+/// Keeps a page read in full (its chunks replaced in one transaction). The
+/// workspace's revision moves when the sync ends (or every so many pages):
+/// searches meanwhile keep the index they have instead of rebuilding it at
+/// every page.
 pub async fn store_page(pool: &Pool, page: ReadPage<'_>, now: i64) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
     let mut tx = conn.begin().await?;
@@ -364,7 +379,6 @@ pub async fn store_page(pool: &Pool, page: ReadPage<'_>, now: i64) -> anyhow::Re
         .execute(&mut *tx)
         .await?;
     }
-    bump_revision_in(&mut tx, page.workspace_id).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -465,6 +479,16 @@ pub async fn remove_unseen(pool: &Pool, workspace_id: &str, source_id: &str, gen
     }
     tx.commit().await?;
     Ok(removed)
+}
+
+/// Moves the workspace's knowledge revision: every replica's index is
+/// rebuilt at its next search.
+pub async fn bump_revision(pool: &Pool, workspace_id: &str) -> anyhow::Result<()> {
+    sqlx::query("UPDATE workspaces SET knowledge_revision = knowledge_revision + 1 WHERE id = $1")
+        .bind(workspace_id)
+        .execute(pool)
+        .await?;
+    Ok(())
 }
 
 async fn bump_revision_in(tx: &mut sqlx::Transaction<'_, sqlx::Any>, workspace_id: &str) -> anyhow::Result<()> {

@@ -22,6 +22,7 @@ pub mod extract;
 pub mod fetch;
 pub mod gaps;
 pub mod index;
+mod reader;
 pub mod sitemap;
 pub mod sync;
 

@@ -7,8 +7,8 @@
 //! that fails keeps its last good content unless it is gone (404, 410,
 //! refused by robots.txt). Pages a completed sync did not see are removed.
 //!
-//! Reading pages is processor work: it runs on the blocking pool, one page
-//! at a time per replica, so chat turns keep the other core.
+//! Reading pages is processor work: it runs on one thread of the lowest
+//! priority ([`reader`](super::reader)), so chat turns come first.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
@@ -31,8 +31,9 @@ const LEASE: Duration = Duration::from_secs(30);
 const SYNCS_PER_REPLICA: usize = 2;
 /// Sitemap files read for one source (an index and its children), at most.
 const MAX_SITEMAPS: usize = 50;
-/// Longest one page's reading may take before it is given up.
-const READ_TIMEOUT: Duration = Duration::from_secs(20);
+/// Longest one page's reading may wait and take before it is given up
+/// (the reader yields to everything else: under load it waits its turn).
+const READ_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A source's settings as kept (`knowledge_sources.config`).
 #[derive(Debug, Default, Deserialize)]
@@ -56,9 +57,6 @@ pub struct Crawl {
     pub prefix: Option<String>,
     pub max_pages: Option<usize>,
 }
-
-/// One processor-heavy read at a time per replica.
-static READING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 
 impl Knowledge {
     /// Starts the replica's sync worker.
@@ -127,7 +125,8 @@ impl Knowledge {
                     })
                 };
                 let started = std::time::Instant::now();
-                let sync = Sync { knowledge: self, claimed: &claimed, lost: &lost };
+                let revised = std::sync::Mutex::new(std::time::Instant::now());
+                let sync = Sync { knowledge: self, claimed: &claimed, lost: &lost, revised };
                 let result = sync.run().await;
                 renewing.abort();
                 if lost.load(Ordering::SeqCst) {
@@ -146,10 +145,19 @@ impl Knowledge {
                         SyncEnd { status: "failed", error: Some(why.as_str()), next_sync_at: next, completed: false }
                     }
                 };
-                if let Err(error) = store::finish_sync(&self.inner.pool, &claimed.id, &self.inner.owner, end, now).await
+                if let Err(error) = store::finish_sync(
+                    &self.inner.pool,
+                    &claimed.workspace_id,
+                    &claimed.id,
+                    &self.inner.owner,
+                    end,
+                    now,
+                )
+                .await
                 {
                     tracing::error!(error = format!("{error:#}"), "cannot record the end of a sync");
                 }
+
                 let duration_ms = started.elapsed().as_secs_f64() * 1000.0;
                 match result {
                     Ok(()) => tracing::info!(duration_ms, "knowledge source synced"),
@@ -167,7 +175,13 @@ struct Sync<'a> {
     knowledge: &'a Knowledge,
     claimed: &'a Claimed,
     lost: &'a AtomicBool,
+    /// When the revision last moved (the sync's start, at first).
+    revised: std::sync::Mutex<std::time::Instant>,
 }
+
+/// A long sync makes what it read searchable this often (each replica's
+/// index is rebuilt then, not at every page); a short one at its end.
+const REVISION_EVERY: Duration = Duration::from_secs(30);
 
 /// What reading one address came to.
 enum Read {
@@ -522,7 +536,19 @@ impl Sync<'_> {
         store::store_page(pool, read, self.now()).await.map_err(|e| {
             tracing::error!(error = format!("{e:#}"), "cannot keep a page");
             "the page cannot be kept".to_owned()
-        })
+        })?;
+        let due = {
+            let mut revised = self.revised.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let due = revised.elapsed() >= REVISION_EVERY;
+            if due {
+                *revised = std::time::Instant::now();
+            }
+            due
+        };
+        if due && let Err(error) = store::bump_revision(pool, &self.claimed.workspace_id).await {
+            tracing::error!(error = format!("{error:#}"), "cannot move the knowledge revision");
+        }
+        Ok(())
     }
 
     async fn failed(&self, key: &str, code: &str, http_status: Option<u16>, message: &str, gone: bool) {
@@ -543,16 +569,15 @@ impl Sync<'_> {
     }
 }
 
-/// Runs a page's reading on the blocking pool, one at a time, bounded in time.
+/// Runs a page's reading on the reader thread (one at a time, at the
+/// lowest priority), bounded in time.
 async fn read_blocking(
     read: impl FnOnce() -> Result<Document, Unreadable> + Send + 'static,
 ) -> Result<Document, String> {
-    let _turn = READING.acquire().await.expect("never closed");
-    let reading = tokio::task::spawn_blocking(read);
-    match tokio::time::timeout(READ_TIMEOUT, reading).await {
-        Ok(Ok(Ok(document))) => Ok(document),
-        Ok(Ok(Err(why))) => Err(why.to_string()),
-        Ok(Err(_)) => Err("reading it failed".into()),
+    match tokio::time::timeout(READ_TIMEOUT, super::reader::read(read)).await {
+        Ok(Some(Ok(document))) => Ok(document),
+        Ok(Some(Err(why))) => Err(why.to_string()),
+        Ok(None) => Err("reading it failed".into()),
         Err(_) => Err("reading it took too long".into()),
     }
 }
