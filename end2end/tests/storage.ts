@@ -156,24 +156,24 @@ export function storageTests(mode: Mode) {
         await input.press("Enter");
         await expect(widget.locator(".ca-assistant .ca-md").last()).toBeVisible();
       };
-      await page.goto(init({ sub: "dee" }));
+      await page.goto(init({ sub: "quinn" }));
       await page.getByRole("button", { name: "Open Chat" }).click();
-      await ask("dee's question");
-      await queueOffline(context, widget, "dee's unsent words");
-      await expect.poll(() => record(page, ws, mode)).toContain("dee's unsent words");
+      await ask("quinn's question");
+      await queueOffline(context, widget, "quinn's unsent words");
+      await expect.poll(() => record(page, ws, mode)).toContain("quinn's unsent words");
       await page.goto("about:blank");
       await context.setOffline(false);
 
       // The page's first token has expired; the fresh one getToken answers is eli's.
-      await page.goto(init({ sub: "dee", expiredFirst: true, then: "eli" }));
+      await page.goto(init({ sub: "quinn", expiredFirst: true, then: "eli" }));
       await page.getByRole("button", { name: "Open Chat" }).click();
       await expect.poll(() => record(page, ws, mode)).toContain('"sub":"eli"');
       await expect(input).toHaveAttribute("placeholder", "Type a message…");
       await ask("eli's question");
       expect(await widget.locator(".ca-user :is(.ca-text, .ca-md)").allInnerTexts()).toEqual(["eli's question"]);
-      await expect(widget.locator("body")).not.toContainText("dee");
+      await expect(widget.locator("body")).not.toContainText("quinn");
       expect(await sentBy(request, ws, "eli")).toEqual(["eli's question"]);
-      expect(await record(page, ws, mode)).not.toContain("dee");
+      expect(await record(page, ws, mode)).not.toContain("quinn");
     });
 
     test("logout() ends the session and leaves nothing of the conversation on the device", async ({

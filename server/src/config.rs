@@ -189,6 +189,8 @@ pub struct KnowledgeSettings {
     pub fetch_timeout: Duration,
     /// `CA_ALLOW_PRIVATE_TOOL_HOSTS`: sources may be on private addresses.
     pub allow_private: bool,
+    /// `CA_EMBEDDINGS_MODEL` and its endpoint: hybrid search; none: full text.
+    pub embeddings: Option<EmbeddingsConfig>,
 }
 
 impl Default for KnowledgeSettings {
@@ -200,8 +202,22 @@ impl Default for KnowledgeSettings {
             poll: Duration::from_secs(5),
             fetch_timeout: Duration::from_secs(20),
             allow_private: false,
+            embeddings: None,
         }
     }
+}
+
+/// The embeddings endpoint of hybrid knowledge search (`CA_EMBEDDINGS_*`).
+#[derive(Clone, Debug)]
+pub struct EmbeddingsConfig {
+    /// `CA_EMBEDDINGS_BASE_URL`, else `OPENAI_BASE_URL`.
+    pub base_url: String,
+    /// `CA_EMBEDDINGS_API_KEY`, else `OPENAI_API_KEY`.
+    pub api_key: Secret,
+    /// `CA_EMBEDDINGS_MODEL`.
+    pub model: String,
+    /// `CA_EMBEDDINGS_DIMENSIONS`: asked of the model (text-embedding-3 and later).
+    pub dimensions: Option<u32>,
 }
 
 /// An S3-compatible store for attachments: `CA_ATTACHMENTS_URL` and the
@@ -657,6 +673,27 @@ impl Config {
                 poll: Duration::from_millis(number("CA_KNOWLEDGE_POLL_MS", 5000, 10)?),
                 fetch_timeout: Duration::from_millis(number("CA_KNOWLEDGE_FETCH_TIMEOUT_MS", 20_000, 100)?),
                 allow_private: flag("CA_ALLOW_PRIVATE_TOOL_HOSTS", false)?,
+                embeddings: match get("CA_EMBEDDINGS_MODEL").filter(|m| !m.trim().is_empty()) {
+                    None => None,
+                    Some(model) => Some(EmbeddingsConfig {
+                        base_url: get("CA_EMBEDDINGS_BASE_URL").or_else(|| get("OPENAI_BASE_URL")).ok_or_else(
+                            || {
+                                bad(
+                                    "CA_EMBEDDINGS_BASE_URL",
+                                    "required with CA_EMBEDDINGS_MODEL when OPENAI_BASE_URL is unset".into(),
+                                )
+                            },
+                        )?,
+                        api_key: Secret::new(
+                            get("CA_EMBEDDINGS_API_KEY").or_else(|| get("OPENAI_API_KEY")).unwrap_or_default(),
+                        ),
+                        model: model.trim().to_owned(),
+                        dimensions: match get("CA_EMBEDDINGS_DIMENSIONS").filter(|d| !d.is_empty()) {
+                            Some(_) => Some(number("CA_EMBEDDINGS_DIMENSIONS", 0, 1)? as u32),
+                            None => None,
+                        },
+                    }),
+                },
             },
             site_root: PathBuf::from(get("LEPTOS_SITE_ROOT").unwrap_or_else(|| "target/site".into())),
             output_name: get("LEPTOS_OUTPUT_NAME").unwrap_or_else(|| "context-assistant".into()),

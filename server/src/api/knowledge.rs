@@ -376,7 +376,9 @@ async fn add_source(
     let detail = serde_json::json!({ "source_id": id, "kind": kind.as_str() });
     db::audit::record(&state.pool, "api-key", "knowledge.source_added", Some(&workspace.id), None, &detail).await?;
     tracing::info!(workspace_id = %workspace.id, source_id = %id, kind = kind.as_str(), "knowledge source added");
-    let row = store::source(&state.pool, &workspace.id, &id).await?.ok_or(ApiError::NotFound)?;
+    let mut row = store::source(&state.pool, &workspace.id, &id).await?.ok_or(ApiError::NotFound)?;
+    // As created: a replica polling may have begun its sync already.
+    row.status = "pending".into();
     let shown = shown(&state, row).await?;
     state.engine.knowledge.wake();
     Ok((StatusCode::CREATED, Json(shown)))

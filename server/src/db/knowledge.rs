@@ -545,16 +545,61 @@ pub struct IndexedChunk {
     pub section: String,
     pub text: String,
     pub language: String,
+    /// Its vector, when the model asked for made one (base64 f32).
+    pub embedding: Option<String>,
 }
 
-/// Every chunk of the workspace, in id order.
-pub async fn chunks_to_index(pool: &Pool, workspace_id: &str) -> anyhow::Result<Vec<IndexedChunk>> {
+/// Every chunk of the workspace, in id order, with its vector by `model`.
+pub async fn chunks_to_index(
+    pool: &Pool,
+    workspace_id: &str,
+    model: Option<&str>,
+) -> anyhow::Result<Vec<IndexedChunk>> {
     Ok(sqlx::query_as(
-        "SELECT id, title, section, text, language FROM knowledge_chunks WHERE workspace_id = $1 ORDER BY id",
+        "SELECT id, title, section, text, language,
+           CASE WHEN embedding_model = $2 THEN embedding ELSE NULL END AS embedding
+         FROM knowledge_chunks WHERE workspace_id = $1 ORDER BY id",
     )
     .bind(workspace_id)
+    .bind(model.unwrap_or(""))
     .fetch_all(pool)
     .await?)
+}
+
+/// The chunks of a page without a vector by `model`: (id, title, section, text).
+pub async fn chunks_to_embed(
+    pool: &Pool,
+    source_id: &str,
+    url: &str,
+    model: &str,
+) -> anyhow::Result<Vec<(String, String, String, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT c.id, c.title, c.section, c.text FROM knowledge_chunks c
+           JOIN knowledge_pages p ON p.id = c.page_id
+         WHERE p.source_id = $1 AND p.url = $2 AND (c.embedding_model IS NULL OR c.embedding_model <> $3)
+         ORDER BY c.position",
+    )
+    .bind(source_id)
+    .bind(url)
+    .bind(model)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Keeps chunks' vectors made by `model`.
+pub async fn set_embeddings(pool: &Pool, model: &str, vectors: &[(String, String)]) -> anyhow::Result<()> {
+    let mut conn = pool.acquire().await?;
+    let mut tx = conn.begin().await?;
+    for (id, vector) in vectors {
+        sqlx::query("UPDATE knowledge_chunks SET embedding = $1, embedding_model = $2 WHERE id = $3")
+            .bind(vector)
+            .bind(model)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(())
 }
 
 /// A chunk as search returns it.

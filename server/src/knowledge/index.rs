@@ -53,6 +53,8 @@ pub struct ChunkText<'a> {
     pub section: &'a str,
     pub text: &'a str,
     pub language: &'a str,
+    /// Its unit vector, when there is an embeddings model.
+    pub vector: Option<Vec<f32>>,
 }
 
 /// The inverted index of one workspace's chunks at one revision.
@@ -67,6 +69,8 @@ pub struct Index {
     languages: Vec<&'static str>,
     /// When it was last searched (a count of searches across indexes).
     used: std::sync::atomic::AtomicU64,
+    /// Each document's unit vector, where it has one.
+    vectors: Vec<Option<Vec<f32>>>,
 }
 
 /// Orders the indexes' last uses.
@@ -79,6 +83,7 @@ impl Index {
         let mut lengths = Vec::new();
         let mut postings: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
         let mut languages: Vec<&'static str> = Vec::new();
+        let mut vectors = Vec::new();
         for chunk in chunks {
             let doc = u32::try_from(ids.len()).expect("fewer than 4 billion chunks");
             let lang = analyze::language(Some(chunk.language));
@@ -98,6 +103,7 @@ impl Index {
                 postings.entry(term).or_default().push((doc, tf));
             }
             ids.push(chunk.id.to_owned());
+            vectors.push(chunk.vector);
         }
         let average_length = if lengths.is_empty() {
             1.0
@@ -106,7 +112,28 @@ impl Index {
         };
         languages.sort_unstable();
         let used = std::sync::atomic::AtomicU64::new(USES.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-        Self { revision, ids, lengths, average_length: average_length.max(1.0), postings, languages, used }
+        Self { revision, ids, lengths, average_length: average_length.max(1.0), postings, languages, used, vectors }
+    }
+
+    /// Whether any chunk has a vector.
+    pub fn has_vectors(&self) -> bool {
+        self.vectors.iter().any(Option::is_some)
+    }
+
+    /// The `limit` chunks nearest `query` (a unit vector) by cosine, best
+    /// first (ties: the smaller id); chunks of another width are left out.
+    pub fn nearest(&self, query: &[f32], limit: usize) -> Vec<Ranked> {
+        let mut scored: Vec<(usize, f32)> = self
+            .vectors
+            .iter()
+            .enumerate()
+            .filter_map(|(doc, v)| {
+                let v = v.as_ref().filter(|v| v.len() == query.len())?;
+                Some((doc, v.iter().zip(query).map(|(a, b)| a * b).sum::<f32>()))
+            })
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| self.ids[a.0].cmp(&self.ids[b.0])));
+        scored.into_iter().take(limit).map(|(doc, score)| Ranked { chunk_id: self.ids[doc].clone(), score }).collect()
     }
 
     /// Marks it searched now.
@@ -199,7 +226,7 @@ mod tests {
     use super::*;
 
     fn chunk<'a>(id: &'a str, section: &'a str, text: &'a str) -> ChunkText<'a> {
-        ChunkText { id, title: "Help", section, text, language: "en" }
+        ChunkText { id, title: "Help", section, text, language: "en", vector: None }
     }
 
     fn index() -> Index {
@@ -239,6 +266,20 @@ mod tests {
         let index = Index::build(1, [chunk("b", "", "same words here"), chunk("a", "", "same words here")]);
         let ranked = index.search("same words", 2);
         assert_eq!(ranked.iter().map(|r| r.chunk_id.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+    }
+
+    #[test]
+    fn the_nearest_vectors_rank_by_cosine() {
+        let with = |id: &'static str, v: Vec<f32>| ChunkText { vector: Some(v), ..chunk(id, "", "x") };
+        let index =
+            Index::build(1, [with("a", vec![1.0, 0.0]), with("b", vec![0.6, 0.8]), with("c", vec![0.0, 1.0, 0.0])]);
+        let ranked = index.nearest(&[0.0, 1.0], 5);
+        assert_eq!(
+            ranked.iter().map(|r| r.chunk_id.as_str()).collect::<Vec<_>>(),
+            ["b", "a"],
+            "a vector of another width is left out"
+        );
+        assert!(index.has_vectors() && !Index::build(0, [chunk("x", "", "y")]).has_vectors());
     }
 
     #[test]

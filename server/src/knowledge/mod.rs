@@ -18,6 +18,7 @@ pub mod analyze;
 pub mod chunk;
 pub mod cite;
 pub mod cli;
+pub mod embed;
 pub mod extract;
 pub mod fetch;
 pub mod gaps;
@@ -40,6 +41,8 @@ pub use crate::config::KnowledgeSettings;
 
 /// Workspaces whose full-text index one replica keeps in memory at once.
 const MAX_INDEXES: usize = 256;
+/// Candidates each ranking gives the fusion.
+const CANDIDATES: usize = 20;
 
 /// A chunk a search found.
 #[derive(Debug, Clone)]
@@ -78,6 +81,8 @@ struct Inner {
     wake: tokio::sync::Notify,
     /// This replica's name on the leases it takes.
     owner: String,
+    /// The embeddings endpoint, when hybrid search is configured.
+    embedder: Option<embed::Embedder>,
     /// Cancelled when the server shuts down: the worker and its syncs stop
     /// where they are (their leases lapse; another replica, or this one
     /// started again, goes on).
@@ -86,6 +91,7 @@ struct Inner {
 
 impl Knowledge {
     pub fn new(pool: Pool, settings: KnowledgeSettings, attachments: Attachments, clock: crate::clock::Clock) -> Self {
+        let embedder = settings.embeddings.as_ref().map(embed::Embedder::new);
         Self {
             inner: Arc::new(Inner {
                 pool,
@@ -97,6 +103,7 @@ impl Knowledge {
                 keeping: tokio::sync::Mutex::default(),
                 wake: tokio::sync::Notify::new(),
                 owner: crate::ids::new_id("replica"),
+                embedder,
                 stopped: tokio_util::sync::CancellationToken::new(),
             }),
         }
@@ -106,9 +113,14 @@ impl Knowledge {
         &self.inner.settings
     }
 
-    /// The embeddings model, when one is configured (none yet: full text).
+    /// The embeddings model, when one is configured (else search is full text).
     pub fn embeddings_model(&self) -> Option<String> {
-        None
+        self.inner.embedder.as_ref().map(|e| e.model().to_owned())
+    }
+
+    /// The embeddings endpoint, when one is configured.
+    pub(crate) fn embedder(&self) -> Option<&embed::Embedder> {
+        self.inner.embedder.as_ref()
     }
 
     /// Stops the sync worker (the server is shutting down).
@@ -128,7 +140,10 @@ impl Knowledge {
 
     /// The `limit` chunks of the workspace that best answer `query`, best first.
     pub async fn search(&self, workspace_id: &str, query: &str, limit: usize) -> anyhow::Result<Vec<Hit>> {
-        let ranked = FullText(self).search(workspace_id, query, limit).await?;
+        let ranked = match &self.inner.embedder {
+            None => FullText(self).search(workspace_id, query, limit).await?,
+            Some(embedder) => self.hybrid(embedder, workspace_id, query, limit).await?,
+        };
         let ids: Vec<String> = ranked.iter().map(|r| r.chunk_id.clone()).collect();
         let mut rows: HashMap<String, db::knowledge::ChunkRow> =
             db::knowledge::chunks_by_id(&self.inner.pool, workspace_id, &ids)
@@ -154,6 +169,33 @@ impl Knowledge {
             .collect())
     }
 
+    /// Full text and vectors, fused (reciprocal rank fusion) over the best
+    /// [`CANDIDATES`] of each; full text alone when the query cannot be
+    /// embedded or no chunk has a vector yet.
+    async fn hybrid(
+        &self,
+        embedder: &embed::Embedder,
+        workspace_id: &str,
+        query: &str,
+        limit: usize,
+    ) -> anyhow::Result<Vec<Ranked>> {
+        let index = self.index(workspace_id).await?;
+        let full_text = index.search(query, CANDIDATES.max(limit));
+        if !index.has_vectors() {
+            return Ok(full_text.into_iter().take(limit).collect());
+        }
+        match embedder.embed(vec![query.to_owned()]).await {
+            Ok(mut vectors) => {
+                let nearest = index.nearest(&vectors.remove(0), CANDIDATES.max(limit));
+                Ok(index::fuse(&[full_text, nearest], limit))
+            }
+            Err(error) => {
+                tracing::warn!(error = format!("{error:#}"), "cannot embed a query; searching full text only");
+                Ok(full_text.into_iter().take(limit).collect())
+            }
+        }
+    }
+
     /// The workspace's index at its current revision, built if missing or stale.
     async fn index(&self, workspace_id: &str) -> anyhow::Result<Arc<Index>> {
         let (revision, _) = db::knowledge::revision(&self.inner.pool, workspace_id).await?;
@@ -168,7 +210,8 @@ impl Knowledge {
         if let Some(index) = cached(&self.inner) {
             return Ok(index);
         }
-        let chunks = db::knowledge::chunks_to_index(&self.inner.pool, workspace_id).await?;
+        let model = self.embeddings_model();
+        let chunks = db::knowledge::chunks_to_index(&self.inner.pool, workspace_id, model.as_deref()).await?;
         let started = std::time::Instant::now();
         let index = tokio::task::spawn_blocking(move || {
             Index::build(
@@ -179,6 +222,7 @@ impl Knowledge {
                     section: &c.section,
                     text: &c.text,
                     language: &c.language,
+                    vector: c.embedding.as_deref().and_then(embed::decode),
                 }),
             )
         })

@@ -495,6 +495,8 @@ impl Sync<'_> {
             store::page_unchanged(pool, &page.id, self.claimed.generation, self.now())
                 .await
                 .map_err(|e| format!("{e:#}"))?;
+            // Kept before an embeddings model was configured (or another one): its vectors now.
+            self.embed(key).await;
             return Ok(());
         }
         let _keeping = self.knowledge.inner.keeping.lock().await;
@@ -537,6 +539,7 @@ impl Sync<'_> {
             tracing::error!(error = format!("{e:#}"), "cannot keep a page");
             "the page cannot be kept".to_owned()
         })?;
+        self.embed(key).await;
         let due = {
             let mut revised = self.revised.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let due = revised.elapsed() >= REVISION_EVERY;
@@ -549,6 +552,41 @@ impl Sync<'_> {
             tracing::error!(error = format!("{error:#}"), "cannot move the knowledge revision");
         }
         Ok(())
+    }
+
+    /// Gives the page's chunks that lack one a vector by the embeddings
+    /// model, if there is one; a failure leaves them to full text (and to
+    /// the next sync).
+    async fn embed(&self, key: &str) {
+        let Some(embedder) = self.knowledge.embedder() else { return };
+        let pool = self.pool();
+        let chunks = match store::chunks_to_embed(pool, &self.claimed.id, key, embedder.model()).await {
+            Ok(chunks) => chunks,
+            Err(error) => {
+                tracing::error!(error = format!("{error:#}"), "cannot read the chunks to embed");
+                return;
+            }
+        };
+        for batch in chunks.chunks(super::embed::BATCH) {
+            // What a passage is about: its page and section, then its text.
+            let texts = batch.iter().map(|(_, title, section, text)| format!("{title} — {section}\n{text}")).collect();
+            match embedder.embed(texts).await {
+                Ok(vectors) => {
+                    let kept: Vec<(String, String)> =
+                        batch.iter().zip(&vectors).map(|((id, ..), v)| (id.clone(), super::embed::encode(v))).collect();
+                    if let Err(error) = store::set_embeddings(pool, embedder.model(), &kept).await {
+                        tracing::error!(error = format!("{error:#}"), "cannot keep the chunks' vectors");
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(
+                        error = format!("{error:#}"),
+                        "cannot embed a page's chunks; full text only for them"
+                    );
+                    return;
+                }
+            }
+        }
     }
 
     async fn failed(&self, key: &str, code: &str, http_status: Option<u16>, message: &str, gone: bool) {

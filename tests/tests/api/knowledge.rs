@@ -29,6 +29,7 @@ on_both_databases!(
     a_sources_pages_and_a_workspaces_bytes_are_capped,
     the_demo_answers_from_its_help_center_with_its_source,
     the_command_line_adds_lists_searches_and_removes_sources,
+    with_an_embeddings_model_search_is_hybrid_and_finds_what_words_miss,
 );
 
 /// A page of the help site: its type, body and ETag.
@@ -115,6 +116,8 @@ async fn answer(State(site): State<Site>, Path(path): Path<String>, headers: Hea
         None => (404, (StatusCode::NOT_FOUND, "not found").into_response()),
         Some(page) => {
             if page.delay_ms > 0 {
+                // Arrived (status 0): the answer is on its way, slowly.
+                site.hits.lock().unwrap().push((path.clone(), 0));
                 tokio::time::sleep(Duration::from_millis(page.delay_ms)).await;
             }
             let asked = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok());
@@ -531,7 +534,8 @@ async fn a_sync_cut_by_a_restart_completes_and_replicas_answer_alike(db: Db) {
     site.sitemap(&["/help/delivery", "/help/hours", "/help/returns"]);
     site.slow("/help/returns", 60_000);
     let host = HostSpec::new(lookup_tool()).start().await;
-    let mut builder = spawn_app(db);
+    // The slow page must still be on its way when the server stops.
+    let mut builder = spawn_app(db).env("CA_KNOWLEDGE_FETCH_TIMEOUT_MS", "120000");
     for (k, v) in ENV {
         builder = builder.env(k, *v);
     }
@@ -543,21 +547,21 @@ async fn a_sync_cut_by_a_restart_completes_and_replicas_answer_alike(db: Db) {
     assert_eq!(status, 201);
     let id = source["id"].as_str().unwrap().to_owned();
     // The slow page is being fetched: the sync is under way.
-    for _ in 0..600 {
-        if site.pages.lock().unwrap().contains_key("/help/returns")
-            && site.hits.lock().unwrap().iter().any(|(p, _)| p == "/help/delivery")
-        {
+    let mut under_way = false;
+    for _ in 0..1200 {
+        if site.count("/help/returns", 0) > 0 {
             let (_, source) = app.get_json(&format!("/v1/knowledge/sources/{id}"), &key).await;
-            if source["status"] == "syncing" {
-                break;
-            }
+            under_way = source["status"] == "syncing";
+            break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    assert!(under_way, "the sync was under way when the server stopped");
     app.shut_down().await;
     site.slow("/help/returns", 0);
     // Another replica (or the same one started again) takes the sync over once its lease lapses.
-    let vars: Vec<(&str, String)> = ENV.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
+    let mut vars: Vec<(&str, String)> = ENV.iter().map(|(k, v)| (*k, (*v).to_owned())).collect();
+    vars.push(("CA_KNOWLEDGE_FETCH_TIMEOUT_MS", "120000".into()));
     let again = restart(&app, &vars).await;
     let other = restart(&app, &vars).await;
     app.clock.advance(Duration::from_secs(31));
@@ -701,4 +705,80 @@ async fn the_command_line_adds_lists_searches_and_removes_sources(db: Db) {
     let nokey = server::knowledge::cli::run(&["list".to_owned()], |_| None).await;
     assert_eq!(nokey.status, 2);
     assert!(nokey.err.contains("CA_API_KEY"));
+}
+
+/// A stand-in for an embeddings model (an OpenAI-compatible
+/// `/v1/embeddings`): each word a dimension, "kids" and "children" the same
+/// one — the meaning full text cannot see. It answers 500 once told to fail.
+async fn fake_embeddings() -> (SocketAddr, Arc<std::sync::atomic::AtomicBool>) {
+    let failing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let router = axum::Router::new()
+        .route(
+            "/v1/embeddings",
+            axum::routing::post(|State(failing): State<Arc<std::sync::atomic::AtomicBool>>, axum::Json(body): axum::Json<Value>| async move {
+                if failing.load(std::sync::atomic::Ordering::SeqCst) {
+                    return (StatusCode::INTERNAL_SERVER_ERROR, "down").into_response();
+                }
+                let vector = |text: &str| {
+                    let mut v = vec![0f32; 256];
+                    for word in text.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+                        let concept = match word { "kids" | "kid" | "child" => "children", other => other };
+                        let dim = concept.bytes().fold(2166136261u32, |h, b| (h ^ u32::from(b)).wrapping_mul(16777619)) % 256;
+                        v[dim as usize] += 1.0;
+                    }
+                    v
+                };
+                let data: Vec<Value> = body["input"].as_array().unwrap().iter().enumerate()
+                    .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": vector(t.as_str().unwrap())}))
+                    .collect();
+                axum::Json(json!({"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 1, "total_tokens": 1}}))
+                    .into_response()
+            }),
+        )
+        .with_state(failing.clone());
+    (serve(router).await, failing)
+}
+
+async fn with_an_embeddings_model_search_is_hybrid_and_finds_what_words_miss(db: Db) {
+    let (embeddings, failing) = fake_embeddings().await;
+    let base = format!("http://{embeddings}/v1");
+    let mut env = ENV.to_vec();
+    env.extend([("CA_EMBEDDINGS_MODEL", "fake-embed"), ("CA_EMBEDDINGS_BASE_URL", base.as_str())]);
+    let rig = Rig::start(db, HostSpec::new(lookup_tool()), vec![Step::Text("ok")], &env).await;
+    let (_, workspace) = rig.app.get_json("/v1/workspace", &rig.api_key).await;
+    assert_eq!(workspace["knowledge"], json!({"retrieval": "hybrid", "embeddings_model": "fake-embed"}));
+    for (title, text) in [
+        ("Family meals", "Children under twelve dine without charge on Sundays."),
+        ("Opening hours", "We close at ten on weekdays."),
+        ("Parking", "Parking is behind the building, free for two hours."),
+    ] {
+        let id = add(&rig, json!({"kind": "text", "title": title, "text": text})).await;
+        synced(&rig.app, &rig.api_key, &id, &Value::Null).await;
+    }
+    let (vectors,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM knowledge_chunks WHERE embedding_model = 'fake-embed'")
+            .fetch_one(&rig.app.state.pool)
+            .await
+            .unwrap();
+    assert_eq!(vectors, 3, "every chunk has its vector");
+    let found = search(&rig.app, &rig.api_key, "kids").await;
+    assert_eq!(found[0]["title"], "Family meals", "{found:?}");
+    // The same question on a server without the model finds nothing: the words differ.
+    let plain = crate::helpers::restart(&rig.app, &[("CA_KNOWLEDGE_POLL_MS", "100".into())]).await;
+    let answer: Value = rig
+        .app
+        .client
+        .post(format!("http://{plain}/v1/knowledge/search"))
+        .bearer_auth(&rig.api_key)
+        .json(&json!({"query": "kids"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["results"], json!([]), "full text alone misses it");
+    // The model down: search goes on, full text only.
+    failing.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(search(&rig.app, &rig.api_key, "parking").await[0]["title"], "Parking");
 }
