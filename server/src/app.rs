@@ -188,9 +188,10 @@ impl Application {
         let knowledge = crate::knowledge::Knowledge::new(
             pool.clone(),
             config.knowledge.clone(),
+            workspaces.clone(),
             attachments.clone(),
             clock.clone(),
-        );
+        )?;
         knowledge.spawn_worker();
         let engine = Engine {
             knowledge,

@@ -31,6 +31,27 @@ pub struct Workspaces {
     models: Arc<Mutex<HashMap<String, (i64, Model)>>>,
 }
 
+/// A workspace's own model as it is set.
+pub struct OwnModel<'a> {
+    pub base_url: &'a str,
+    pub api_key: &'a str,
+    pub model: &'a str,
+    pub accepts_images: Option<bool>,
+    /// Its embeddings model at the same endpoint (hybrid knowledge search).
+    pub embeddings_model: Option<&'a str>,
+}
+
+/// A workspace's own embeddings model, its key opened.
+pub struct OwnEmbeddings {
+    /// When the workspace's model was last set.
+    pub updated_at: i64,
+    pub base_url: String,
+    pub api_key: crate::secret::Secret,
+    pub model: String,
+    /// `CA_ALLOW_PRIVATE_MODEL_HOSTS`.
+    pub allow_private: bool,
+}
+
 /// A new workspace and its two secrets, shown once: the api key is stored
 /// hashed, the embed secret encrypted.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -53,16 +74,36 @@ impl Workspaces {
 
     /// Saves a workspace's own model, its key sealed; `accepts_images`
     /// none: decided by the model's name.
-    pub async fn set_model(
-        &self,
-        workspace_id: &str,
-        base_url: &str,
-        api_key: &str,
-        model: &str,
-        accepts_images: Option<bool>,
-    ) -> anyhow::Result<()> {
-        let sealed = self.vault.seal(api_key);
-        db::set_workspace_model(&self.pool, workspace_id, base_url, &sealed, model, accepts_images).await
+    pub async fn set_model(&self, workspace_id: &str, own: OwnModel<'_>) -> anyhow::Result<()> {
+        let sealed = self.vault.seal(own.api_key);
+        db::set_workspace_model(
+            &self.pool,
+            workspace_id,
+            own.base_url,
+            &sealed,
+            own.model,
+            own.accepts_images,
+            own.embeddings_model,
+        )
+        .await
+    }
+
+    /// The workspace's own embeddings model, if it set one: at its own
+    /// model's endpoint, with its key.
+    pub async fn own_embeddings(&self, workspace_id: &str) -> anyhow::Result<Option<OwnEmbeddings>> {
+        let Some(row) = db::workspace_model(&self.pool, workspace_id).await? else {
+            return Ok(None);
+        };
+        let Some(model) = row.embeddings_model else {
+            return Ok(None);
+        };
+        Ok(Some(OwnEmbeddings {
+            updated_at: row.updated_at,
+            api_key: self.vault.open(&row.api_key_enc)?,
+            base_url: row.base_url,
+            model,
+            allow_private: self.allow_private_models,
+        }))
     }
 
     /// The workspace's own model, if it set one.

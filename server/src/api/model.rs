@@ -38,6 +38,14 @@ struct SetModel {
     /// Pixtral, Llama 4, Qwen-VL, …), no for others.
     #[serde(default)]
     accepts_images: Option<bool>,
+    /// An embeddings model at the same endpoint, with the same key: the
+    /// workspace's knowledge is then searched by meaning too (hybrid
+    /// search; its sources sync again to give their passages vectors).
+    /// Absent or null: the server's embeddings model, if any. On an Azure
+    /// deployment's URL, the name of the embeddings deployment.
+    #[serde(default)]
+    #[schema(min_length = 1, max_length = 200)]
+    embeddings_model: Option<String>,
 }
 
 /// A workspace's model as shown: never its key.
@@ -47,6 +55,8 @@ struct ShownModel {
     model: String,
     /// Whether it is given images (as set, else by its name).
     accepts_images: bool,
+    /// Its embeddings model, if one is set.
+    embeddings_model: Option<String>,
 }
 
 /// The workspace's own model.
@@ -62,10 +72,16 @@ struct ShownModel {
 async fn show_model(State(state): State<ApiState>, workspace: WorkspaceKey) -> Result<Json<ShownModel>, ApiError> {
     let row = db::workspace_model(&state.pool, &workspace.id).await?.ok_or(ApiError::NotFound)?;
     let accepts_images = row.accepts_images().unwrap_or_else(|| crate::llm::known_vision(&row.model));
-    Ok(Json(ShownModel { base_url: row.base_url, model: row.model, accepts_images }))
+    Ok(Json(ShownModel {
+        base_url: row.base_url,
+        model: row.model,
+        accepts_images,
+        embeddings_model: row.embeddings_model,
+    }))
 }
 
-/// Sets the workspace's own model, after one small request to it.
+/// Sets the workspace's own model, after one small request to it (and one
+/// to its embeddings model, when one is named).
 ///
 /// `400` for an unusable URL (or a private address, unless the operator
 /// allows them with `CA_ALLOW_PRIVATE_MODEL_HOSTS`); `502 model_check_failed`
@@ -88,6 +104,14 @@ async fn set_model(
     if api_key.is_empty() || name.is_empty() {
         return Err(ApiError::BadRequest("api_key and model must not be empty".into()));
     }
+    let embeddings_model = match request.embeddings_model.as_deref().map(str::trim) {
+        None => None,
+        Some("") => return Err(ApiError::BadRequest("embeddings_model must not be empty (leave it out)".into())),
+        Some(e) if e.chars().count() > 200 => {
+            return Err(ApiError::BadRequest("embeddings_model: at most 200 characters".into()));
+        }
+        Some(e) => Some(e),
+    };
     if !state.allow_private_model_hosts {
         refuse_private_host(&base_url, "CA_ALLOW_PRIVATE_MODEL_HOSTS").await?;
     }
@@ -104,12 +128,45 @@ async fn set_model(
         };
         ApiError::BadGateway("model_check_failed", format!("the model did not answer the check: {said}"))
     })?;
-    state.workspaces.set_model(&workspace.id, &base, api_key, name, request.accepts_images).await?;
-    tracing::info!(workspace_id = %workspace.id, model = name, "workspace model set");
+    if let Some(embeddings) = embeddings_model {
+        let embedder = crate::knowledge::embed::Embedder::for_workspace(
+            &base,
+            api_key,
+            embeddings,
+            state.allow_private_model_hosts,
+        )
+        .map_err(|error| ApiError::BadRequest(format!("base_url: {error}")))?;
+        embedder.check().await.map_err(|said| {
+            tracing::info!(workspace_id = %workspace.id, said, "workspace embeddings check failed");
+            ApiError::BadGateway("model_check_failed", format!("the embeddings model did not answer the check: {said}"))
+        })?;
+    }
+    let previous = db::workspace_model(&state.pool, &workspace.id).await?.and_then(|row| row.embeddings_model);
+    let own = crate::workspaces::OwnModel {
+        base_url: &base,
+        api_key,
+        model: name,
+        accepts_images: request.accepts_images,
+        embeddings_model,
+    };
+    state.workspaces.set_model(&workspace.id, own).await?;
+    tracing::info!(workspace_id = %workspace.id, model = name, embeddings_model, "workspace model set");
+    if embeddings_model.is_some() && previous.as_deref() != embeddings_model {
+        // The passages get the new model's vectors at their sources' next
+        // sync: now (an unchanged page costs a conditional request).
+        db::knowledge::request_sync_all(&state.pool, &workspace.id).await?;
+        state.engine.knowledge.wake();
+    }
     let accepts_images = request.accepts_images.unwrap_or_else(|| crate::llm::known_vision(name));
-    let detail = serde_json::json!({ "base_url": base.as_str(), "model": name, "accepts_images": accepts_images });
+    let detail = serde_json::json!({ "base_url": base.as_str(), "model": name, "accepts_images": accepts_images,
+                                     "embeddings_model": embeddings_model });
     db::audit::record(&state.pool, "api-key", "model.set", Some(&workspace.id), None, &detail).await?;
-    Ok(Json(ShownModel { base_url: base, model: name.to_owned(), accepts_images }))
+    Ok(Json(ShownModel {
+        base_url: base,
+        model: name.to_owned(),
+        accepts_images,
+        embeddings_model: embeddings_model.map(str::to_owned),
+    }))
 }
 
 /// Goes back to the server's model.

@@ -61,7 +61,8 @@ struct ShownWorkspace {
 }
 
 /// How a workspace's knowledge is searched: full text (BM25) always; with
-/// an embeddings model configured, vectors too, the two rankings fused.
+/// an embeddings model (the workspace's own, set with its model, or the
+/// server's `CA_EMBEDDINGS_MODEL`), vectors too, the two rankings fused.
 #[derive(Serialize, utoipa::ToSchema)]
 struct KnowledgeRetrieval {
     /// `full_text`, or `hybrid` (full text and embeddings).
@@ -305,7 +306,7 @@ async fn show_workspace(
     workspace: WorkspaceKey,
 ) -> Result<Json<ShownWorkspace>, ApiError> {
     let row = db::workspace(&state.pool, &workspace.id).await?.ok_or(ApiError::Unauthorized)?;
-    Ok(Json(shown(&state, row)?))
+    Ok(Json(shown(&state, row).await?))
 }
 
 /// Changes the workspace's name, allowed origins or limits.
@@ -430,10 +431,10 @@ async fn update_workspace(
     row.attachment_types =
         attachment_types.map(|t| serde_json::to_string(&t)).transpose().map_err(anyhow::Error::from)?;
     row.knowledge_only = i64::from(settings_knowledge_only);
-    Ok(Json(shown(&state, row)?))
+    Ok(Json(shown(&state, row).await?))
 }
 
-fn shown(state: &ApiState, row: db::WorkspaceRow) -> Result<ShownWorkspace, ApiError> {
+async fn shown(state: &ApiState, row: db::WorkspaceRow) -> Result<ShownWorkspace, ApiError> {
     let limits = row.limits();
     let now = crate::ids::now_ms();
     let while_valid = |until: Option<i64>| until.filter(|u| *u > now).map(crate::ids::rfc3339);
@@ -452,7 +453,7 @@ fn shown(state: &ApiState, row: db::WorkspaceRow) -> Result<ShownWorkspace, ApiE
         effective_limits: EffectiveLimits::of(&state.limits.config.for_workspace(&limits)),
         knowledge_only: row.knowledge_only != 0,
         knowledge: {
-            let model = state.engine.knowledge.embeddings_model();
+            let model = state.engine.knowledge.embeddings_model(&row.id).await;
             KnowledgeRetrieval {
                 retrieval: if model.is_some() { "hybrid" } else { "full_text" },
                 embeddings_model: model,

@@ -99,6 +99,19 @@ pub async fn request_sync(pool: &Pool, workspace_id: &str, id: &str) -> anyhow::
     Ok(done.rows_affected() > 0)
 }
 
+/// Asks for a sync now of every source of the workspace (as
+/// [`request_sync`]); how many there are.
+pub async fn request_sync_all(pool: &Pool, workspace_id: &str) -> anyhow::Result<u64> {
+    let done = sqlx::query(
+        "UPDATE knowledge_sources SET sync_due = CASE WHEN lease_owner IS NULL THEN 1 ELSE 2 END
+         WHERE workspace_id = $1",
+    )
+    .bind(workspace_id)
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected())
+}
+
 /// Removes a source and everything read from it; false when there is none.
 pub async fn delete_source(pool: &Pool, workspace_id: &str, id: &str) -> anyhow::Result<bool> {
     let mut conn = pool.acquire().await?;
@@ -308,59 +321,27 @@ pub struct ReadPage<'a> {
 pub async fn store_page(pool: &Pool, page: ReadPage<'_>, now: i64) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
     let mut tx = conn.begin().await?;
-    let existing: Option<(String,)> =
-        sqlx::query_as("SELECT id FROM knowledge_pages WHERE source_id = $1 AND url = $2")
-            .bind(page.source_id)
-            .bind(page.url)
-            .fetch_optional(&mut *tx)
-            .await?;
-    let page_id = match existing {
-        Some((id,)) => {
-            sqlx::query("DELETE FROM knowledge_chunks WHERE page_id = $1").bind(&id).execute(&mut *tx).await?;
-            sqlx::query(
-                "UPDATE knowledge_pages SET title = $1, etag = $2, last_modified = $3, content_hash = $4, bytes = $5,
-                   chunks = $6, links = $7, status = 'ok', error_code = NULL, http_status = NULL, error = NULL,
-                   fetched_at = $8, seen_generation = $9 WHERE id = $10",
-            )
-            .bind(page.title)
-            .bind(page.etag)
-            .bind(page.last_modified)
-            .bind(page.content_hash)
-            .bind(page.bytes)
-            .bind(page.chunks.len() as i64)
-            .bind(&page.links)
-            .bind(now)
-            .bind(page.generation)
-            .bind(&id)
-            .execute(&mut *tx)
-            .await?;
-            id
-        }
-        None => {
-            let id = new_id("kp");
-            sqlx::query(
-                "INSERT INTO knowledge_pages (id, source_id, workspace_id, url, title, etag, last_modified,
-                   content_hash, bytes, chunks, links, status, fetched_at, seen_generation)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'ok', $12, $13)",
-            )
-            .bind(&id)
-            .bind(page.source_id)
-            .bind(page.workspace_id)
-            .bind(page.url)
-            .bind(page.title)
-            .bind(page.etag)
-            .bind(page.last_modified)
-            .bind(page.content_hash)
-            .bind(page.bytes)
-            .bind(page.chunks.len() as i64)
-            .bind(&page.links)
-            .bind(now)
-            .bind(page.generation)
-            .execute(&mut *tx)
-            .await?;
-            id
-        }
-    };
+    let (page_id, existed) = page_row(&mut tx, page.source_id, page.workspace_id, page.url, page.generation).await?;
+    if existed {
+        sqlx::query("DELETE FROM knowledge_chunks WHERE page_id = $1").bind(&page_id).execute(&mut *tx).await?;
+    }
+    sqlx::query(
+        "UPDATE knowledge_pages SET title = $1, etag = $2, last_modified = $3, content_hash = $4, bytes = $5,
+           chunks = $6, links = $7, status = 'ok', error_code = NULL, http_status = NULL, error = NULL,
+           fetched_at = $8, seen_generation = $9 WHERE id = $10",
+    )
+    .bind(page.title)
+    .bind(page.etag)
+    .bind(page.last_modified)
+    .bind(page.content_hash)
+    .bind(page.bytes)
+    .bind(page.chunks.len() as i64)
+    .bind(&page.links)
+    .bind(now)
+    .bind(page.generation)
+    .bind(&page_id)
+    .execute(&mut *tx)
+    .await?;
     for (position, chunk) in page.chunks.iter().enumerate() {
         sqlx::query(
             "INSERT INTO knowledge_chunks (id, page_id, source_id, workspace_id, position, url, title, section, text,
@@ -383,6 +364,40 @@ pub async fn store_page(pool: &Pool, page: ReadPage<'_>, now: i64) -> anyhow::Re
     Ok(())
 }
 
+/// The id of the source's page at `url`, and whether it was there; a new
+/// page's row is made (its status `error` until the caller says more, in
+/// the same transaction).
+async fn page_row(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    source_id: &str,
+    workspace_id: &str,
+    url: &str,
+    generation: i64,
+) -> anyhow::Result<(String, bool)> {
+    let existing: Option<(String,)> =
+        sqlx::query_as("SELECT id FROM knowledge_pages WHERE source_id = $1 AND url = $2")
+            .bind(source_id)
+            .bind(url)
+            .fetch_optional(&mut **tx)
+            .await?;
+    if let Some((id,)) = existing {
+        return Ok((id, true));
+    }
+    let id = new_id("kp");
+    sqlx::query(
+        "INSERT INTO knowledge_pages (id, source_id, workspace_id, url, status, seen_generation)
+         VALUES ($1, $2, $3, $4, 'error', $5)",
+    )
+    .bind(&id)
+    .bind(source_id)
+    .bind(workspace_id)
+    .bind(url)
+    .bind(generation)
+    .execute(&mut **tx)
+    .await?;
+    Ok((id, false))
+}
+
 /// Why a page was not read this time.
 pub struct PageFailure<'a> {
     pub source_id: &'a str,
@@ -401,30 +416,7 @@ pub struct PageFailure<'a> {
 pub async fn page_failed(pool: &Pool, failure: PageFailure<'_>, now: i64) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
     let mut tx = conn.begin().await?;
-    let existing: Option<(String,)> =
-        sqlx::query_as("SELECT id FROM knowledge_pages WHERE source_id = $1 AND url = $2")
-            .bind(failure.source_id)
-            .bind(failure.url)
-            .fetch_optional(&mut *tx)
-            .await?;
-    let id = match existing {
-        Some((id,)) => id,
-        None => {
-            let id = new_id("kp");
-            sqlx::query(
-                "INSERT INTO knowledge_pages (id, source_id, workspace_id, url, status, seen_generation)
-                 VALUES ($1, $2, $3, $4, 'error', $5)",
-            )
-            .bind(&id)
-            .bind(failure.source_id)
-            .bind(failure.workspace_id)
-            .bind(failure.url)
-            .bind(failure.generation)
-            .execute(&mut *tx)
-            .await?;
-            id
-        }
-    };
+    let (id, _) = page_row(&mut tx, failure.source_id, failure.workspace_id, failure.url, failure.generation).await?;
     if failure.gone {
         let removed =
             sqlx::query("DELETE FROM knowledge_chunks WHERE page_id = $1").bind(&id).execute(&mut *tx).await?;
@@ -509,17 +501,13 @@ pub async fn workspace_bytes(pool: &Pool, workspace_id: &str) -> anyhow::Result<
     Ok(bytes.unwrap_or(0))
 }
 
-/// The workspace's knowledge revision and whether it has any chunk.
-pub async fn revision(pool: &Pool, workspace_id: &str) -> anyhow::Result<(i64, bool)> {
-    let found: Option<(i64, i64)> = sqlx::query_as(
-        "SELECT knowledge_revision,
-           (SELECT COUNT(*) FROM (SELECT 1 FROM knowledge_chunks c WHERE c.workspace_id = $1 LIMIT 1) one)
-         FROM workspaces WHERE id = $1",
-    )
-    .bind(workspace_id)
-    .fetch_optional(pool)
-    .await?;
-    Ok(found.map_or((0, false), |(revision, any)| (revision, any > 0)))
+/// The workspace's knowledge revision (0 for no such workspace).
+pub async fn revision(pool: &Pool, workspace_id: &str) -> anyhow::Result<i64> {
+    let found: Option<(i64,)> = sqlx::query_as("SELECT knowledge_revision FROM workspaces WHERE id = $1")
+        .bind(workspace_id)
+        .fetch_optional(pool)
+        .await?;
+    Ok(found.map_or(0, |(revision,)| revision))
 }
 
 /// What a turn needs to know of the workspace's knowledge: whether
@@ -549,7 +537,8 @@ pub struct IndexedChunk {
     pub embedding: Option<String>,
 }
 
-/// Every chunk of the workspace, in id order, with its vector by `model`.
+/// Every chunk of the workspace, in id order, with its vector by `model`
+/// (an embedder's tag).
 pub async fn chunks_to_index(
     pool: &Pool,
     workspace_id: &str,
@@ -566,7 +555,8 @@ pub async fn chunks_to_index(
     .await?)
 }
 
-/// The chunks of a page without a vector by `model`: (id, title, section, text).
+/// The chunks of a page without a vector by `model` (an embedder's tag):
+/// (id, title, section, text).
 pub async fn chunks_to_embed(
     pool: &Pool,
     source_id: &str,

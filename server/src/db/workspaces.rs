@@ -459,6 +459,8 @@ pub struct WorkspaceModelRow {
     pub updated_at: i64,
     /// 1 or 0 as set; none: by the model's name.
     pub accepts_images: Option<i64>,
+    /// The embeddings model at the same endpoint, if the workspace set one.
+    pub embeddings_model: Option<String>,
 }
 
 impl WorkspaceModelRow {
@@ -476,13 +478,15 @@ pub async fn set_workspace_model(
     api_key_enc: &str,
     model: &str,
     accepts_images: Option<bool>,
+    embeddings_model: Option<&str>,
 ) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
     let mut tx = conn.begin().await?;
     sqlx::query("DELETE FROM workspace_models WHERE workspace_id = $1").bind(workspace_id).execute(&mut *tx).await?;
     sqlx::query(
-        "INSERT INTO workspace_models (workspace_id, base_url, api_key_enc, model, updated_at, accepts_images)
-         VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO workspace_models
+           (workspace_id, base_url, api_key_enc, model, updated_at, accepts_images, embeddings_model)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(workspace_id)
     .bind(base_url)
@@ -490,6 +494,7 @@ pub async fn set_workspace_model(
     .bind(model)
     .bind(now_ms())
     .bind(accepts_images.map(i64::from))
+    .bind(embeddings_model)
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -498,7 +503,8 @@ pub async fn set_workspace_model(
 
 pub async fn workspace_model(pool: &Pool, workspace_id: &str) -> anyhow::Result<Option<WorkspaceModelRow>> {
     Ok(sqlx::query_as(
-        "SELECT base_url, api_key_enc, model, updated_at, accepts_images FROM workspace_models WHERE workspace_id = $1",
+        "SELECT base_url, api_key_enc, model, updated_at, accepts_images, embeddings_model
+         FROM workspace_models WHERE workspace_id = $1",
     )
     .bind(workspace_id)
     .fetch_optional(pool)

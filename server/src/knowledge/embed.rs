@@ -7,9 +7,11 @@
 //! text. Vectors are kept in the database (base64 of little-endian f32,
 //! with the model that made them) and held in each replica's index.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use async_openai::config::OpenAIConfig;
+use async_openai::config::Config;
+use async_openai::traits::RequestOptionsBuilder as _;
 use async_openai::types::embeddings::{CreateEmbeddingRequest, EmbeddingInput};
 use base64::Engine as _;
 
@@ -20,30 +22,74 @@ pub const BATCH: usize = 64;
 /// Longest one request may take.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The embeddings endpoint.
+/// An embeddings endpoint: the server's, or a workspace's own.
 pub struct Embedder {
-    client: async_openai::Client<OpenAIConfig>,
+    client: async_openai::Client<Arc<dyn Config>>,
+    /// The base URL's query (a proxy's own parameters), sent with each request.
+    query: Vec<(String, String)>,
     model: String,
     dimensions: Option<u32>,
+    /// What its vectors are kept under: the model, and the dimensions asked.
+    tag: String,
 }
 
 impl Embedder {
-    pub fn new(config: &EmbeddingsConfig) -> Self {
-        let openai = OpenAIConfig::new()
-            .with_api_base(config.base_url.trim_end_matches('/'))
-            .with_api_key(config.api_key.expose())
-            .with_org_id("")
-            .with_project_id("");
-        let http = reqwest::Client::builder().timeout(TIMEOUT).build().expect("the HTTP client configuration is valid");
-        Self {
-            client: async_openai::Client::with_config(openai).with_http_client(http),
-            model: config.model.clone(),
-            dimensions: config.dimensions,
-        }
+    /// The server's (`CA_EMBEDDINGS_*`).
+    pub fn new(config: &EmbeddingsConfig) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder().connect_timeout(Duration::from_secs(10)).build()?;
+        Self::at(&config.base_url, config.api_key.expose(), &config.model, config.dimensions, http)
     }
 
+    /// A workspace's own, at its chat model's endpoint with its key; a
+    /// private address only where `CA_ALLOW_PRIVATE_MODEL_HOSTS` allows.
+    pub fn for_workspace(base_url: &str, api_key: &str, model: &str, allow_private: bool) -> anyhow::Result<Self> {
+        Self::at(base_url, api_key, model, None, crate::llm::workspace_http(base_url, allow_private)?)
+    }
+
+    fn at(
+        base_url: &str,
+        api_key: &str,
+        model: &str,
+        dimensions: Option<u32>,
+        http: reqwest::Client,
+    ) -> anyhow::Result<Self> {
+        let (config, query) = crate::llm::embeddings_endpoint(base_url, api_key, model)?;
+        Ok(Self {
+            client: async_openai::Client::with_config(config).with_http_client(http),
+            query,
+            model: model.to_owned(),
+            dimensions,
+            tag: match dimensions {
+                Some(d) => format!("{model}:{d}"),
+                None => model.to_owned(),
+            },
+        })
+    }
+
+    /// The model's name.
     pub fn model(&self) -> &str {
         &self.model
+    }
+
+    /// What its vectors are kept under: vectors of another tag (another
+    /// model, or other dimensions) are not compared with its own.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    /// Embeds one word: `Err` says why that failed, in words safe to show
+    /// the workspace's owner (a status, never the provider's body).
+    pub async fn check(&self) -> Result<(), String> {
+        self.embed(vec!["check".to_owned()]).await.map(drop).map_err(|error| {
+            match error.downcast_ref::<async_openai::error::OpenAIError>() {
+                Some(async_openai::error::OpenAIError::ApiError(e)) => format!("it answered {}", e.status_code),
+                Some(async_openai::error::OpenAIError::Reqwest(e)) => {
+                    format!("it could not be reached ({})", crate::host::error_chain(e))
+                }
+                Some(_) => "its answer is not an embeddings answer".to_owned(),
+                None => format!("{error:#}"),
+            }
+        })
     }
 
     /// The unit vectors of `texts`, in order.
@@ -56,7 +102,11 @@ impl Embedder {
             user: None,
             dimensions: self.dimensions,
         };
-        let mut response = tokio::time::timeout(TIMEOUT, self.client.embeddings().create(request))
+        let mut embeddings = self.client.embeddings();
+        if !self.query.is_empty() {
+            embeddings = embeddings.query(&self.query)?;
+        }
+        let mut response = tokio::time::timeout(TIMEOUT, embeddings.create(request))
             .await
             .map_err(|_| anyhow::anyhow!("the embeddings endpoint did not answer in time"))??;
         response.data.sort_by_key(|e| e.index);

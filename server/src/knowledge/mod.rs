@@ -30,6 +30,7 @@ pub mod sync;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use anyhow::Context as _;
 use futures::future::BoxFuture;
 pub use index::{Ranked, Retriever};
 
@@ -58,6 +59,10 @@ pub struct Hit {
     pub score: f32,
 }
 
+/// An index, and the tag of the embedder whose vectors it holds (none:
+/// full text only).
+type Tagged = (Option<String>, Arc<Index>);
+
 /// The workspace's knowledge: search, and the sync worker.
 #[derive(Clone)]
 pub struct Knowledge {
@@ -67,10 +72,13 @@ pub struct Knowledge {
 struct Inner {
     pool: Pool,
     settings: KnowledgeSettings,
+    /// Where a workspace's own embeddings model is set.
+    workspaces: crate::workspaces::Workspaces,
     attachments: Attachments,
     clock: crate::clock::Clock,
-    /// Each workspace's full-text index, at the revision it was built from.
-    indexes: std::sync::Mutex<HashMap<String, Arc<Index>>>,
+    /// Each workspace's index, at the revision it was built from, with
+    /// the vectors of the embedder tagged (none: full text only).
+    indexes: std::sync::Mutex<HashMap<String, Tagged>>,
     /// One index is built at a time (a build reads every chunk).
     building: tokio::sync::Mutex<()>,
     /// Pages are kept one at a time on this replica, so the workspace's
@@ -81,8 +89,10 @@ struct Inner {
     wake: tokio::sync::Notify,
     /// This replica's name on the leases it takes.
     owner: String,
-    /// The embeddings endpoint, when hybrid search is configured.
-    embedder: Option<embed::Embedder>,
+    /// The server's embeddings endpoint, when hybrid search is configured.
+    embedder: Option<Arc<embed::Embedder>>,
+    /// The workspaces' own embeddings endpoints, by when each was set.
+    own_embedders: std::sync::Mutex<HashMap<String, (i64, Arc<embed::Embedder>)>>,
     /// Cancelled when the server shuts down: the worker and its syncs stop
     /// where they are (their leases lapse; another replica, or this one
     /// started again, goes on).
@@ -90,12 +100,23 @@ struct Inner {
 }
 
 impl Knowledge {
-    pub fn new(pool: Pool, settings: KnowledgeSettings, attachments: Attachments, clock: crate::clock::Clock) -> Self {
-        let embedder = settings.embeddings.as_ref().map(embed::Embedder::new);
-        Self {
+    /// The service; an error for a server embeddings endpoint that cannot be used.
+    pub fn new(
+        pool: Pool,
+        settings: KnowledgeSettings,
+        workspaces: crate::workspaces::Workspaces,
+        attachments: Attachments,
+        clock: crate::clock::Clock,
+    ) -> anyhow::Result<Self> {
+        let embedder = match &settings.embeddings {
+            None => None,
+            Some(config) => Some(Arc::new(embed::Embedder::new(config).context("CA_EMBEDDINGS_BASE_URL")?)),
+        };
+        Ok(Self {
             inner: Arc::new(Inner {
                 pool,
                 settings,
+                workspaces,
                 attachments,
                 clock,
                 indexes: std::sync::Mutex::default(),
@@ -104,23 +125,55 @@ impl Knowledge {
                 wake: tokio::sync::Notify::new(),
                 owner: crate::ids::new_id("replica"),
                 embedder,
+                own_embedders: std::sync::Mutex::default(),
                 stopped: tokio_util::sync::CancellationToken::new(),
             }),
-        }
+        })
     }
 
     pub fn settings(&self) -> &KnowledgeSettings {
         &self.inner.settings
     }
 
-    /// The embeddings model, when one is configured (else search is full text).
-    pub fn embeddings_model(&self) -> Option<String> {
-        self.inner.embedder.as_ref().map(|e| e.model().to_owned())
+    /// The workspace's embeddings model, when it has one (else its search
+    /// is full text).
+    pub async fn embeddings_model(&self, workspace_id: &str) -> Option<String> {
+        self.embedder(workspace_id).await.map(|e| e.model().to_owned())
     }
 
-    /// The embeddings endpoint, when one is configured.
-    pub(crate) fn embedder(&self) -> Option<&embed::Embedder> {
-        self.inner.embedder.as_ref()
+    /// The workspace's embeddings endpoint: its own (at its own model's
+    /// endpoint, with its key) if it set one, else the server's, if any.
+    pub(crate) async fn embedder(&self, workspace_id: &str) -> Option<Arc<embed::Embedder>> {
+        let own = match self.inner.workspaces.own_embeddings(workspace_id).await {
+            Ok(own) => own,
+            Err(error) => {
+                tracing::error!(error = format!("{error:#}"), "cannot read the workspace's embeddings model");
+                None
+            }
+        };
+        let Some(own) = own else {
+            return self.inner.embedder.clone();
+        };
+        let mut cached = self.inner.own_embedders.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((at, embedder)) = cached.get(workspace_id)
+            && *at == own.updated_at
+        {
+            return Some(embedder.clone());
+        }
+        match embed::Embedder::for_workspace(&own.base_url, own.api_key.expose(), &own.model, own.allow_private) {
+            Ok(embedder) => {
+                let embedder = Arc::new(embedder);
+                if cached.len() >= MAX_INDEXES {
+                    cached.clear();
+                }
+                cached.insert(workspace_id.to_owned(), (own.updated_at, embedder.clone()));
+                Some(embedder)
+            }
+            Err(error) => {
+                tracing::warn!(error = format!("{error:#}"), "cannot use the workspace's embeddings model");
+                None
+            }
+        }
     }
 
     /// Stops the sync worker (the server is shutting down).
@@ -133,17 +186,13 @@ impl Knowledge {
         self.inner.wake.notify_one();
     }
 
-    /// Whether the workspace has anything to search.
-    pub async fn available(&self, workspace_id: &str) -> anyhow::Result<bool> {
-        Ok(db::knowledge::revision(&self.inner.pool, workspace_id).await?.1)
-    }
-
     /// The `limit` chunks of the workspace that best answer `query`, best first.
     pub async fn search(&self, workspace_id: &str, query: &str, limit: usize) -> anyhow::Result<Vec<Hit>> {
-        let ranked = match &self.inner.embedder {
-            None => FullText(self).search(workspace_id, query, limit).await?,
-            Some(embedder) => self.hybrid(embedder, workspace_id, query, limit).await?,
+        let retriever: Box<dyn Retriever + '_> = match self.embedder(workspace_id).await {
+            None => Box::new(FullText(self)),
+            Some(embedder) => Box::new(Hybrid { knowledge: self, embedder }),
         };
+        let ranked = retriever.search(workspace_id, query, limit).await?;
         let ids: Vec<String> = ranked.iter().map(|r| r.chunk_id.clone()).collect();
         let mut rows: HashMap<String, db::knowledge::ChunkRow> =
             db::knowledge::chunks_by_id(&self.inner.pool, workspace_id, &ids)
@@ -179,7 +228,7 @@ impl Knowledge {
         query: &str,
         limit: usize,
     ) -> anyhow::Result<Vec<Ranked>> {
-        let index = self.index(workspace_id).await?;
+        let index = self.index(workspace_id, Some(embedder.tag())).await?;
         let full_text = index.search(query, CANDIDATES.max(limit));
         if !index.has_vectors() {
             return Ok(full_text.into_iter().take(limit).collect());
@@ -196,11 +245,19 @@ impl Knowledge {
         }
     }
 
-    /// The workspace's index at its current revision, built if missing or stale.
-    async fn index(&self, workspace_id: &str) -> anyhow::Result<Arc<Index>> {
-        let (revision, _) = db::knowledge::revision(&self.inner.pool, workspace_id).await?;
+    /// The workspace's index at its current revision, with the vectors
+    /// of the embedder tagged `vectors` (none: full text only), built if
+    /// missing or stale.
+    async fn index(&self, workspace_id: &str, vectors: Option<&str>) -> anyhow::Result<Arc<Index>> {
+        let revision = db::knowledge::revision(&self.inner.pool, workspace_id).await?;
         let cached = |inner: &Inner| {
-            inner.indexes.lock().expect("not poisoned").get(workspace_id).filter(|i| i.revision == revision).cloned()
+            inner
+                .indexes
+                .lock()
+                .expect("not poisoned")
+                .get(workspace_id)
+                .filter(|(tag, i)| i.revision == revision && tag.as_deref() == vectors)
+                .map(|(_, i)| i.clone())
         };
         if let Some(index) = cached(&self.inner) {
             index.touch();
@@ -210,8 +267,7 @@ impl Knowledge {
         if let Some(index) = cached(&self.inner) {
             return Ok(index);
         }
-        let model = self.embeddings_model();
-        let chunks = db::knowledge::chunks_to_index(&self.inner.pool, workspace_id, model.as_deref()).await?;
+        let chunks = db::knowledge::chunks_to_index(&self.inner.pool, workspace_id, vectors).await?;
         let started = std::time::Instant::now();
         let index = tokio::task::spawn_blocking(move || {
             Index::build(
@@ -239,10 +295,10 @@ impl Knowledge {
         // The indexes of the workspaces searched least lately go first
         // (each is about the size of its workspace's text).
         if indexes.len() >= MAX_INDEXES && !indexes.contains_key(workspace_id) {
-            let oldest = indexes.iter().min_by_key(|(_, i)| i.used()).map(|(id, _)| id.clone());
+            let oldest = indexes.iter().min_by_key(|(_, (_, i))| i.used()).map(|(id, _)| id.clone());
             indexes.remove(&oldest.expect("the cache is full"));
         }
-        indexes.insert(workspace_id.to_owned(), index.clone());
+        indexes.insert(workspace_id.to_owned(), (vectors.map(str::to_owned), index.clone()));
         Ok(index)
     }
 }
@@ -257,7 +313,24 @@ impl Retriever for FullText<'_> {
         query: &'a str,
         limit: usize,
     ) -> BoxFuture<'a, anyhow::Result<Vec<Ranked>>> {
-        Box::pin(async move { Ok(self.0.index(workspace_id).await?.search(query, limit)) })
+        Box::pin(async move { Ok(self.0.index(workspace_id, None).await?.search(query, limit)) })
+    }
+}
+
+/// The full-text ranking and an embedder's vectors, fused.
+struct Hybrid<'k> {
+    knowledge: &'k Knowledge,
+    embedder: Arc<embed::Embedder>,
+}
+
+impl Retriever for Hybrid<'_> {
+    fn search<'a>(
+        &'a self,
+        workspace_id: &'a str,
+        query: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, anyhow::Result<Vec<Ranked>>> {
+        Box::pin(self.knowledge.hybrid(&self.embedder, workspace_id, query, limit))
     }
 }
 

@@ -558,9 +558,9 @@ impl Sync<'_> {
     /// model, if there is one; a failure leaves them to full text (and to
     /// the next sync).
     async fn embed(&self, key: &str) {
-        let Some(embedder) = self.knowledge.embedder() else { return };
+        let Some(embedder) = self.knowledge.embedder(&self.claimed.workspace_id).await else { return };
         let pool = self.pool();
-        let chunks = match store::chunks_to_embed(pool, &self.claimed.id, key, embedder.model()).await {
+        let chunks = match store::chunks_to_embed(pool, &self.claimed.id, key, embedder.tag()).await {
             Ok(chunks) => chunks,
             Err(error) => {
                 tracing::error!(error = format!("{error:#}"), "cannot read the chunks to embed");
@@ -574,7 +574,7 @@ impl Sync<'_> {
                 Ok(vectors) => {
                     let kept: Vec<(String, String)> =
                         batch.iter().zip(&vectors).map(|((id, ..), v)| (id.clone(), super::embed::encode(v))).collect();
-                    if let Err(error) = store::set_embeddings(pool, embedder.model(), &kept).await {
+                    if let Err(error) = store::set_embeddings(pool, embedder.tag(), &kept).await {
                         tracing::error!(error = format!("{error:#}"), "cannot keep the chunks' vectors");
                     }
                 }

@@ -21,5 +21,5 @@ mod types;
 pub mod wire;
 
 pub use errors::ModelError;
-pub use model::{Model, ModelPolicy, estimate_tokens, known_vision};
+pub use model::{Model, ModelPolicy, embeddings_endpoint, estimate_tokens, known_vision, workspace_http};
 pub use types::{ChatMessage, Finish, Image, StepOutput, ToolCall};

@@ -111,18 +111,7 @@ impl Model {
     /// (`CA_ALLOW_PRIVATE_MODEL_HOSTS`), it connects only to public
     /// addresses, like a tool host.
     pub fn for_workspace(base_url: &str, api_key: &str, model: &str, allow_private: bool) -> anyhow::Result<Self> {
-        let builder = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy();
-        if allow_private {
-            return Self::with_client(base_url, api_key, model, false, builder.build()?);
-        }
-        if crate::host::private_literal(&url::Url::parse(base_url)?).is_some() {
-            anyhow::bail!("the model's address is private (set CA_ALLOW_PRIVATE_MODEL_HOSTS=1 to allow)");
-        }
-        let http = builder.dns_resolver(Arc::new(crate::host::PublicOnlyResolver)).build()?;
-        Self::with_client(base_url, api_key, model, false, http)
+        Self::with_client(base_url, api_key, model, false, workspace_http(base_url, allow_private)?)
     }
 
     fn with_client(
@@ -319,15 +308,9 @@ impl Model {
 /// is [`AzureConfig`] (its `api-key` header and `api-version`); anything
 /// else, Azure's own `/openai/v1` included, is [`OpenAIConfig`] (a bearer
 /// key) at `base`.
-fn endpoint(base: &url::Url, api_key: &str) -> (Arc<dyn Config>, Vec<(String, String)>) {
+fn endpoint(base: &url::Url, api_key: &str) -> Endpoint {
     let mut query: Vec<(String, String)> = base.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
-    let azure = base.host_str().is_some_and(|h| {
-        [".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"]
-            .iter()
-            .any(|suffix| h.ends_with(suffix))
-    });
-    let segments: Vec<&str> = base.path_segments().into_iter().flatten().filter(|s| !s.is_empty()).collect();
-    if azure && let ["openai", "deployments", deployment] = segments[..] {
+    if let Some(deployment) = azure_deployment(base) {
         let version = query.iter().position(|(k, _)| k == "api-version").map(|i| query.remove(i).1);
         let config = AzureConfig::new()
             .with_api_base(base.origin().ascii_serialization())
@@ -347,6 +330,64 @@ fn endpoint(base: &url::Url, api_key: &str) -> (Arc<dyn Config>, Vec<(String, St
         .with_org_id("")
         .with_project_id("");
     (Arc::new(config), query)
+}
+
+/// async-openai's configuration of an endpoint, and the query its
+/// requests carry (a proxy's own parameters).
+pub type Endpoint = (Arc<dyn Config>, Vec<(String, String)>);
+
+/// The HTTP client for a workspace's own model endpoint at `base_url`:
+/// no redirects, no proxy and, unless private hosts are allowed
+/// (`CA_ALLOW_PRIVATE_MODEL_HOSTS`), public addresses only, like a tool host.
+pub fn workspace_http(base_url: &str, allow_private: bool) -> anyhow::Result<reqwest::Client> {
+    let builder = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy();
+    if allow_private {
+        return Ok(builder.build()?);
+    }
+    if crate::host::private_literal(&url::Url::parse(base_url)?).is_some() {
+        anyhow::bail!("the model's address is private (set CA_ALLOW_PRIVATE_MODEL_HOSTS=1 to allow)");
+    }
+    Ok(builder.dns_resolver(Arc::new(crate::host::PublicOnlyResolver)).build()?)
+}
+
+/// async-openai's configuration and query for the embeddings `model` at a
+/// chat model's `base_url` (the same provider and key). An Azure
+/// deployment's URL names the chat model's deployment: the embeddings go
+/// to the deployment named `model` beside it.
+pub fn embeddings_endpoint(base_url: &str, api_key: &str, model: &str) -> anyhow::Result<Endpoint> {
+    let mut base = url::Url::parse(base_url)?;
+    if !matches!(base.scheme(), "http" | "https") || base.host_str().is_none() {
+        anyhow::bail!("the embeddings base URL must be an absolute http(s) URL");
+    }
+    if reqwest::header::HeaderValue::from_str(api_key).is_err() {
+        anyhow::bail!("the embeddings API key has characters an HTTP header cannot carry");
+    }
+    if azure_deployment(&base).is_some() {
+        base.path_segments_mut().map_err(|()| anyhow::anyhow!("no path"))?.clear().extend([
+            "openai",
+            "deployments",
+            model,
+        ]);
+    }
+    Ok(endpoint(&base, api_key))
+}
+
+/// The deployment an Azure deployment's URL names
+/// (`https://{resource}.openai.azure.com/openai/deployments/{name}`).
+fn azure_deployment(base: &url::Url) -> Option<&str> {
+    let azure = base.host_str().is_some_and(|h| {
+        [".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"]
+            .iter()
+            .any(|suffix| h.ends_with(suffix))
+    });
+    let segments: Vec<&str> = base.path_segments().into_iter().flatten().filter(|s| !s.is_empty()).collect();
+    match segments[..] {
+        ["openai", "deployments", deployment] if azure => Some(deployment),
+        _ => None,
+    }
 }
 
 /// Azure's `api-version` when a deployment's URL names none (the latest
@@ -388,7 +429,7 @@ mod tests {
         assert!(Model::new("https://api.example/v1", "sk", "gpt-4o", false).unwrap().accepts_images);
     }
 
-    fn at(base: &str) -> (Arc<dyn Config>, Vec<(String, String)>) {
+    fn at(base: &str) -> Endpoint {
         endpoint(&url::Url::parse(base).unwrap(), "sk-key")
     }
 
@@ -407,6 +448,28 @@ mod tests {
 
         let (config, _) = at("https://res.openai.azure.com/openai/deployments/gpt-4o");
         assert_eq!(config.query(), [("api-version", AZURE_API_VERSION)], "a version when none is named");
+    }
+
+    #[test]
+    fn embeddings_go_to_the_same_provider_and_on_azure_to_their_own_deployment() {
+        let (config, _) = embeddings_endpoint(
+            "https://res.openai.azure.com/openai/deployments/gpt-4o/?api-version=2025-01-01",
+            "sk-key",
+            "text-embedding-3-small",
+        )
+        .unwrap();
+        assert_eq!(
+            config.url("/embeddings"),
+            "https://res.openai.azure.com/openai/deployments/text-embedding-3-small/embeddings"
+        );
+        assert_eq!(config.query(), [("api-version", "2025-01-01")]);
+        assert_eq!(config.headers()["api-key"], "sk-key");
+        let (config, query) = embeddings_endpoint("https://gateway.example/v1?team=shop", "sk-key", "e").unwrap();
+        assert_eq!(config.url("/embeddings"), "https://gateway.example/v1/embeddings");
+        assert_eq!(query, [("team".to_owned(), "shop".to_owned())]);
+        assert!(embeddings_endpoint("ftp://x/v1", "k", "e").is_err());
+        let refused = embeddings_endpoint("https://x/v1", "sk-secret\nX: 1", "e").err().unwrap().to_string();
+        assert!(!refused.contains("sk-secret"), "{refused}");
     }
 
     #[test]

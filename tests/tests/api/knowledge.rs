@@ -30,6 +30,7 @@ on_both_databases!(
     the_demo_answers_from_its_help_center_with_its_source,
     the_command_line_adds_lists_searches_and_removes_sources,
     with_an_embeddings_model_search_is_hybrid_and_finds_what_words_miss,
+    a_workspace_brings_its_own_embeddings_model_with_its_own_key,
 );
 
 /// A page of the help site: its type, body and ETag.
@@ -709,38 +710,76 @@ async fn the_command_line_adds_lists_searches_and_removes_sources(db: Db) {
 
 /// A stand-in for an embeddings model (an OpenAI-compatible
 /// `/v1/embeddings`): each word a dimension, "kids" and "children" the same
-/// one — the meaning full text cannot see. It answers 500 once told to fail.
-async fn fake_embeddings() -> (SocketAddr, Arc<std::sync::atomic::AtomicBool>) {
-    let failing = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let router = axum::Router::new()
-        .route(
-            "/v1/embeddings",
-            axum::routing::post(|State(failing): State<Arc<std::sync::atomic::AtomicBool>>, axum::Json(body): axum::Json<Value>| async move {
-                if failing.load(std::sync::atomic::Ordering::SeqCst) {
-                    return (StatusCode::INTERNAL_SERVER_ERROR, "down").into_response();
-                }
-                let vector = |text: &str| {
-                    let mut v = vec![0f32; 256];
-                    for word in text.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
-                        let concept = match word { "kids" | "kid" | "child" => "children", other => other };
-                        let dim = concept.bytes().fold(2166136261u32, |h, b| (h ^ u32::from(b)).wrapping_mul(16777619)) % 256;
-                        v[dim as usize] += 1.0;
-                    }
-                    v
+/// one — the meaning full text cannot see. It answers 500 once told to
+/// fail, keeps the bearer key of each embeddings request, and answers a
+/// chat model's check (`/v1/chat/completions`) too.
+#[derive(Clone, Default)]
+struct FakeEmbeddings {
+    failing: Arc<std::sync::atomic::AtomicBool>,
+    keys: Arc<Mutex<Vec<String>>>,
+}
+
+impl FakeEmbeddings {
+    fn fail(&self, failing: bool) {
+        self.failing.store(failing, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+async fn fake_embeddings() -> (SocketAddr, FakeEmbeddings) {
+    let fake = FakeEmbeddings::default();
+    let embeddings = |State(fake): State<FakeEmbeddings>, headers: HeaderMap, axum::Json(body): axum::Json<Value>| async move {
+        let key = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        fake.keys.lock().unwrap().push(key.to_owned());
+        if fake.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            return (StatusCode::INTERNAL_SERVER_ERROR, "down").into_response();
+        }
+        let vector = |text: &str| {
+            let mut v = vec![0f32; 256];
+            for word in text.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+                let concept = match word {
+                    "kids" | "kid" | "child" => "children",
+                    other => other,
                 };
-                let data: Vec<Value> = body["input"].as_array().unwrap().iter().enumerate()
-                    .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": vector(t.as_str().unwrap())}))
-                    .collect();
-                axum::Json(json!({"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 1, "total_tokens": 1}}))
-                    .into_response()
-            }),
-        )
-        .with_state(failing.clone());
-    (serve(router).await, failing)
+                let dim = concept.bytes().fold(2166136261u32, |h, b| (h ^ u32::from(b)).wrapping_mul(16777619)) % 256;
+                v[dim as usize] += 1.0;
+            }
+            v
+        };
+        let data: Vec<Value> = body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .map(|(i, t)| json!({"object": "embedding", "index": i, "embedding": vector(t.as_str().unwrap())}))
+            .collect();
+        axum::Json(json!({"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 1, "total_tokens": 1}}))
+            .into_response()
+    };
+    let chat = |axum::Json(body): axum::Json<Value>| async move {
+        axum::Json(json!({"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "OK"}, "finish_reason": "stop"}]}))
+    };
+    let router = axum::Router::new()
+        .route("/v1/embeddings", axum::routing::post(embeddings))
+        .route("/v1/chat/completions", axum::routing::post(chat))
+        .with_state(fake.clone());
+    (serve(router).await, fake)
+}
+
+/// How many of the workspace's chunks have a vector by `model`.
+async fn vectors(rig: &Rig, model: &str) -> i64 {
+    let (count,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM knowledge_chunks WHERE workspace_id = $1 AND embedding_model = $2")
+            .bind(&rig.workspace)
+            .bind(model)
+            .fetch_one(&rig.app.state.pool)
+            .await
+            .unwrap();
+    count
 }
 
 async fn with_an_embeddings_model_search_is_hybrid_and_finds_what_words_miss(db: Db) {
-    let (embeddings, failing) = fake_embeddings().await;
+    let (embeddings, fake) = fake_embeddings().await;
     let base = format!("http://{embeddings}/v1");
     let mut env = ENV.to_vec();
     env.extend([("CA_EMBEDDINGS_MODEL", "fake-embed"), ("CA_EMBEDDINGS_BASE_URL", base.as_str())]);
@@ -755,12 +794,7 @@ async fn with_an_embeddings_model_search_is_hybrid_and_finds_what_words_miss(db:
         let id = add(&rig, json!({"kind": "text", "title": title, "text": text})).await;
         synced(&rig.app, &rig.api_key, &id, &Value::Null).await;
     }
-    let (vectors,): (i64,) =
-        sqlx::query_as("SELECT COUNT(*) FROM knowledge_chunks WHERE embedding_model = 'fake-embed'")
-            .fetch_one(&rig.app.state.pool)
-            .await
-            .unwrap();
-    assert_eq!(vectors, 3, "every chunk has its vector");
+    assert_eq!(vectors(&rig, "fake-embed").await, 3, "every chunk has its vector");
     let found = search(&rig.app, &rig.api_key, "kids").await;
     assert_eq!(found[0]["title"], "Family meals", "{found:?}");
     // The same question on a server without the model finds nothing: the words differ.
@@ -779,6 +813,69 @@ async fn with_an_embeddings_model_search_is_hybrid_and_finds_what_words_miss(db:
         .unwrap();
     assert_eq!(answer["results"], json!([]), "full text alone misses it");
     // The model down: search goes on, full text only.
-    failing.store(true, std::sync::atomic::Ordering::SeqCst);
+    fake.fail(true);
     assert_eq!(search(&rig.app, &rig.api_key, "parking").await[0]["title"], "Parking");
+}
+
+async fn a_workspace_brings_its_own_embeddings_model_with_its_own_key(db: Db) {
+    let (endpoint, fake) = fake_embeddings().await;
+    let mut env = ENV.to_vec();
+    env.push(("CA_ALLOW_PRIVATE_MODEL_HOSTS", "1"));
+    let rig = Rig::start(db, HostSpec::new(lookup_tool()), vec![Step::Text("ok")], &env).await;
+    let id = add(
+        &rig,
+        json!({"kind": "text", "title": "Family meals",
+                              "text": "Children under twelve dine without charge on Sundays."}),
+    )
+    .await;
+    let first = synced(&rig.app, &rig.api_key, &id, &Value::Null).await;
+    assert_eq!(search(&rig.app, &rig.api_key, "kids").await, Vec::<Value>::new(), "full text: the words differ");
+    let (_, workspace) = rig.app.get_json("/v1/workspace", &rig.api_key).await;
+    assert_eq!(workspace["knowledge"], json!({"retrieval": "full_text", "embeddings_model": null}));
+
+    // An embeddings model that fails its check is not saved.
+    let own_key = "sk-own-embeddings-key-never-shown";
+    let set = json!({"base_url": format!("http://{endpoint}/v1"), "api_key": own_key, "model": "own-chat",
+                     "embeddings_model": "own-embed"});
+    fake.fail(true);
+    let (status, body) = rig.app.put_json("/v1/workspace/model", &rig.api_key, &set).await;
+    assert_eq!((status, body["code"].as_str()), (502, Some("model_check_failed")), "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("embeddings model did not answer the check: it answered 500"),
+        "{body}"
+    );
+    assert_eq!(rig.app.get_json("/v1/workspace/model", &rig.api_key).await.0, 404, "nothing saved");
+    let (status, body) = rig
+        .app
+        .put_json(
+            "/v1/workspace/model",
+            &rig.api_key,
+            &json!({"base_url": format!("http://{endpoint}/v1"),
+        "api_key": own_key, "model": "own-chat", "embeddings_model": "  "}),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+
+    // Set: the source syncs again by itself and its passage gets the model's vector.
+    fake.fail(false);
+    let (status, shown) = rig.app.put_json("/v1/workspace/model", &rig.api_key, &set).await;
+    assert_eq!((status, shown["embeddings_model"].as_str()), (200, Some("own-embed")), "{shown}");
+    assert!(!shown.to_string().contains(own_key));
+    let (_, read) = rig.app.get_json("/v1/workspace/model", &rig.api_key).await;
+    assert_eq!(read["embeddings_model"], "own-embed", "{read}");
+    synced(&rig.app, &rig.api_key, &id, &first["last_synced_at"]).await;
+    assert_eq!(vectors(&rig, "own-embed").await, 1, "the passage has the workspace's model's vector");
+    let (_, workspace) = rig.app.get_json("/v1/workspace", &rig.api_key).await;
+    assert_eq!(workspace["knowledge"], json!({"retrieval": "hybrid", "embeddings_model": "own-embed"}));
+    assert_eq!(search(&rig.app, &rig.api_key, "kids").await[0]["title"], "Family meals", "found by meaning");
+    let keys = fake.keys.lock().unwrap().clone();
+    assert!(keys.len() >= 3 && keys.iter().all(|k| *k == format!("Bearer {own_key}")), "{keys:?}");
+
+    // Back to the server's model (none here): full text again.
+    let deleted =
+        rig.app.client.delete(rig.app.url("/v1/workspace/model")).bearer_auth(&rig.api_key).send().await.unwrap();
+    assert_eq!(deleted.status(), 204);
+    assert_eq!(search(&rig.app, &rig.api_key, "kids").await, Vec::<Value>::new());
+    let (_, workspace) = rig.app.get_json("/v1/workspace", &rig.api_key).await;
+    assert_eq!(workspace["knowledge"]["retrieval"], "full_text");
 }
