@@ -18,12 +18,14 @@
 
 mod interactive;
 mod knowledge;
+mod test_runs;
 mod usage;
 
 use interactive::{CopyButton, LivePreview};
 pub use knowledge::{Knowledge, KnowledgeGap, KnowledgeResult, KnowledgeSource};
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
+pub use test_runs::{CaseCell, TestCase, TestComparison, TestRun, TestRunItem, Tests};
 pub use usage::{Usage, UsageDay, limit_label};
 
 /// What a page shows.
@@ -66,6 +68,12 @@ pub enum Body {
     Transcript(Transcript),
     /// What the workspace used per day.
     Usage(Usage),
+    /// Assistant tests: the editor and the runs.
+    Tests(Tests),
+    /// One test run, case by case.
+    TestRun(TestRun),
+    /// Two test runs side by side.
+    TestComparison(TestComparison),
 }
 
 /// The workspace's conversations: the filters as given, a page of them.
@@ -91,6 +99,8 @@ pub struct ConversationItem {
 /// One conversation as its user saw it, as plain text.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Transcript {
+    /// The conversation's id (Save as test names it).
+    pub id: String,
     pub user: String,
     pub title: String,
     pub updated_at: String,
@@ -352,6 +362,7 @@ fn Console(page: Page) -> impl IntoView {
                     <a href="/console">"Set up"</a>
                     <a href="/console/conversations">"Conversations"</a>
                     <a href="/console/knowledge">"Knowledge"</a>
+                    <a href="/console/tests">"Tests"</a>
                     <a href="/console/usage">"Usage"</a>
                     <a href="/console/audit">"Audit trail"</a>
                     <a href="/console/operations">"Secrets and data"</a>
@@ -381,6 +392,9 @@ fn Console(page: Page) -> impl IntoView {
                 Body::Transcript(transcript) => view! { <TranscriptPage transcript/> }.into_any(),
                 Body::Usage(usage) => view! { <usage::UsagePage usage/> }.into_any(),
                 Body::Knowledge(knowledge) => view! { <knowledge::KnowledgePage knowledge/> }.into_any(),
+                Body::Tests(tests) => view! { <test_runs::TestsPage tests/> }.into_any(),
+                Body::TestRun(run) => view! { <test_runs::TestRunPage run/> }.into_any(),
+                Body::TestComparison(comparison) => view! { <test_runs::TestComparisonPage comparison/> }.into_any(),
             }}
         </main>
     }
@@ -907,9 +921,13 @@ fn ConversationsPage(list: Conversations) -> impl IntoView {
 
 #[component]
 fn TranscriptPage(transcript: Transcript) -> impl IntoView {
-    let Transcript { user, title, updated_at, messages } = transcript;
+    let Transcript { id, user, title, updated_at, messages } = transcript;
+    let save = format!("/console/conversations/{id}/save-as-test");
     view! {
         <p><a href="/console/conversations">"All conversations"</a></p>
+        <form method="post" action=save class="inline">
+            <button type="submit" class="button secondary">"Save as test"</button>
+        </form>
         <section class="card" aria-labelledby="transcript-title">
             <h2 id="transcript-title">{title}</h2>
             <p class="hint">{format!("{user} · last active {updated_at} · read-only")}</p>

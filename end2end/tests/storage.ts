@@ -13,22 +13,36 @@ import { TaskHostPage, taskPage, taskWorkspace, type Workspace } from "./hosts";
 // shared device sees nothing of the last one's, and logout() leaves
 // nothing behind.
 
+/** Reads with `read`, or says the document was replaced as it read (a
+ * widget starting over for a new user reloads its frame): a poll then
+ * asks again instead of failing on the navigation. */
+async function settled(read: () => Promise<string | null>): Promise<string | null> {
+  try {
+    return await read();
+  } catch (e) {
+    if (/Execution context was destroyed|Frame was detached|navigat/i.test(String(e))) return "navigating";
+    throw e;
+  }
+}
+
 /** The widget frame's own record for the workspace, or why it has none. */
 async function frameRecord(page: Page, ws: Workspace): Promise<string | null> {
   const frame = page.frames().find((f) => f.url().includes("/widget?"));
   if (!frame) return "no frame";
-  return frame.evaluate((key) => {
-    try {
-      return localStorage.getItem(key);
-    } catch (e) {
-      return `refused: ${(e as Error).name}`;
-    }
-  }, `ca:${ws.id}`);
+  return settled(() =>
+    frame.evaluate((key) => {
+      try {
+        return localStorage.getItem(key);
+      } catch (e) {
+        return `refused: ${(e as Error).name}`;
+      }
+    }, `ca:${ws.id}`),
+  );
 }
 
 /** What the loader keeps for the workspace in the host page's own localStorage. */
 function hostRecord(page: Page, ws: Workspace): Promise<string | null> {
-  return page.evaluate((key) => localStorage.getItem(key), `context-assistant:${ws.id}`);
+  return settled(() => page.evaluate((key) => localStorage.getItem(key), `context-assistant:${ws.id}`));
 }
 
 /** The record wherever this browser keeps it. */

@@ -270,6 +270,11 @@ pub struct RateLimits {
     /// `CA_CONSOLE_SIGN_INS_PER_MINUTE`: console sign-in attempts per
     /// client address (default 10).
     pub console_sign_ins: u64,
+    /// `CA_TEST_RUNS_PER_WORKSPACE_PER_DAY`: assistant test runs a
+    /// workspace may start per UTC day over the API (default 100; 0: no
+    /// limit). Their turns count against no visitor's budget: this bounds
+    /// what they spend.
+    pub test_runs_per_day: u64,
 }
 
 impl Default for RateLimits {
@@ -286,6 +291,7 @@ impl Default for RateLimits {
             max_concurrent_turns: 200,
             max_open_streams: 400,
             console_sign_ins: 10,
+            test_runs_per_day: 100,
         }
     }
 }
@@ -478,6 +484,7 @@ impl Config {
                 .try_into()
                 .map_err(|_| bad("CA_MAX_OPEN_STREAMS", "too large".into()))?,
             console_sign_ins: number("CA_CONSOLE_SIGN_INS_PER_MINUTE", rate_defaults.console_sign_ins, 1)?,
+            test_runs_per_day: number("CA_TEST_RUNS_PER_WORKSPACE_PER_DAY", rate_defaults.test_runs_per_day, 0)?,
         };
 
         let hex_key = |variable: &'static str| -> Result<Option<Secret>, ConfigError> {

@@ -48,6 +48,7 @@ pub mod sandbox;
 pub mod schema;
 pub mod secret;
 pub mod sources;
+pub mod suites;
 pub mod telemetry;
 pub mod usage;
 pub mod widget_page;

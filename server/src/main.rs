@@ -17,6 +17,7 @@ async fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         None | Some("serve") => {}
         Some("check-host") => return check_host(&args[1..]).await,
+        Some("test") => return assistant_test(&args[1..]).await,
         Some("knowledge") => {
             let outcome = server::knowledge::cli::run(&args[1..], |name| std::env::var(name).ok()).await;
             print!("{}", outcome.out);
@@ -35,7 +36,7 @@ async fn main() -> ExitCode {
         Some(other) => {
             eprintln!(
                 "context-assistant: unknown command `{other}`; the commands are `serve` (the default), `check-host`, \
-                 `knowledge` and `openapi`"
+                 `knowledge`, `test` and `openapi`"
             );
             return ExitCode::from(2);
         }
@@ -66,6 +67,83 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `context-assistant test SUITE …` (server/src/suites/cli.rs): runs an
+/// assistant test suite through a running assistant's API (`--url`), or
+/// here (`--workspace`): this program's own server on the database its
+/// environment names, listening on a loopback port of its own while the
+/// suite runs (the demo's model and tools answer over it).
+async fn assistant_test(args: &[String]) -> ExitCode {
+    use server::suites::cli::{self, Target};
+    let invocation = match cli::invocation(args, |name| std::env::var(name).ok()) {
+        Ok(invocation) => invocation,
+        Err(outcome) => {
+            eprint!("{}", outcome.err);
+            return ExitCode::from(outcome.status);
+        }
+    };
+    let mut reports = Vec::with_capacity(invocation.models.len());
+    match &invocation.target {
+        Target::Url { base, key } => {
+            for model in &invocation.models {
+                match cli::run_remote(&invocation, base, key, model.as_deref()).await {
+                    Ok(report) => reports.push(report),
+                    Err(error) => {
+                        eprintln!("context-assistant test: {error}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+        }
+        Target::Workspace(workspace) => {
+            if let Ok(program) = std::env::current_exe() {
+                server::attachments::pdf::use_reader(program);
+            }
+            let mut config = match server::config::Config::from_env() {
+                Ok(config) => config,
+                Err(error) => {
+                    eprintln!("context-assistant: {error}");
+                    return ExitCode::from(2);
+                }
+            };
+            config.listen = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+            config.metrics_listen = None;
+            config.sandbox_listen = None;
+            let app = match server::app::Application::build(config).await {
+                Ok(app) => app,
+                Err(error) => {
+                    eprintln!("context-assistant: {error:#}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let state = app.state().api.clone();
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let serving = tokio::spawn(app.run_until(async move {
+                let _ = stopped.await;
+            }));
+            for model in &invocation.models {
+                let options = server::api::test_runner::RunOptions {
+                    run_id: server::ids::new_id("run"),
+                    model: model.clone(),
+                    on_case: Some(std::sync::Arc::new(|case| print!("{}", cli::case_line(case)))),
+                };
+                match server::api::test_runner::run_suite(&state, workspace, &invocation.suite, &options).await {
+                    Ok(report) => reports.push(report),
+                    Err(error) => {
+                        eprintln!("context-assistant test: {error:#}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+            let _ = stop.send(());
+            let _ = serving.await;
+        }
+    }
+    let outcome = cli::finish(&invocation, &reports);
+    print!("{}", outcome.out);
+    eprint!("{}", outcome.err);
+    ExitCode::from(outcome.status)
 }
 
 /// `context-assistant check-host <base_url> [--json]`: the host checker

@@ -21,6 +21,10 @@ pub enum Metric {
     OutputTokens,
     /// A request to the workspace's tool server to run or preview a tool.
     ToolCalls,
+    /// A turn of an assistant test run finished.
+    TestTurns,
+    /// Model tokens of an assistant test run.
+    TestTokens,
     /// The named limit turned a request (or a turn) away.
     Refused(&'static str),
 }
@@ -33,6 +37,8 @@ impl Metric {
             Self::InputTokens => "input_tokens".into(),
             Self::OutputTokens => "output_tokens".into(),
             Self::ToolCalls => "tool_calls".into(),
+            Self::TestTurns => "test_turns".into(),
+            Self::TestTokens => "test_tokens".into(),
             Self::Refused(limit) => format!("{REFUSED}{limit}"),
         }
     }

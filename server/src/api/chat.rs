@@ -263,7 +263,7 @@ pub fn stream_turn(
 ) -> Response {
     let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
     let cancel = state.turns.start(&turn_id, &caller.workspace_id, &caller.external_user_id);
-    let input = TurnInput { caller, conversation_id, turn_id: turn_id.clone(), start, lang };
+    let input = TurnInput { caller, conversation_id, turn_id: turn_id.clone(), start, lang, test: None };
     let engine = state.engine.clone();
     let turns = state.turns.clone();
     tokio::spawn(async move {

@@ -22,6 +22,8 @@ pub mod resume;
 pub mod rotation;
 pub mod setup;
 mod state;
+pub mod test_runner;
+pub mod test_runs;
 pub mod transcripts;
 pub mod usage;
 pub mod users;
@@ -58,6 +60,7 @@ fn routes() -> OpenApiRouter<ApiState> {
         .merge(resume::router())
         .merge(rotation::router())
         .merge(setup::router())
+        .merge(test_runs::router())
         .merge(transcripts::router())
         .merge(usage::router())
         .merge(users::router())

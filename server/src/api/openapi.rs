@@ -31,6 +31,7 @@ use crate::http::ErrorBody;
         (name = "setup", description = "Server to server: workspaces and the tool host"),
         (name = "chat", description = "From the widget or any client, with an embed token"),
         (name = "knowledge", description = "Server to server: the help center the assistant answers from"),
+        (name = "tests", description = "Server to server: assistant test suites run against the workspace"),
     ),
     modifiers(&SecuritySchemes),
 )]

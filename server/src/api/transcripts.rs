@@ -22,7 +22,10 @@ const PAGE: i64 = 50;
 const MAX_PAGE: i64 = 500;
 
 pub fn router() -> OpenApiRouter<ApiState> {
-    OpenApiRouter::new().routes(routes!(list_workspace_conversations)).routes(routes!(get_workspace_conversation))
+    OpenApiRouter::new()
+        .routes(routes!(list_workspace_conversations))
+        .routes(routes!(get_workspace_conversation))
+        .routes(routes!(conversation_as_suite))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -135,4 +138,71 @@ async fn get_workspace_conversation(
         title: conversation.title,
         messages,
     }))
+}
+
+/// A conversation saved as an assistant test (issue #46).
+#[derive(Serialize, utoipa::ToSchema)]
+struct SavedSuite {
+    /// The suite (one case) as data: the visitor's messages in order, the
+    /// tools each turn called with their arguments as expectations, the
+    /// change each left waiting and what the visitor did with it.
+    #[schema(value_type = Object)]
+    suite: serde_json::Value,
+    /// The same as YAML, to edit and run (docs/assistant-tests.md).
+    yaml: String,
+}
+
+/// One of the workspace's conversations as an assistant test to edit
+/// (the console's **Save as test**).
+#[utoipa::path(
+    get,
+    path = "/v1/workspace/conversations/{id}/suite",
+    tag = "tests",
+    security(("api_key" = [])),
+    params(("id" = String, Path, description = "The conversation's id")),
+    responses((status = 200, description = "The conversation as a suite of one case", body = SavedSuite)),
+)]
+async fn conversation_as_suite(
+    State(state): State<ApiState>,
+    workspace: WorkspaceKey,
+    Path(id): Path<String>,
+) -> Result<Json<SavedSuite>, ApiError> {
+    use crate::suites::capture::{self, Proposed, Said};
+    let conversation = db::workspace_conversation(&state.pool, &workspace.id, &id).await?.ok_or(ApiError::NotFound)?;
+    let messages = db::messages(&state.pool, &conversation.id).await?;
+    let sent = db::attachments::sent(&state.pool, &conversation.id).await?;
+    let said: Vec<Said> = messages
+        .iter()
+        .map(|m| Said {
+            role: m.role.as_str().to_owned(),
+            text: m.content.clone(),
+            tool_calls: m
+                .tool_calls
+                .as_deref()
+                .and_then(|raw| serde_json::from_str::<Vec<crate::llm::ToolCall>>(raw).ok())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|c| {
+                    let arguments =
+                        serde_json::from_str(&c.arguments).unwrap_or(serde_json::Value::String(c.arguments));
+                    (c.id, c.name, arguments)
+                })
+                .collect(),
+            files: sent.iter().filter(|a| a.message_id == m.id).map(|a| a.name.clone()).collect(),
+        })
+        .collect();
+    let proposed: Vec<Proposed> = db::actions::in_conversation(&state.pool, &conversation.id)
+        .await?
+        .into_iter()
+        .map(|a| Proposed {
+            arguments: a.arguments(),
+            call_id: a.call_id,
+            tool: a.tool,
+            status: a.status,
+            confirmations_required: a.confirmations_required,
+        })
+        .collect();
+    let suite = capture::suite(&conversation.title, &said, &proposed);
+    let yaml = capture::to_yaml(&suite);
+    Ok(Json(SavedSuite { suite, yaml }))
 }

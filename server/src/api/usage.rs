@@ -48,6 +48,12 @@ pub struct UsageCounts {
     pub output_tokens: u64,
     /// Requests to the tool server to run or preview a tool.
     pub tool_calls: u64,
+    /// Turns of assistant test runs (`/v1/tests/runs`, `context-assistant
+    /// test`): not in `turns`, and counted against no limit or budget.
+    pub test_turns: u64,
+    /// Model tokens of assistant test runs (sent and received), not in
+    /// `input_tokens` or `output_tokens`.
+    pub test_tokens: u64,
     /// What each limit turned away (only the limits that did): requests
     /// refused with `429` or `503` (`turns_per_user`, `turns_per_ip`,
     /// `turns_per_workspace`, `component_calls`, `concurrent_turns`,
@@ -63,6 +69,8 @@ impl UsageCounts {
             "input_tokens" => &mut self.input_tokens,
             "output_tokens" => &mut self.output_tokens,
             "tool_calls" => &mut self.tool_calls,
+            "test_turns" => &mut self.test_turns,
+            "test_tokens" => &mut self.test_tokens,
             other => match other.strip_prefix(REFUSED) {
                 Some(limit) => self.refusals.entry(limit.to_owned()).or_default(),
                 None => return,

@@ -23,6 +23,7 @@ mod operations;
 mod records;
 mod setup;
 mod shared;
+mod test_runs;
 mod usage;
 
 use axum::Router;
@@ -53,6 +54,7 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/audit/export", get(records::export_audit))
         .route("/console/conversations", get(records::conversations))
         .route("/console/conversations/{id}", get(records::conversation))
+        .route("/console/conversations/{id}/save-as-test", post(test_runs::save_as_test))
         .route("/console/usage", get(usage::usage))
         .route("/console/knowledge", get(knowledge::knowledge))
         .route("/console/knowledge/sources", post(knowledge::add_source))
@@ -61,6 +63,12 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/knowledge/only", post(knowledge::save_only))
         .route("/console/knowledge/{id}/sync", post(knowledge::sync_source))
         .route("/console/knowledge/{id}/remove", post(knowledge::remove_source))
+        .route("/console/tests", get(test_runs::tests))
+        .route("/console/tests/run", post(test_runs::run))
+        .route("/console/tests/upload", post(test_runs::upload))
+        .route("/console/tests/compare", get(test_runs::compare))
+        .route("/console/tests/{id}", get(test_runs::show))
+        .route("/console/tests/{id}/edit", post(test_runs::edit))
         .route("/console/operations", get(operations::operations))
         .route("/console/rotate/embed-secret", post(operations::rotate_embed_secret))
         .route("/console/rotate/api-key", post(operations::rotate_api_key))

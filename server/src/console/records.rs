@@ -206,6 +206,7 @@ pub(super) async fn conversation(console: InWorkspace, Path(id): Path<String>) -
         })
         .unwrap_or_default();
     let transcript = Transcript {
+        id: text(&json["id"]),
         user: text(&json["user"]),
         title: text(&json["title"]),
         updated_at: text(&json["updated_at"]),

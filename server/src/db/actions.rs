@@ -185,6 +185,16 @@ pub async fn get(pool: &Pool, id: &str) -> anyhow::Result<Option<ActionRow>> {
     Ok(sqlx::query_as(&format!("SELECT {COLUMNS} FROM actions WHERE id = $1")).bind(id).fetch_optional(pool).await?)
 }
 
+/// The actions a conversation's turns proposed, oldest first.
+pub async fn in_conversation(pool: &Pool, conversation_id: &str) -> anyhow::Result<Vec<ActionRow>> {
+    Ok(sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM actions WHERE conversation_id = $1 AND app_component_id IS NULL ORDER BY created_at, id"
+    ))
+    .bind(conversation_id)
+    .fetch_all(pool)
+    .await?)
+}
+
 /// The model's action, only if it belongs to this workspace and user.
 pub async fn owned(pool: &Pool, id: &str, workspace_id: &str, user: &str) -> anyhow::Result<Option<ActionRow>> {
     Ok(sqlx::query_as(&format!(

@@ -30,6 +30,13 @@ pub struct MessageRow {
     pub sources: Option<String>,
 }
 
+/// Marks a conversation as an assistant test run's: it is not listed
+/// with the visitors'.
+pub async fn mark_test_conversation(pool: &Pool, id: &str, run_id: &str) -> anyhow::Result<()> {
+    sqlx::query("UPDATE conversations SET test_run_id = $1 WHERE id = $2").bind(run_id).bind(id).execute(pool).await?;
+    Ok(())
+}
+
 pub async fn create_conversation(
     pool: &Pool,
     workspace_id: &str,
@@ -203,7 +210,7 @@ pub async fn workspace_conversations(
     let (after_at, after_id) = filter.after.clone().unzip();
     Ok(sqlx::query_as(&format!(
         "SELECT {CONVERSATION_COLUMNS} FROM conversations
-         WHERE workspace_id = $1 AND ($2 IS NULL OR external_user_id = $2)
+         WHERE workspace_id = $1 AND test_run_id IS NULL AND ($2 IS NULL OR external_user_id = $2)
            AND ($3 IS NULL OR updated_at >= $3) AND ($4 IS NULL OR updated_at < $4)
            AND ($5 IS NULL OR updated_at < $5 OR (updated_at = $5 AND id < $6))
          ORDER BY updated_at DESC, id DESC LIMIT $7"

@@ -24,6 +24,7 @@ pub mod knowledge;
 pub mod limits;
 mod pool;
 pub mod retention;
+pub mod test_runs;
 pub mod turn_events;
 mod turns;
 pub mod usage;

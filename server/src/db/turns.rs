@@ -34,6 +34,13 @@ pub async fn request_stop(pool: &Pool, turn_id: &str, workspace_id: &str, user: 
     Ok(updated > 0)
 }
 
+/// The tokens a finished turn spent (none while it runs).
+pub async fn turn_tokens(pool: &Pool, turn_id: &str) -> anyhow::Result<Option<u64>> {
+    let tokens: Option<(Option<i64>,)> =
+        sqlx::query_as("SELECT tokens FROM turns WHERE id = $1").bind(turn_id).fetch_optional(pool).await?;
+    Ok(tokens.and_then(|(t,)| t).map(|t| u64::try_from(t).unwrap_or(0)))
+}
+
 /// Running turns someone asked to stop.
 pub async fn stop_requests(pool: &Pool) -> anyhow::Result<Vec<String>> {
     let rows: Vec<(String,)> =

@@ -248,7 +248,8 @@ pub async fn workspace_summaries(
 ) -> anyhow::Result<Vec<(WorkspaceSummaryRow, Vec<String>)>> {
     let rows: Vec<WorkspaceSummaryRow> = sqlx::query_as(
         "SELECT w.id, w.name, w.allowed_origins, w.created_at,
-             (SELECT COUNT(*) FROM conversations c WHERE c.workspace_id = w.id AND c.created_at >= $1) AS conversations
+             (SELECT COUNT(*) FROM conversations c
+               WHERE c.workspace_id = w.id AND c.created_at >= $1 AND c.test_run_id IS NULL) AS conversations
          FROM workspaces w ORDER BY w.created_at DESC, w.id LIMIT $2",
     )
     .bind(since)

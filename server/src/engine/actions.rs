@@ -9,7 +9,6 @@ use super::outcome::{ToolOutcome, tool_error};
 use crate::db::actions::ActionRow;
 use crate::db::{self, NewMessage};
 use crate::host::ExecutionScope;
-use crate::usage::Metric;
 
 /// What an applied action came to.
 pub(super) enum Executed {
@@ -37,10 +36,21 @@ impl Turn<'_> {
             activity(ToolStatus::Failed);
             return Executed::Done(ToolOutcome::error("no tool host is connected", "no_host"));
         };
+        if self.input.test.as_ref().is_some_and(|test| !test.execute) {
+            // An assistant test run: the change is recorded, not made.
+            activity(ToolStatus::Started);
+            finish(ActionStatus::Succeeded, None).await;
+            activity(ToolStatus::Succeeded);
+            tracing::info!(action_id = %action.id, "a test run's action would apply");
+            return Executed::Done(ToolOutcome::output(serde_json::json!({
+                "status": format!("Would apply (an assistant test run: nothing was changed): {}", action.preview),
+                "would_apply": true,
+            })));
+        }
         let scope = frozen_scope(action);
         activity(ToolStatus::Started);
         let executed = engine.sources.execute(source, &action.tool, &action.call_id, &action.arguments(), &scope).await;
-        engine.budgets.usage.count(&action.workspace_id, Metric::ToolCalls, 1);
+        self.count_tool_call();
         match executed {
             Ok(output) => {
                 crate::metrics::tool_call(Some(action.verb), "ok");

@@ -19,7 +19,8 @@ impl Turn<'_> {
         // Citations of what this turn's searches returned become numbered
         // sources; any other is dropped before anything is kept or shown.
         let sources = retrieved.resolve(&mut [&mut text, &mut step_text]);
-        if retrieved.searched && sources.is_empty() && reason == StopReason::Completed {
+        let testing = self.input.test.is_some();
+        if retrieved.searched && sources.is_empty() && reason == StopReason::Completed && !testing {
             self.record_gap(if retrieved.found { "not_cited" } else { "no_results" }).await;
         }
         for component_id in &running_apps {
@@ -55,9 +56,13 @@ impl Turn<'_> {
             tracing::error!(error = format!("{error:#}"), "cannot record the end of the turn");
         }
         tracing::info!(stop_reason = reason.as_str(), iterations, tokens, "turn finished");
-        engine.budgets.turn_finished(&self.input.caller.workspace_id, reason);
-        if let Some(hook) = &engine.on_turn_finished {
-            hook.turn_finished(&self.input.caller.workspace_id).await;
+        if testing {
+            engine.budgets.usage.count(&self.input.caller.workspace_id, crate::usage::Metric::TestTurns, 1);
+        } else {
+            engine.budgets.turn_finished(&self.input.caller.workspace_id, reason);
+            if let Some(hook) = &engine.on_turn_finished {
+                hook.turn_finished(&self.input.caller.workspace_id).await;
+            }
         }
         self.events.send(TurnEvent::Done(TurnDone { stop_reason: reason, sources }));
     }

@@ -47,5 +47,5 @@ pub use actions::{
 };
 pub use hooks::TurnFinished;
 pub use outcome::MAX_TOOL_RESULT_CHARS;
-pub use service::{Engine, TurnInput, TurnStart, UserMessage};
+pub use service::{Engine, TestTurn, TurnInput, TurnStart, UserMessage};
 pub use tools::shown_preview;

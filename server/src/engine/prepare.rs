@@ -93,6 +93,10 @@ impl Turn<'_> {
                 return Err(Stop::Failed("error_setup"));
             }
         };
+        // An assistant test may compare another model at the same endpoint.
+        if let Some(name) = self.input.test.as_ref().and_then(|test| test.model.as_deref()) {
+            model = model.named(name);
+        }
         let history = db::messages(&engine.pool, &self.input.conversation_id).await.map_err(|error| {
             tracing::error!(error = format!("{error:#}"), "cannot read the conversation");
             Stop::Failed("error_load")

@@ -66,4 +66,39 @@ pub struct TurnInput {
     pub start: TurnStart,
     /// The language the user reads (`widget::wire::i18n::LANGUAGES`).
     pub lang: &'static str,
+    /// Set when an assistant test runs the turn, not a visitor.
+    pub test: Option<Arc<TestTurn>>,
+}
+
+/// A turn of an assistant test run (issue #46): the same prompt, model,
+/// knowledge and tools as a visitor's, but its tools are safe by
+/// construction and it counts against nothing of the visitors'.
+///
+/// - a `get` tool the case recorded an output for answers that output;
+///   any other runs at the host as usual (reading is safe);
+/// - a change the visitor applies is not executed unless `execute` (the
+///   case points at a test host): it is recorded as "would apply", and the
+///   model hears it as done, with the frozen preview;
+/// - its tokens and turns count as test usage (`test_tokens`,
+///   `test_turns`), never against the workspace's or the user's budgets
+///   or in its usage charts; it records no content gap; the
+///   turn-finished hooks (Caddie's status reports) are not told.
+#[derive(Clone, Debug, Default)]
+pub struct TestTurn {
+    /// The run it belongs to.
+    pub run_id: String,
+    /// Recorded outputs by tool name.
+    pub recorded: std::collections::BTreeMap<String, serde_json::Value>,
+    /// Changes are executed at the host (a test host).
+    pub execute: bool,
+    /// Another model than the workspace's, at the same endpoint (by name).
+    pub model: Option<String>,
+}
+
+impl TestTurn {
+    /// The output recorded for `tool` (by the name the model sees or the
+    /// host's own), if any.
+    pub fn recorded(&self, tool: &crate::host::ToolSpec) -> Option<&serde_json::Value> {
+        self.recorded.get(&tool.name).or_else(|| self.recorded.get(&tool.origin.name))
+    }
 }

@@ -36,9 +36,12 @@ impl Turn<'_> {
 
     async fn run_step(&self, prepared: &mut Prepared, iteration: u32, clock: &mut StepClock) -> Result<StepEnd, Stop> {
         let caller = &self.input.caller;
+        let testing = self.input.test.is_some();
         let known = self.progress.lock().within_budget;
         let within = match known {
             Some(within) => within,
+            // A test run spends no visitor's budget, and none stops it.
+            None if testing => true,
             None => self.engine.budgets.within_budget(caller).await.map_err(|error| {
                 tracing::error!(error = format!("{error:#}"), "cannot read the token budget");
                 Stop::Failed("error_allowance")
@@ -56,13 +59,17 @@ impl Turn<'_> {
         let model = prepared.model.step(&prepared.messages, &prepared.tools, &mut on_text);
         let step = clock.waiting(model).await.map_err(Stop::Model)?;
         tracing::debug!(iteration, duration_ms = clock.waited_ms(), "model step");
-        crate::metrics::tokens(&caller.workspace_id, step.input_tokens, step.output_tokens);
         let usage = &self.engine.budgets.usage;
-        usage.count(&caller.workspace_id, Metric::InputTokens, step.input_tokens);
-        usage.count(&caller.workspace_id, Metric::OutputTokens, step.output_tokens);
-        match self.engine.budgets.spend(caller, step.tokens).await {
-            Ok(within) => self.progress.lock().within_budget = Some(within),
-            Err(error) => tracing::error!(error = format!("{error:#}"), "cannot count the step's tokens"),
+        if testing {
+            usage.count(&caller.workspace_id, Metric::TestTokens, step.tokens);
+        } else {
+            crate::metrics::tokens(&caller.workspace_id, step.input_tokens, step.output_tokens);
+            usage.count(&caller.workspace_id, Metric::InputTokens, step.input_tokens);
+            usage.count(&caller.workspace_id, Metric::OutputTokens, step.output_tokens);
+            match self.engine.budgets.spend(caller, step.tokens).await {
+                Ok(within) => self.progress.lock().within_budget = Some(within),
+                Err(error) => tracing::error!(error = format!("{error:#}"), "cannot count the step's tokens"),
+            }
         }
         let tokens = self.progress.add_tokens(step.tokens);
         if step.finish == Some(Finish::ContentFilter) {

@@ -40,6 +40,12 @@ impl Turn<'_> {
         if crate::knowledge::is_builtin(tool) {
             return self.search_knowledge(call, tool, arguments).await;
         }
+        if let Some(output) = self.input.test.as_ref().and_then(|test| test.recorded(tool)) {
+            // An assistant test's recorded output: the host is not called.
+            self.events.tool_activity(&call.id, &tool.name, tool.verb, ToolStatus::Started);
+            self.events.tool_activity(&call.id, &tool.name, tool.verb, ToolStatus::Succeeded);
+            return ToolOutcome::output(output.clone());
+        }
         let Some(source) = prepared.source_of(tool) else {
             return ToolOutcome::error("no tool host is connected", "no_host");
         };
@@ -53,7 +59,7 @@ impl Turn<'_> {
         let shown = self.start_app(&call.id, tool, source, arguments).await;
         let started = std::time::Instant::now();
         let result = self.read_observed(call, tool, source, arguments, &prepared.scope.for_call()).await;
-        self.engine.budgets.usage.count(&self.input.caller.workspace_id, Metric::ToolCalls, 1);
+        self.count_tool_call();
         tracing::debug!(tool = %tool.name, duration_ms = started.elapsed().as_secs_f64() * 1000.0, "tool call");
         let app = |result: Value| {
             tool.origin.app.as_ref().map(|uri| {
@@ -178,7 +184,7 @@ impl Turn<'_> {
             return Err(tool_error("no tool host is connected", "no_host"));
         };
         let preview = self.engine.sources.stage(source, tool, &call.id, arguments, &prepared.scope.for_call()).await;
-        self.engine.budgets.usage.count(&self.input.caller.workspace_id, Metric::ToolCalls, 1);
+        self.count_tool_call();
         let preview = preview.map_err(|error| {
             crate::metrics::tool_call(Some(tool.verb), "preview_failed");
             tracing::warn!(tool = %tool.name, code = error.code(), %error, "preview failed");
@@ -234,6 +240,16 @@ impl Turn<'_> {
         crate::metrics::tool_call(Some(tool.verb), "previewed");
         self.events.send(TurnEvent::PendingAction(pending_action(&action)));
         Ok(())
+    }
+}
+
+impl Turn<'_> {
+    /// Counts a call to the tool host in the workspace's usage (a test
+    /// run's are not).
+    pub(super) fn count_tool_call(&self) {
+        if self.input.test.is_none() {
+            self.engine.budgets.usage.count(&self.input.caller.workspace_id, Metric::ToolCalls, 1);
+        }
     }
 }
 

@@ -101,6 +101,14 @@ pub fn decide(messages: &[Value], tools: &[String]) -> Reply {
     if let Some(reply) = bistro_phrase(&said, tools) {
         return reply;
     }
+    if spanish(&said) {
+        if let Some(menu) = tools.iter().find(|t| t.as_str() == "show_menu")
+            && (said.contains("menú") || said.contains("menu") || said.contains("carta") || said.contains("platos"))
+        {
+            return Reply::Call { name: menu.clone(), arguments: json!({}) };
+        }
+        return Reply::Text(ayuda(tools));
+    }
     let words = said.split_whitespace().collect::<Vec<_>>().join(" ");
     for tool in tools {
         if words.contains(&phrase(tool)) || (tool.contains("menu") && said.contains("menu")) {
@@ -242,6 +250,38 @@ fn phrase(tool: &str) -> String {
     tool.replace(['_', '-'], " ").split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
 }
 
+/// Whether the visitor writes in Spanish: the demo answers its menu and
+/// its help in Spanish then (the widget's other languages get English).
+fn spanish(said: &str) -> bool {
+    const WORDS: [&str; 12] = [
+        "qué",
+        "que",
+        "hola",
+        "menú",
+        "carta",
+        "quiero",
+        "añade",
+        "por favor",
+        "cuánto",
+        "tienen",
+        "platos",
+        "gracias",
+    ];
+    said.contains(['¿', '¡'])
+        || said.split(|c: char| !c.is_alphanumeric()).filter(|w| WORDS.contains(w)).count() >= 2
+        || said.split(|c: char| !c.is_alphanumeric()).any(|w| matches!(w, "menú" | "añade" | "hola"))
+}
+
+/// The demo's help, in Spanish.
+fn ayuda(tools: &[String]) -> String {
+    let mut text =
+        String::from("Soy el modelo de demostración sin conexión: sigo reglas sencillas en lugar de entenderlo todo.");
+    if tools.iter().any(|t| t == "show_menu") {
+        text.push_str(" Pídeme el menú («¿qué hay en el menú?») y te lo enseño.");
+    }
+    text
+}
+
 /// Whether the visitor asks something (rather than asks for something to be done).
 fn is_question(said: &str) -> bool {
     let said = said.trim();
@@ -319,6 +359,14 @@ fn describe_result(content: &str, asked: &str) -> String {
     if let Some(items) = value.get("items").and_then(Value::as_array) {
         // The cards show the dishes; the reply sums them up instead of retyping them.
         let prices: Vec<u64> = items.iter().filter_map(|i| i.get("price").and_then(Value::as_u64)).collect();
+        if spanish(asked) {
+            let mut text = format!("Aquí está nuestro menú: **{} platos**", items.len());
+            if let (Some(low), Some(high)) = (prices.iter().min(), prices.iter().max()) {
+                text.push_str(&format!(", de {low} a {high} dólares"));
+            }
+            text.push_str(". ¿Quieres que añada alguno a tu pedido?");
+            return text;
+        }
         let mut kinds: Vec<&str> = Vec::new();
         for kind in items.iter().filter_map(|i| i.get("kind").and_then(Value::as_str)) {
             if !kinds.contains(&kind) {
@@ -508,6 +556,27 @@ mod tests {
         let Reply::Text(text) = decide(&messages, &["show_menu".into()]) else { panic!() };
         assert!(text.starts_with("Here is the menu: **2 dishes** across Desserts, Drinks, from $4 to $8."), "{text}");
         assert!(text.ends_with("Menu ready."));
+    }
+
+    #[test]
+    fn a_question_in_spanish_is_answered_in_spanish() {
+        let tools = vec!["show_menu".to_owned()];
+        let asked = user("¿Qué hay en el menú?");
+        assert!(
+            matches!(decide(std::slice::from_ref(&asked), &tools), Reply::Call { ref name, .. } if name == "show_menu")
+        );
+        let result = json!({"items": [{"name": "Lemon Tart", "price": 8}, {"name": "Sparkling Water", "price": 4}]});
+        let messages = [
+            asked,
+            json!({"role": "assistant", "tool_calls": []}),
+            json!({"role": "tool", "tool_call_id": "c", "content": result.to_string()}),
+        ];
+        let Reply::Text(text) = decide(&messages, &tools) else { panic!() };
+        assert!(text.starts_with("Aquí está nuestro menú: **2 platos**, de 4 a 8 dólares."), "{text}");
+        let Reply::Text(help) = decide(&[user("hola, ¿cómo estás?")], &tools) else { panic!() };
+        assert!(help.starts_with("Soy el modelo de demostración"), "{help}");
+        let Reply::Text(english) = decide(&[user("what's the weather")], &tools) else { panic!() };
+        assert!(english.contains("offline demo model"), "English stays English: {english}");
     }
 
     fn bistro_tools() -> Vec<String> {

@@ -158,6 +158,12 @@ impl Model {
         &self.model
     }
 
+    /// Another model at the same endpoint, with the same key (what it
+    /// learned of the provider kept).
+    pub fn named(&self, model: &str) -> Self {
+        Self { model: model.to_owned(), ..self.clone() }
+    }
+
     /// Streams one step: text deltas go to `on_text` as they arrive; tool
     /// calls are assembled from their fragments, named as the host names
     /// them, each with an id unique in the conversation. Before the first

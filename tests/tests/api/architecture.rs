@@ -20,6 +20,7 @@ const SERVER_LAYERS: &[(&str, &[&str])] = &[
             "mcp",
             "sources",
             "knowledge",
+            "suites",
             "app_frames",
             "attachments",
             "llm",

@@ -6,6 +6,7 @@ mod helpers;
 
 mod actions;
 mod architecture;
+mod assistant_tests;
 mod attachments;
 mod audit;
 mod bistro;

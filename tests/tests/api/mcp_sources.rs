@@ -31,6 +31,7 @@ on_both_databases!(
     stop_cancels_the_tools_call_on_the_server,
     an_elicitation_is_answered_through_any_replica_and_reaches_the_tool,
     an_elicitation_declined_reaches_the_tool_as_declined,
+    an_assistant_test_answers_a_tools_question,
     the_reference_server_everything_is_read_through_a_turn,
 );
 
@@ -609,6 +610,34 @@ async fn an_elicitation_declined_reaches_the_tool_as_declined(db: Db) {
     assert_eq!(of(&crate::helpers::parse_sse(&seen), "done")[0]["stop_reason"], "completed");
     let heard: Value = serde_json::from_str(&shop.answers.lock().unwrap()[0]).unwrap();
     assert_eq!(heard, json!({"action": "decline"}));
+}
+
+/// An assistant test (issue #46) whose step answers the question a tool
+/// asked the previous one: the tool hears the answer, the reply follows.
+async fn an_assistant_test_answers_a_tools_question(db: Db) {
+    let rig = McpRig::start(db, vec![Step::Call("choose_size", json!({})), Step::Text("Done: {last_tool}")]).await;
+    let shop = Shop::default();
+    rig.connect_shop(&start(shop.clone()).await, true).await;
+    let suite = json!({"name": "sizes", "cases": [{"name": "asks the size", "steps": [
+        {"user": "which size?", "expect": {"tool_called": "choose_size", "no_pending_action": true}},
+        {"answer": {"size": "m", "note": "gift"}, "expect": {"reply_contains": ["accept", "gift"]}},
+    ]}]});
+    let (status, run) = rig.app.post_json("/v1/tests/runs", &rig.api_key, &json!({ "suite": suite })).await;
+    assert_eq!(status, 202, "{run}");
+    let id = run["id"].as_str().unwrap();
+    let mut run = run.clone();
+    for _ in 0..400 {
+        run = rig.app.get_json(&format!("/v1/tests/runs/{id}"), &rig.api_key).await.1;
+        if run["status"] != "running" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(run["status"], "passed", "{run:#}");
+    let transcript = run["report"]["cases"][0]["transcript"].to_string();
+    assert!(transcript.contains("Which size would you like?") && transcript.contains("answered"), "{transcript}");
+    let heard: Value = serde_json::from_str(&shop.answers.lock().unwrap()[0]).unwrap();
+    assert_eq!(heard, json!({"action": "accept", "content": {"size": "m", "note": "gift"}}));
 }
 
 /// `context-assistant check-host --mcp`: the connect report as text, its

@@ -28,7 +28,8 @@ async fn a_workspace_sees_its_turns_tokens_tool_calls_and_refusals_by_day(db: Db
     assert_eq!(empty["days"].as_array().unwrap().len(), 30, "the last 30 days by default");
     assert_eq!(
         empty["totals"],
-        json!({"turns": 0, "input_tokens": 0, "output_tokens": 0, "tool_calls": 0, "refusals": {}})
+        json!({"turns": 0, "input_tokens": 0, "output_tokens": 0, "tool_calls": 0, "test_turns": 0, "test_tokens": 0,
+               "refusals": {}})
     );
 
     let limit = json!({"limits": {"turns_per_user_per_minute": 1}});
@@ -42,7 +43,8 @@ async fn a_workspace_sees_its_turns_tokens_tool_calls_and_refusals_by_day(db: Db
 
     let (status, usage) = rig.app.get_json("/v1/workspace/usage", &rig.api_key).await;
     assert_eq!(status, 200, "{usage}");
-    let expected = json!({"turns": 1, "input_tokens": 50, "output_tokens": 50, "tool_calls": 1, "refusals": {"turns_per_user": 3}});
+    let expected = json!({"turns": 1, "input_tokens": 50, "output_tokens": 50, "tool_calls": 1, "test_turns": 0,
+                          "test_tokens": 0, "refusals": {"turns_per_user": 3}});
     assert_eq!(usage["totals"], expected, "{usage}");
     let days = busy_days(&usage);
     assert_eq!(days.len(), 1, "{usage}");
