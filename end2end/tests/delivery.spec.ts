@@ -11,6 +11,25 @@ function userTexts(host: TaskHostPage): Promise<string[]> {
   return host.widget.locator(".ca-user :is(.ca-text, .ca-md)").allInnerTexts();
 }
 
+/** What the widget keeps for the workspace, wherever this browser lets it
+ * (the host page through the loader, or the frame's own storage). */
+async function kept(page: Page, id: string): Promise<string> {
+  const host = await page.evaluate((key) => localStorage.getItem(key), `context-assistant:${id}`).catch(() => null);
+  const frame = page.frames().find((f) => f.url().includes("/widget?"));
+  const own = frame
+    ? await frame
+        .evaluate((key) => {
+          try {
+            return localStorage.getItem(key);
+          } catch {
+            return null;
+          }
+        }, `ca:${id}`)
+        .catch(() => null)
+    : null;
+  return `${host ?? ""}${own ?? ""}`;
+}
+
 /** The conversation as the server keeps it: a fresh page restores it. */
 async function restoredTexts(host: TaskHostPage, ws: Parameters<TaskHostPage["goto"]>[0], user: string) {
   await host.goto(ws, user);
@@ -37,6 +56,8 @@ test("offline messages wait in order, survive a reload and go once when the netw
   await host.ask("second while offline");
   const queued = host.widget.locator(".ca-user", { hasText: "while offline" });
   await expect(queued.locator(".ca-delivery")).toHaveText(["Waiting for the network", "Waiting for the network"]);
+  // Kept (the record is written as the screen settles, not at once) before the reload.
+  await expect.poll(() => kept(page, ws.id)).toContain("second while offline");
 
   // A reload while the assistant cannot be reached (the host's own page
   // loads): the conversation as it was kept, marked offline, the queue kept.

@@ -197,7 +197,11 @@ impl Application {
             knowledge,
             pool: pool.clone(),
             workspaces: workspaces.clone(),
-            sources: crate::sources::Sources::new(host.clone(), config.allow_private_tool_hosts),
+            sources: {
+                let sources = crate::sources::Sources::new(host.clone(), config.allow_private_tool_hosts);
+                sources.spawn_idle_closing(config.mcp_idle);
+                sources
+            },
             model,
             limits: config.limits.clone(),
             budgets: limits.clone(),

@@ -74,6 +74,9 @@ pub struct Config {
     /// `CA_TRUSTED_PROXIES`: the reverse proxies whose `X-Forwarded-For`
     /// and `X-Forwarded-Proto` are believed (none by default).
     pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// `CA_MCP_IDLE_SECS`: an MCP server connection no turn used for this
+    /// long is closed (opened again on its next use; default 300).
+    pub mcp_idle: Duration,
     /// `CA_SHUTDOWN_GRACE_MS`: how long running turns may go on after a
     /// SIGTERM before they are stopped (default 20000).
     pub shutdown_grace: Duration,
@@ -632,6 +635,7 @@ impl Config {
                 None => None,
             },
             shutdown_grace: Duration::from_millis(number("CA_SHUTDOWN_GRACE_MS", 20_000, 0)?),
+            mcp_idle: Duration::from_secs(number("CA_MCP_IDLE_SECS", 300, 1)?),
             trusted_proxies: parse_networks(&get("CA_TRUSTED_PROXIES").unwrap_or_default())
                 .map_err(|reason| bad("CA_TRUSTED_PROXIES", reason))?,
             public_url,

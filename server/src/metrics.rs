@@ -73,6 +73,11 @@ fn describe() {
     );
     describe_gauge!("ca_pending_actions", "Actions waiting for the user or the host, by state (database-wide).");
     describe_gauge!("ca_open_streams", "Turn event streams open in this process, turns' own and resumed.");
+    describe_gauge!("ca_mcp_connections", "MCP server connections open in this process.");
+    describe_counter!(
+        "ca_mcp_connections_closed_total",
+        "MCP server connections closed, by reason: idle, replaced (connected anew), removed, lost (by the server)."
+    );
     describe_counter!("ca_limit_refusals_total", "Turns cut short or calls refused by a limit, by limit.");
     describe_gauge!("ca_caddie_reports_queued", "Caddie status reports waiting for the hub (database-wide).");
     describe_counter!(
@@ -133,6 +138,17 @@ pub fn host_request(endpoint: &'static str, duration: Duration, ok: bool) {
 }
 
 /// A limit refused a request or cut a turn short.
+/// An MCP server connection opened.
+pub fn mcp_connection_opened() {
+    gauge!("ca_mcp_connections").increment(1.0);
+}
+
+/// An MCP server connection closed, and why.
+pub fn mcp_connection_closed(reason: &'static str) {
+    gauge!("ca_mcp_connections").decrement(1.0);
+    counter!("ca_mcp_connections_closed_total", "reason" => reason).increment(1);
+}
+
 pub fn limit_refused(limit: &'static str) {
     counter!("ca_limit_refusals_total", "limit" => limit).increment(1);
 }

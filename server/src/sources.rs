@@ -200,6 +200,16 @@ impl Sources {
         Ok((tools, report))
     }
 
+    /// Closes the MCP connections no turn used for `idle`, every so often.
+    pub fn spawn_idle_closing(&self, idle: Duration) {
+        self.connections.spawn_idle_closing(idle);
+    }
+
+    /// How many MCP connections are open in this process.
+    pub fn open_mcp_connections(&self) -> usize {
+        self.connections.open()
+    }
+
     /// Closes an integration's MCP connections (it was replaced or removed).
     pub fn forget(&self, workspace_id: &str, name: &str) {
         self.connections.forget(workspace_id, name);

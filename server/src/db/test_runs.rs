@@ -44,7 +44,8 @@ pub struct NewRun<'a> {
 /// alive): false then.
 pub async fn start(pool: &Pool, run: NewRun<'_>, now: i64) -> anyhow::Result<bool> {
     close_lapsed(pool, run.workspace_id, now).await?;
-    // One statement: of two starts at once, one inserts.
+    // Of two starts at once, one inserts: the other finds the running one,
+    // or meets the unique index on a workspace's running run.
     let inserted = sqlx::query(
         "INSERT INTO test_runs (id, workspace_id, suite_name, suite, model, status, cases_total, lease_owner,
            lease_until, created_at)
@@ -61,8 +62,12 @@ pub async fn start(pool: &Pool, run: NewRun<'_>, now: i64) -> anyhow::Result<boo
     .bind(run.lease_until)
     .bind(now)
     .execute(pool)
-    .await?;
-    Ok(inserted.rows_affected() == 1)
+    .await;
+    match inserted {
+        Ok(done) => Ok(done.rows_affected() == 1),
+        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Ok(false),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Keeps the report so far and the lease.

@@ -2,10 +2,15 @@
 //! handshake per turn), and its tool list kept while the server says
 //! nothing changed (`notifications/tools/list_changed`). A connection that
 //! closed is replaced on its next use; one of an older version of the
-//! integration (it was connected anew) is closed when the new one opens.
+//! integration (it was connected anew) is closed when the new one opens;
+//! one no turn used for a while (`CA_MCP_IDLE_SECS`) is closed, so many
+//! workspaces × replicas do not hold sessions for ever, and opened again
+//! on its next use. The open ones are the `ca_mcp_connections` gauge; each
+//! closed is counted by why (`ca_mcp_connections_closed_total`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -25,9 +30,19 @@ pub struct Connection {
     pub server: Server,
     tools: tokio::sync::Mutex<Option<Arc<Vec<Value>>>>,
     apps: tokio::sync::Mutex<HashMap<String, Arc<super::apps::AppResource>>>,
+    /// When a turn last took it.
+    used: Mutex<Instant>,
 }
 
 impl Connection {
+    fn touch(&self) {
+        *self.used.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
+    fn idle_for(&self) -> Duration {
+        self.used.lock().unwrap_or_else(PoisonError::into_inner).elapsed()
+    }
+
     /// The server's tools: listed once, then kept until the server says
     /// they changed.
     pub async fn tools(&self) -> Result<Arc<Vec<Value>>, McpError> {
@@ -99,21 +114,75 @@ impl Connections {
             (slots.entry(key.clone()).or_default().clone(), older)
         };
         for old in older {
-            close(old);
+            close(old, "replaced");
         }
         let mut open = slot.lock().await;
-        if let Some(connection) = open.as_ref()
-            && connection.server.is_open()
-        {
-            return Ok(connection.clone());
+        if let Some(connection) = open.as_ref() {
+            if connection.server.is_open() {
+                connection.touch();
+                return Ok(connection.clone());
+            }
+            // The server ended it: replaced below.
+            crate::metrics::mcp_connection_closed("lost");
+            *open = None;
         }
         let connection = Arc::new(Connection {
             server: connect(endpoint()).await?,
             tools: Default::default(),
             apps: Default::default(),
+            used: Mutex::new(Instant::now()),
         });
+        crate::metrics::mcp_connection_opened();
         *open = Some(connection.clone());
         Ok(connection)
+    }
+
+    /// Closes the connections no turn took for `idle` or longer (none
+    /// that a call holds now); how many.
+    pub fn close_idle(&self, idle: Duration) -> usize {
+        let slots: Vec<Slot> = self.slots.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect();
+        let mut closed = 0;
+        for slot in slots {
+            // A slot being opened or taken right now is not idle.
+            let Ok(mut open) = slot.try_lock() else { continue };
+            let idle_one = open.as_ref().is_some_and(|c| c.idle_for() >= idle && Arc::strong_count(c) == 1);
+            if !idle_one {
+                continue;
+            }
+            // The slot stays (empty): a turn already waiting on it opens a
+            // connection there, found by the next as usual.
+            let connection = open.take().expect("checked above");
+            drop(open);
+            crate::metrics::mcp_connection_closed("idle");
+            tokio::spawn(async move {
+                if let Ok(connection) = Arc::try_unwrap(connection) {
+                    connection.server.close().await;
+                }
+            });
+            closed += 1;
+        }
+        closed
+    }
+
+    /// Closes idle connections every so often, for as long as the process runs.
+    pub fn spawn_idle_closing(&self, idle: Duration) {
+        let connections = self.clone();
+        let every = (idle / 4).clamp(Duration::from_millis(250), Duration::from_secs(30));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let closed = connections.close_idle(idle);
+                if closed > 0 {
+                    tracing::debug!(closed, "idle MCP connections closed");
+                }
+            }
+        });
+    }
+
+    /// How many connections are open (tests).
+    pub fn open(&self) -> usize {
+        let slots: Vec<Slot> = self.slots.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect();
+        slots.iter().filter(|s| s.try_lock().map_or(true, |open| open.is_some())).count()
     }
 
     /// Closes and forgets every connection of an integration (it was
@@ -124,7 +193,7 @@ impl Connections {
             slots.extract_if(|k, _| k.workspace_id == workspace_id && k.name == name).map(|(_, slot)| slot).collect()
         };
         for slot in gone {
-            close(slot);
+            close(slot, "removed");
         }
     }
 
@@ -139,9 +208,10 @@ impl Connections {
 }
 
 /// Ends a connection's session in the background, once no call holds it.
-fn close(slot: Slot) {
+fn close(slot: Slot, reason: &'static str) {
     tokio::spawn(async move {
         let Some(connection) = slot.lock().await.take() else { return };
+        crate::metrics::mcp_connection_closed(reason);
         if let Ok(connection) = Arc::try_unwrap(connection) {
             connection.server.close().await;
         }

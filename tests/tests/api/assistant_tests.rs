@@ -312,11 +312,18 @@ async fn runs_go_one_at_a_time_stream_their_cases_and_refuse_a_bad_suite(db: Db)
     // A suite as YAML text.
     let yaml = "name: slow\ncases:\n  - name: looks up\n    steps:\n      - user: how is apollo?\n        expect:\n          \
                 tool_called: {name: lookup, arguments: {q: apollo}}\n          icontains: on track\n";
-    let (status, first) = rig.app.post_json("/v1/tests/runs", &rig.api_key, &json!({"suite": yaml})).await;
-    assert_eq!(status, 202, "{first}");
-    let id = first["id"].as_str().unwrap();
-    let (status, second) = rig.app.post_json("/v1/tests/runs", &rig.api_key, &json!({"suite": yaml})).await;
-    assert_eq!((status, second["code"].as_str()), (409, Some("test_run_in_progress")), "{second}");
+    // Four at once: one starts, the others are told a run goes on.
+    let body = json!({"suite": yaml});
+    let posts = (0..4).map(|_| rig.app.post_json("/v1/tests/runs", &rig.api_key, &body));
+    let answers = futures::future::join_all(posts).await;
+    let started: Vec<&Value> = answers.iter().filter(|(s, _)| *s == 202).map(|(_, b)| b).collect();
+    assert_eq!(started.len(), 1, "{answers:?}");
+    assert!(
+        answers.iter().filter(|(s, _)| *s != 202).all(|(s, b)| *s == 409 && b["code"] == "test_run_in_progress"),
+        "{answers:?}"
+    );
+    let id = started[0]["id"].as_str().unwrap().to_owned();
+    let id = id.as_str();
     let events = rig.app.get(&format!("/v1/tests/runs/{id}/events"), &rig.api_key).await;
     assert_eq!(events.status(), 200);
     let events = parse_sse(&events.text().await.unwrap());

@@ -32,6 +32,7 @@ on_both_databases!(
     an_elicitation_is_answered_through_any_replica_and_reaches_the_tool,
     an_elicitation_declined_reaches_the_tool_as_declined,
     an_assistant_test_answers_a_tools_question,
+    a_connection_no_turn_uses_is_closed_and_opened_again_when_needed,
     the_reference_server_everything_is_read_through_a_turn,
 );
 
@@ -638,6 +639,44 @@ async fn an_assistant_test_answers_a_tools_question(db: Db) {
     assert!(transcript.contains("Which size would you like?") && transcript.contains("answered"), "{transcript}");
     let heard: Value = serde_json::from_str(&shop.answers.lock().unwrap()[0]).unwrap();
     assert_eq!(heard, json!({"action": "accept", "content": {"size": "m", "note": "gift"}}));
+}
+
+/// A connection idle past `CA_MCP_IDLE_SECS` is closed (the server's
+/// session ended, the gauge down, the reason counted), and the next turn
+/// opens one again: many workspaces do not hold sessions for ever.
+async fn a_connection_no_turn_uses_is_closed_and_opened_again_when_needed(db: Db) {
+    let read = [Step::Call("search_orders", json!({"q": "7"})), Step::Text("Done: {last_tool}")];
+    let model = ScriptedModel::start(read.iter().chain(read.iter()).cloned().collect()).await;
+    let app = spawn_app(db).env("OPENAI_BASE_URL", model.base_url()).env("CA_MCP_IDLE_SECS", "1").start().await;
+    let (_, created) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &json!({"name": "Idle"})).await;
+    let key = created["api_key"].as_str().unwrap();
+    let user = token(created["id"].as_str().unwrap(), created["embed_secret"].as_str().unwrap(), "u");
+    let shop = Shop::default();
+    let url = start(shop.clone()).await;
+    let (status, body) = app
+        .post_json(
+            "/v1/integrations/mcp/connect",
+            key,
+            &json!({"name": "shop", "url": url.as_str(), "trust_annotations": true}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let sources = &app.state.api.engine.sources;
+    assert_eq!(of(&app.turn(&user, None, "stock?").await, "done")[0]["stop_reason"], "completed");
+    assert_eq!(sources.open_mcp_connections(), 1, "kept for the next turn");
+    let inits = shop.inits.load(std::sync::atomic::Ordering::SeqCst);
+    for _ in 0..100 {
+        if sources.open_mcp_connections() == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(sources.open_mcp_connections(), 0, "closed once idle");
+    let metrics = server::metrics::render();
+    assert!(metrics.contains("ca_mcp_connections_closed_total{reason=\"idle\"}"), "{metrics}");
+    assert_eq!(of(&app.turn(&user, None, "stock again?").await, "done")[0]["stop_reason"], "completed");
+    assert_eq!(shop.inits.load(std::sync::atomic::Ordering::SeqCst), inits + 1, "opened again: one more handshake");
+    assert_eq!(sources.open_mcp_connections(), 1);
 }
 
 /// `context-assistant check-host --mcp`: the connect report as text, its
