@@ -21,6 +21,7 @@ on_both_databases!(
     secrets_rotate_with_their_grace_shown_and_the_session_follows_its_new_key,
     retention_is_set_and_a_user_is_erased_only_when_confirmed,
     the_workspaces_conversations_are_listed_by_user_and_day_and_read_as_the_user_saw_them,
+    the_tests_page_keeps_a_refused_suite_in_the_editor_and_refuses_another_sites_form,
 );
 
 /// A browser on the console: its cookie, and the headers a browser sends
@@ -782,4 +783,51 @@ async fn the_usage_page_charts_each_day_with_its_numbers() {
     let wrong = browser.get("/console/usage?since=2026-11-02&until=2026-11-01").await;
     assert_eq!(wrong.status, 400);
     assert!(wrong.body.contains("since must not be after until"), "{}", wrong.body);
+}
+
+/// The Tests page (issue #46): a suite that does not read comes back in
+/// the editor as it was typed, with where it is wrong; a model named without
+/// the workspace's own is refused the same way; another site's form starts
+/// nothing; a run's page reloads itself while it runs, and says it passed.
+async fn the_tests_page_keeps_a_refused_suite_in_the_editor_and_refuses_another_sites_form(db: Db) {
+    let app = spawn_app(db).start().await;
+    let (_, api_key) = workspace(&app).await;
+    let mut browser = Browser::new(&app);
+    assert_eq!(browser.post("/console/sign-in", &[("key", &api_key)]).await.status, 303);
+
+    let page = browser.get("/console/tests").await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Suite (YAML or JSON)") && page.body.contains("No run yet"), "{}", page.body);
+
+    let typo = "name: s\ncases: [{name: c, steps: [{user: hi, expect: {reply_contain: x}}]}]";
+    let refused = browser.post("/console/tests/run", &[("suite", typo), ("model", "")]).await;
+    assert_eq!(refused.status, 400);
+    assert!(refused.body.contains("reply_contain: no expectation is named"), "{}", refused.body);
+    assert!(refused.body.contains("{reply_contain: x}"), "the suite stays in the editor as typed");
+
+    let good = "name: s\ncases: [{name: c, steps: [{user: hi}]}]";
+    let named = browser.post("/console/tests/run", &[("suite", good), ("model", "gpt-4o")]).await;
+    assert_eq!(named.status, 400);
+    assert!(named.body.contains("the workspace&#x27;s own model") || named.body.contains("the workspace's own model"));
+
+    let forged = browser.post_from("/console/tests/run", &[("suite", good)], Some("cross-site")).await;
+    assert_eq!(forged.status, 403, "another site's form starts no run");
+    let (_, runs) = app.get_json("/v1/tests/runs", &api_key).await;
+    assert_eq!(runs["runs"], json!([]), "nothing started");
+
+    let started = browser.post("/console/tests/run", &[("suite", good), ("model", "")]).await;
+    assert_eq!(started.status, 303, "{}", started.body);
+    let location = started.location.unwrap();
+    assert!(location.starts_with("/console/tests/run_"), "{location}");
+    let mut shown = browser.get(&location).await;
+    for _ in 0..200 {
+        if !shown.headers.contains_key("refresh") {
+            break;
+        }
+        assert_eq!(shown.headers["refresh"], "2", "it reloads itself while it runs");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        shown = browser.get(&location).await;
+    }
+    assert!(!shown.headers.contains_key("refresh"), "no reload once it ended");
+    assert!(shown.body.contains(r#"data-status="passed""#) && shown.body.contains("PASS"), "{}", shown.body);
 }
