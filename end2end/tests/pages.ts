@@ -33,7 +33,10 @@ export class BistroPage {
     return this.widget.locator(".ca-assistant").last();
   }
 
+  /** Sends `text` once no reply streams (Send, not Stop): a reply's text
+   * shows before its turn's last event, and Enter sends nothing till then. */
   async ask(text: string) {
+    await expect(this.widget.locator("button.ca-send")).toBeVisible();
     await this.input.fill(text);
     await this.input.press("Enter");
   }
