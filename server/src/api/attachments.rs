@@ -99,28 +99,15 @@ async fn upload(
     if let Err(Refusal::TooMany { retry_after, .. }) = state.limits.admit_attachment(&caller, size).await? {
         return Err(ApiError::QuotaExceeded(retry_after));
     }
-    let id = new_id("att");
-    let key = format!("{}/{}", caller.workspace_id, id);
-    let kept = match store.keep(&key, kind, spooled.path()).await? {
-        Ok(kept) => kept,
+    let row = match keep(&state, &caller.workspace_id, &caller.external_user_id, &name, kind, spooled.path()).await? {
+        Ok(row) => row,
         Err(refused @ Refused::TooManyPixels(..)) => {
             return Err(ApiError::TooLarge("image_too_large", refused.to_string()));
         }
         Err(refused) => return Err(ApiError::UnsupportedType("unreadable_file", refused.to_string())),
     };
-    let row = db::attachments::Attachment {
-        id: id.clone(),
-        workspace_id: caller.workspace_id.clone(),
-        external_user_id: caller.external_user_id.clone(),
-        name: name.clone(),
-        media_type: kept.kind.media_type().to_owned(),
-        size: i64::try_from(kept.size).unwrap_or(i64::MAX),
-        sha256: kept.sha256,
-        object_key: key,
-        created_at: state.clock.now_ms(),
-    };
-    db::attachments::insert(&state.pool, &row).await?;
-    let detail = serde_json::json!({ "attachment_id": id, "media_type": row.media_type, "size": kept.size });
+    let (id, size) = (row.id.clone(), row.size as u64);
+    let detail = serde_json::json!({ "attachment_id": id, "media_type": row.media_type, "size": size });
     db::audit::record(
         &state.pool,
         "end-user",
@@ -130,10 +117,43 @@ async fn upload(
         &detail,
     )
     .await?;
-    Ok((StatusCode::CREATED, Json(AttachmentView { id, name, media_type: row.media_type, size: kept.size })))
+    Ok((StatusCode::CREATED, Json(AttachmentView { id, name, media_type: row.media_type, size })))
 }
 
 /// A form's `file` field, spooled.
+/// Keeps a spooled file of `kind` in the store and its row, owned by
+/// `owner` in the workspace (a visitor, or the host's own files): the row,
+/// or why the store refused the bytes. The upload, a knowledge file and an
+/// assistant test's file all keep theirs here.
+pub(super) async fn keep(
+    state: &ApiState,
+    workspace_id: &str,
+    owner: &str,
+    name: &str,
+    kind: attachments::kind::Kind,
+    spooled: &std::path::Path,
+) -> anyhow::Result<Result<db::attachments::Attachment, Refused>> {
+    let id = new_id("att");
+    let key = format!("{workspace_id}/{id}");
+    let kept = match state.attachments.keep(&key, kind, spooled).await? {
+        Ok(kept) => kept,
+        Err(refused) => return Ok(Err(refused)),
+    };
+    let row = db::attachments::Attachment {
+        id,
+        workspace_id: workspace_id.to_owned(),
+        external_user_id: owner.to_owned(),
+        name: name.to_owned(),
+        media_type: kept.kind.media_type().to_owned(),
+        size: i64::try_from(kept.size).unwrap_or(i64::MAX),
+        sha256: kept.sha256,
+        object_key: key,
+        created_at: state.clock.now_ms(),
+    };
+    db::attachments::insert(&state.pool, &row).await?;
+    Ok(Ok(row))
+}
+
 pub(super) struct Received {
     /// Its name as the browser sent it, made displayable.
     pub name: String,

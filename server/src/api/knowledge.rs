@@ -678,23 +678,10 @@ async fn upload_knowledge_file(
             "a knowledge file is a PDF or a text file (Markdown, HTML)".into(),
         )
     })?;
-    let id = crate::ids::new_id("att");
-    let key = format!("{}/{}", workspace.id, id);
-    let kept = match store.keep(&key, kind, spooled.path()).await? {
-        Ok(kept) => kept,
+    let row = match super::attachments::keep(&state, &workspace.id, HOST_FILES, &name, kind, spooled.path()).await? {
+        Ok(row) => row,
         Err(refused) => return Err(ApiError::UnsupportedType("unreadable_file", refused.to_string())),
     };
-    let row = db::attachments::Attachment {
-        id: id.clone(),
-        workspace_id: workspace.id.clone(),
-        external_user_id: HOST_FILES.into(),
-        name: name.clone(),
-        media_type: kept.kind.media_type().to_owned(),
-        size: i64::try_from(kept.size).unwrap_or(i64::MAX),
-        sha256: kept.sha256,
-        object_key: key,
-        created_at: state.clock.now_ms(),
-    };
-    db::attachments::insert(&state.pool, &row).await?;
-    Ok((StatusCode::CREATED, Json(KnowledgeFile { id, name, media_type: row.media_type, size: kept.size })))
+    let size = row.size as u64;
+    Ok((StatusCode::CREATED, Json(KnowledgeFile { id: row.id, name, media_type: row.media_type, size })))
 }

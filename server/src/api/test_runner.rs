@@ -364,26 +364,12 @@ impl<'a> CaseRun<'a> {
             crate::attachments::kind::sniff(bytes).ok_or_else(|| format!("the file {name} is of a type not taken"))?;
         let spooled = store.spool_file().await.map_err(internal)?;
         tokio::fs::write(spooled.path(), bytes).await.map_err(internal)?;
-        let id = new_id("att");
-        let key = format!("{}/{}", self.caller.workspace_id, id);
-        let kept = store
-            .keep(&key, kind, spooled.path())
+        let shown = crate::attachments::display_name(Some(name));
+        let (workspace, owner) = (&self.caller.workspace_id, &self.caller.external_user_id);
+        super::attachments::keep(self.state, workspace, owner, &shown, kind, spooled.path())
             .await
             .map_err(internal)?
-            .map_err(|refused| format!("the file {name} cannot be read: {refused}"))?;
-        let row = Attachment {
-            id,
-            workspace_id: self.caller.workspace_id.clone(),
-            external_user_id: self.caller.external_user_id.clone(),
-            name: crate::attachments::display_name(Some(name)),
-            media_type: kept.kind.media_type().to_owned(),
-            size: i64::try_from(kept.size).unwrap_or(i64::MAX),
-            sha256: kept.sha256,
-            object_key: key,
-            created_at: self.state.clock.now_ms(),
-        };
-        db::attachments::insert(&self.state.pool, &row).await.map_err(internal)?;
-        Ok(row)
+            .map_err(|refused| format!("the file {name} cannot be read: {refused}"))
     }
 
     /// The change waiting for Apply, as it stands.

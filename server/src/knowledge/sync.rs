@@ -126,7 +126,9 @@ impl Knowledge {
                 };
                 let started = std::time::Instant::now();
                 let revised = std::sync::Mutex::new(std::time::Instant::now());
-                let sync = Sync { knowledge: self, claimed: &claimed, lost: &lost, revised };
+                // The workspace's embeddings endpoint, once for the whole sync.
+                let embedder = self.embedder(&claimed.workspace_id).await;
+                let sync = Sync { knowledge: self, claimed: &claimed, lost: &lost, revised, embedder };
                 let result = sync.run().await;
                 renewing.abort();
                 if lost.load(Ordering::SeqCst) {
@@ -177,6 +179,8 @@ struct Sync<'a> {
     lost: &'a AtomicBool,
     /// When the revision last moved (the sync's start, at first).
     revised: std::sync::Mutex<std::time::Instant>,
+    /// What gives the passages their vectors, if anything.
+    embedder: Option<Arc<super::embed::Embedder>>,
 }
 
 /// A long sync makes what it read searchable this often (each replica's
@@ -558,7 +562,7 @@ impl Sync<'_> {
     /// model, if there is one; a failure leaves them to full text (and to
     /// the next sync).
     async fn embed(&self, key: &str) {
-        let Some(embedder) = self.knowledge.embedder(&self.claimed.workspace_id).await else { return };
+        let Some(embedder) = &self.embedder else { return };
         let pool = self.pool();
         let chunks = match store::chunks_to_embed(pool, &self.claimed.id, key, embedder.tag()).await {
             Ok(chunks) => chunks,
