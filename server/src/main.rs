@@ -52,6 +52,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    raise_file_limit();
     let app = match server::app::Application::build(config).await {
         Ok(app) => app,
         Err(error) => {
@@ -66,6 +67,26 @@ async fn main() -> ExitCode {
             eprintln!("context-assistant: {error:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Every open stream holds a socket or three (the visitor's, a tool
+/// call's, the model's), and the usual soft limit of 1,024 files would
+/// refuse connections long before memory or the turn caps do: the soft
+/// limit goes up to the hard one, and the hard one to 65,536 where the
+/// process may raise it (a container's root).
+fn raise_file_limit() {
+    use rlimit::Resource;
+    const WANT: u64 = 65_536;
+    if let Ok((_, hard)) = rlimit::getrlimit(Resource::NOFILE)
+        && hard < WANT
+    {
+        // Refused without the privilege: the hard limit stays.
+        let _ = rlimit::setrlimit(Resource::NOFILE, WANT, WANT);
+    }
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(files) => tracing::info!(files, "open files allowed"),
+        Err(error) => tracing::warn!(%error, "cannot raise the open files limit"),
     }
 }
 

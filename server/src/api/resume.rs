@@ -23,8 +23,6 @@ use crate::db::Pool;
 use crate::db::turn_events::{self, StoredEvent};
 use crate::http::ApiError;
 
-/// How often a resumed stream looks for new events.
-const POLL: Duration = Duration::from_millis(150);
 /// How long after a turn's end its last events may still be on their way
 /// to the database.
 const SETTLE_MS: i64 = 3_000;
@@ -84,6 +82,8 @@ pub async fn replay(state: &ApiState, caller: Caller, turn_id: String, after: i6
         return Err(ApiError::Overloaded(Duration::from_secs(5)));
     };
     let follow = Follow {
+        // Before the first read: a write after it rings this bell.
+        bell: state.pool.bell(&turn_id),
         pool: state.pool.clone(),
         caller,
         turn_id,
@@ -104,6 +104,9 @@ pub async fn replay(state: &ApiState, caller: Caller, turn_id: String, after: i6
 
 /// A resumed stream's place.
 struct Follow {
+    /// Rung when the turn's next events are stored, here or on another
+    /// replica: the stream reads the database only then.
+    bell: crate::db::bells::Bell,
     pool: Pool,
     caller: Caller,
     turn_id: String,
@@ -129,6 +132,7 @@ impl Follow {
             if self.over {
                 return None;
             }
+            self.pool.bells().looked();
             match turn_events::after(&self.pool, &self.turn_id, self.after, 200).await {
                 Ok(events) if !events.is_empty() => {
                     self.queued.extend(events);
@@ -140,29 +144,41 @@ impl Follow {
                     return None;
                 }
             }
-            if !self.queue_end().await {
-                tokio::time::sleep(POLL).await;
+            match self.queue_end().await {
+                End::Queued => {}
+                End::Gone => return None,
+                // Nothing to read until the turn's next events are stored,
+                // or until it may have to be called over.
+                End::NotBefore(at_ms) => {
+                    let wait = Duration::from_millis((at_ms - crate::ids::now_ms()).max(1) as u64);
+                    let _ = tokio::time::timeout(wait, self.bell.rung()).await;
+                }
             }
         }
     }
 
     /// When the turn is over (or its process died) and no `done` will
     /// come: queues its end as the client must hear it (an `error` first
-    /// when it was interrupted); false while it may still go on.
-    async fn queue_end(&mut self) -> bool {
+    /// when it was interrupted); else when it may be over at the latest.
+    async fn queue_end(&mut self) -> End {
         // The client already has the turn's `done`: nothing more will come.
         if let Ok(Some((seq, kind))) = turn_events::last_kind(&self.pool, &self.turn_id).await
             && kind == EventKind::Done.as_str()
             && seq <= self.after
         {
             self.over = true;
-            return true;
+            return End::Queued;
         }
         let c = &self.caller;
-        let Ok(Some(state)) =
-            turn_events::owned_turn(&self.pool, &self.turn_id, &c.workspace_id, &c.external_user_id).await
-        else {
-            return false;
+        let state = match turn_events::owned_turn(&self.pool, &self.turn_id, &c.workspace_id, &c.external_user_id).await
+        {
+            Ok(Some(state)) => state,
+            // Erased while it was followed.
+            Ok(None) => return End::Gone,
+            Err(error) => {
+                tracing::warn!(error = format!("{error:#}"), "cannot read a turn");
+                return End::NotBefore(crate::ids::now_ms() + 1_000);
+            }
         };
         let now = crate::ids::now_ms();
         let reason = match state.finished_at {
@@ -170,7 +186,8 @@ impl Follow {
                 state.stop_reason.as_deref().and_then(StopReason::parse).unwrap_or(StopReason::Interrupted)
             }
             None if now - state.started_at > self.stale_ms => StopReason::Interrupted,
-            _ => return false,
+            Some(at) => return End::NotBefore(at + SETTLE_MS + 1),
+            None => return End::NotBefore(state.started_at + self.stale_ms + 1),
         };
         let mut seq = self.after;
         if reason == StopReason::Interrupted {
@@ -184,8 +201,18 @@ impl Follow {
         }
         let done = TurnDone { stop_reason: reason, sources: Vec::new() };
         self.queued.push_back(StoredEvent { seq: seq + 1, kind: EventKind::Done.as_str().into(), data: json(&done) });
-        true
+        End::Queued
     }
+}
+
+/// What [`Follow::queue_end`] found.
+enum End {
+    /// The end is queued (or was sent).
+    Queued,
+    /// The turn is gone (erased): the stream ends.
+    Gone,
+    /// Not over: look again when rung, or at this time (ms) at the latest.
+    NotBefore(i64),
 }
 
 /// A wire type as the JSON of an event's `data`.

@@ -10,6 +10,7 @@ pub mod actions;
 pub mod apps;
 pub mod attachments;
 pub mod audit;
+pub mod bells;
 pub mod caddie;
 pub mod carts;
 pub mod components;

@@ -19,13 +19,22 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection, AnyPool, Connection, Describe, Either, Execute, Executor};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
+use super::bells::{Bell, Bells};
+
 /// How long a statement waits for a connection before it fails.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The database: `&Pool` runs a query (`query.execute(&pool)`), and
 /// [`Pool::acquire`] lends a connection for a transaction.
 #[derive(Clone)]
-pub struct Pool(Shared);
+pub struct Pool {
+    shared: Shared,
+    /// Wake-ups for what waits on others' writes (`super::bells`).
+    bells: Arc<Bells>,
+    /// PostgreSQL's address, for the listener the bells open when first
+    /// needed; `None` on SQLite.
+    listen_url: Option<Arc<str>>,
+}
 
 #[derive(Clone)]
 enum Shared {
@@ -35,7 +44,7 @@ enum Shared {
 
 impl std::fmt::Debug for Pool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self.0 {
+        f.write_str(match self.shared {
             Shared::Pooled(_) => "Pool(PostgreSQL)",
             Shared::Single(_) => "Pool(SQLite)",
         })
@@ -72,13 +81,43 @@ impl Pool {
     /// transaction on it). Nothing else may use `self` meanwhile on SQLite:
     /// statements of a transaction run on the transaction.
     pub async fn acquire(&self) -> Result<Conn, sqlx::Error> {
-        match &self.0 {
+        match &self.shared {
             Shared::Pooled(pool) => Ok(Conn::Pooled(pool.acquire().await?)),
             Shared::Single(conn) => tokio::time::timeout(ACQUIRE_TIMEOUT, conn.clone().lock_owned())
                 .await
                 .map(Conn::Single)
                 .map_err(|_| sqlx::Error::PoolTimedOut),
         }
+    }
+
+    /// Whether this is PostgreSQL (else SQLite).
+    pub fn is_postgres(&self) -> bool {
+        matches!(self.shared, Shared::Pooled(_))
+    }
+
+    /// A bell for `topic` (a turn's id): it rings when a writer of this or
+    /// another replica calls [`Pool::ring`] for it (see `super::bells`).
+    pub fn bell(&self, topic: &str) -> Bell {
+        if self.bells.start_watching() {
+            let bells = self.bells.clone();
+            match &self.listen_url {
+                Some(url) => drop(tokio::spawn(bells.listen_postgres(url.to_string()))),
+                None => drop(tokio::spawn(watch_sqlite(bells, self.clone()))),
+            }
+        }
+        self.bells.subscribe(topic)
+    }
+
+    /// Wakes this process's waiters on `topic`, after a write committed
+    /// (other replicas hear it by the write's own `NOTIFY` on PostgreSQL,
+    /// by SQLite's data version there).
+    pub fn ring(&self, topic: &str) {
+        self.bells.ring(topic);
+    }
+
+    /// The wake-ups of this pool's process.
+    pub fn bells(&self) -> &Bells {
+        &self.bells
     }
 }
 
@@ -169,7 +208,7 @@ pub async fn connect(url: &str) -> anyhow::Result<Pool> {
             .await
             .context("cannot open the database named by DATABASE_URL")?;
         MIGRATOR.run(&pool).await.context("cannot apply the database migrations")?;
-        return Ok(Pool(Shared::Pooled(pool)));
+        return Ok(Pool { shared: Shared::Pooled(pool), bells: Arc::default(), listen_url: Some(url.into()) });
     }
     let mut conn = AnyConnection::connect(url).await.context("cannot open the database named by DATABASE_URL")?;
     // WAL with synchronous = NORMAL: a commit survives a crash of the
@@ -183,7 +222,35 @@ pub async fn connect(url: &str) -> anyhow::Result<Pool> {
     .context("cannot set up the SQLite database")?;
     MIGRATOR.run(&mut conn).await.context("cannot apply the database migrations")?;
     checkpoint_in_background(url).await?;
-    Ok(Pool(Shared::Single(Arc::new(Mutex::new(conn)))))
+    Ok(Pool { shared: Shared::Single(Arc::new(Mutex::new(conn))), bells: Arc::default(), listen_url: None })
+}
+
+/// How often SQLite's data version is read while anything waits.
+const SQLITE_LOOK_EVERY: Duration = Duration::from_millis(250);
+
+/// Hears other processes' commits to the SQLite file for `bells`: while
+/// anything waits, reads `PRAGMA data_version` (it moves when another
+/// connection committed) and rings every topic when it moved; rests while
+/// nothing waits.
+async fn watch_sqlite(bells: Arc<Bells>, pool: Pool) {
+    let mut seen: Option<i64> = None;
+    loop {
+        if !bells.anyone_waiting() {
+            seen = None;
+            bells.someone_waits().await;
+            continue;
+        }
+        tokio::time::sleep(SQLITE_LOOK_EVERY).await;
+        match sqlx::query_scalar::<_, i64>("PRAGMA data_version").fetch_one(&pool).await {
+            Ok(version) => {
+                if seen.is_some_and(|seen| seen != version) {
+                    bells.ring_all();
+                }
+                seen = Some(version);
+            }
+            Err(error) => tracing::warn!(%error, "cannot read SQLite's data version"),
+        }
+    }
 }
 
 /// How often SQLite's write-ahead log is copied back into the database.

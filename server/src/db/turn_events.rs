@@ -16,17 +16,23 @@ pub struct StoredEvent {
 const ROWS_PER_INSERT: usize = 500;
 
 /// Stores events of a turn: one statement per 500 (in one transaction when
-/// there are more).
+/// there are more), then wakes the streams that follow the turn — in this
+/// process at once, on other replicas by the statement's own `NOTIFY` on
+/// PostgreSQL (`super::bells`).
 pub async fn insert(pool: &Pool, turn_id: &str, events: &[(u64, &str, String)], now: i64) -> anyhow::Result<()> {
+    let notify = pool.is_postgres();
     if events.len() <= ROWS_PER_INSERT {
-        return insert_rows(pool, turn_id, events, now).await;
+        insert_rows(pool, turn_id, events, now, notify).await?;
+    } else {
+        let mut conn = pool.acquire().await?;
+        let mut tx = conn.begin().await?;
+        for rows in events.chunks(ROWS_PER_INSERT) {
+            // PostgreSQL delivers a transaction's notifications once, at its commit.
+            insert_rows(&mut *tx, turn_id, rows, now, notify).await?;
+        }
+        tx.commit().await?;
     }
-    let mut conn = pool.acquire().await?;
-    let mut tx = conn.begin().await?;
-    for rows in events.chunks(ROWS_PER_INSERT) {
-        insert_rows(&mut *tx, turn_id, rows, now).await?;
-    }
-    tx.commit().await?;
+    pool.ring(turn_id);
     Ok(())
 }
 
@@ -35,10 +41,22 @@ async fn insert_rows<'e>(
     turn_id: &str,
     rows: &[(u64, &str, String)],
     now: i64,
+    notify: bool,
 ) -> anyhow::Result<()> {
     let values: Vec<String> =
         (0..rows.len()).map(|i| format!("($1, ${}, ${}, ${}, $2)", 3 * i + 3, 3 * i + 4, 3 * i + 5)).collect();
-    let sql = format!("INSERT INTO turn_events (turn_id, seq, kind, data, created_at) VALUES {}", values.join(", "));
+    let insert = format!("INSERT INTO turn_events (turn_id, seq, kind, data, created_at) VALUES {}", values.join(", "));
+    // One round trip: a data-modifying WITH runs whole whether or not the
+    // query reads it, and the notification goes out when it commits
+    // (counted, because the Any driver has no type for pg_notify's void).
+    let sql = if notify {
+        format!(
+            "WITH stored AS ({insert}), notified AS (SELECT pg_notify('{}', $1)) SELECT count(*) FROM notified",
+            super::bells::CHANNEL
+        )
+    } else {
+        insert
+    };
     let mut query = sqlx::query(&sql).bind(turn_id).bind(now);
     for (seq, kind, data) in rows {
         query = query.bind(i64::try_from(*seq)?).bind(*kind).bind(data);

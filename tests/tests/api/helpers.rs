@@ -737,6 +737,11 @@ pub fn token(workspace: &str, secret: &str, sub: &str) -> String {
 /// A second server on the same database and data directory (so the same
 /// key): a restart, or another replica.
 pub async fn restart(app: &TestApp, extra: &[(&str, String)]) -> SocketAddr {
+    replica(app, extra).await.0
+}
+
+/// [`restart`], with the other replica's state to look into.
+pub async fn replica(app: &TestApp, extra: &[(&str, String)]) -> (SocketAddr, server::app::AppState) {
     let mut vars: HashMap<String, String> = HashMap::from([
         ("LEPTOS_SITE_ADDR".into(), "127.0.0.1:0".into()),
         ("CA_DATA_DIR".into(), app.data_dir.path().display().to_string()),
@@ -751,8 +756,9 @@ pub async fn restart(app: &TestApp, extra: &[(&str, String)]) -> SocketAddr {
     // Replicas tell the same time (as NTP makes real ones): the test's clock.
     let again = Application::build_with_clock(config, app.clock.clone()).await.unwrap();
     let address = again.address();
+    let state = again.state().clone();
     tokio::spawn(again.run_until_stopped());
-    address
+    (address, state)
 }
 
 /// A get tool named `lookup`.

@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Db, HostSpec, Rig, Step, of, parse_sse, restart, task_tools, token};
+use crate::helpers::{Db, HostSpec, Rig, Step, of, parse_sse, replica, restart, task_tools, token};
 use crate::on_both_databases;
 
 on_both_databases!(
     a_lost_stream_is_resumed_on_another_replica_without_asking_the_model_again,
     a_long_streams_events_are_all_stored_in_order,
+    a_resumed_stream_waits_for_the_next_events_without_reading_the_database,
 );
 
 /// `GET /v1/turns/{id}/events` on `base`: the status and the whole body.
@@ -58,6 +59,43 @@ async fn a_lost_stream_is_resumed_on_another_replica_without_asking_the_model_ag
     // Later, from the start, on either replica: the whole stream again.
     let (_, whole) = resume(&rig.app.url(""), &rig.token, &turn_id, None).await;
     assert_eq!(ids(&whole), (1..=*resumed.last().unwrap()).collect::<Vec<_>>());
+}
+
+/// A stream resumed on another replica while the turn waits for a slow
+/// tool sleeps until the turn's next events are stored (PostgreSQL's
+/// `NOTIFY`, SQLite's data version), instead of asking the database every
+/// few milliseconds; then it hears the rest at once.
+async fn a_resumed_stream_waits_for_the_next_events_without_reading_the_database(db: Db) {
+    const TOOL_TAKES_MS: u64 = 6_000;
+    let script = vec![Step::Call("lookup", json!({"q": "x"})), Step::Text("found it")];
+    let rig = Rig::start(db, HostSpec::new(task_tools()).delay(TOOL_TAKES_MS), script, &[]).await;
+    let (other, replica) = replica(&rig.app, &[("OPENAI_BASE_URL", rig.model.base_url())]).await;
+    let (body, seen) = crate::helpers::turn_until(&rig.app, &rig.token, "look it up", "event: tool").await;
+    let asked = std::time::Instant::now();
+    drop(body);
+    let turn_id = of(&parse_sse(&seen), "turn")[0]["turn_id"].as_str().unwrap().to_owned();
+    let last = ids(&seen).last().unwrap().to_string();
+    let resumed = {
+        let (token, turn_id) = (rig.token.clone(), turn_id.clone());
+        tokio::spawn(async move { resume(&format!("http://{other}"), &token, &turn_id, Some(&last)).await })
+    };
+
+    // Two seconds of the tool's six: a poll every 150 ms would have read 13 times.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let looks = replica.pool.bells().looks();
+    assert!(
+        asked.elapsed() < Duration::from_millis(TOOL_TAKES_MS - 1_000),
+        "the tool still works (the machine was too slow for this test to tell anything)"
+    );
+    // Its first read, and one for each batch of events the turn stored meanwhile.
+    assert!((1..=4).contains(&looks), "the waiting stream read the database {looks} times");
+
+    // Heard when stored (the turn's own deadline is minutes away).
+    let (status, rest) = tokio::time::timeout(Duration::from_secs(30), resumed).await.expect("heard").unwrap();
+    assert_eq!(status, 200);
+    let events = parse_sse(&rest);
+    assert_eq!(of(&events, "message")[0]["text"], "found it", "{rest}");
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "completed");
 }
 
 #[tokio::test]
