@@ -17,8 +17,8 @@ if [[ "${BENCH_DATABASE:-sqlite}" == postgres ]]; then
   trap 'psql "$admin" -qc "DROP DATABASE IF EXISTS $name WITH (FORCE)"' EXIT
   export BENCH_DATABASE_URL="${admin%/*}/$name"
 fi
-cargo build --quiet --release -p server --bin context-assistant
-cargo build --quiet --release -p tests --example turn_cost
+# One invocation: the server's library is built once for both.
+cargo build --quiet --release -p server --bin context-assistant -p tests --example turn_cost
 bin="$CARGO_TARGET_DIR/release/context-assistant"
 "$CARGO_TARGET_DIR/release/examples/turn_cost" "$bin" cpu
 if [[ -n "${BENCH_CALLGRIND:-}" ]]; then

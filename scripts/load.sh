@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${CA_CACHE:-$HOME/.cache/context-assistant}/target}"
 export LEPTOS_OUTPUT_NAME=context-assistant
-cargo build --quiet --release -p server --bin context-assistant
-cargo run --quiet --release -p tests --example load -- "$CARGO_TARGET_DIR/release/context-assistant" \
+# One invocation: the server's library is built once for both.
+cargo build --quiet --release -p server --bin context-assistant -p tests --example load
+"$CARGO_TARGET_DIR/release/examples/load" "$CARGO_TARGET_DIR/release/context-assistant" \
   "${LOAD_LEVELS:-1,10,50,100,200,400}"

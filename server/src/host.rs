@@ -199,25 +199,41 @@ pub struct HostClient {
     timeout: Duration,
 }
 
+/// Every outbound HTTP client starts here: reqwest with the process's one
+/// TLS connector. Left to itself, each `build()` makes its own connector
+/// and OpenSSL parses the system's whole CA bundle again (about half a
+/// billion instructions, ~0.15 s of CPU a client: a knowledge sync, a
+/// workspace's own model and every replica start paid it).
+pub fn client_builder() -> reqwest::ClientBuilder {
+    static TLS: std::sync::OnceLock<Option<native_tls::TlsConnector>> = std::sync::OnceLock::new();
+    let tls = TLS.get_or_init(|| match native_tls::TlsConnector::new() {
+        Ok(tls) => Some(tls),
+        Err(error) => {
+            // reqwest then builds its own, and says why the same way.
+            tracing::warn!(%error, "cannot set up TLS once for every client");
+            None
+        }
+    });
+    match tls {
+        Some(tls) => reqwest::Client::builder().tls_backend_preconfigured(tls.clone()),
+        None => reqwest::Client::builder(),
+    }
+}
+
 /// An HTTP client for tool sources: no redirects, no proxy, a connect
 /// timeout and our user agent. `public_only` connects only to the public
 /// addresses its resolver returns (so a name cannot be re-pointed at
-/// loopback between a check and the call). `pooled` keeps an idle
-/// connection for 4 s (Remote Tools hosts); otherwise none is kept (MCP
-/// servers: `sources.rs` says why). No total timeout: each call has its own.
-pub fn tool_http_client(timeout: Duration, public_only: bool, pooled: bool) -> reqwest::Client {
-    let mut builder = reqwest::Client::builder()
+/// loopback between a check and the call). An idle connection is kept for
+/// 4 s. No total timeout: each call has its own.
+pub fn tool_http_client(timeout: Duration, public_only: bool) -> reqwest::Client {
+    let mut builder = client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .connect_timeout(timeout.min(Duration::from_secs(5)))
         .user_agent(concat!("context-assistant/", env!("CARGO_PKG_VERSION")));
-    builder = if pooled {
-        // Node's servers close an idle keep-alive connection after 5 s; a
-        // pooled one reused just then fails under the request (unreachable).
-        builder.pool_idle_timeout(Duration::from_secs(4))
-    } else {
-        builder.pool_max_idle_per_host(0)
-    };
+    // Node's servers close an idle keep-alive connection after 5 s; a
+    // pooled one reused just then fails under the request (unreachable).
+    builder = builder.pool_idle_timeout(Duration::from_secs(4));
     if public_only {
         builder = builder.dns_resolver(Arc::new(PublicOnlyResolver));
     }
@@ -235,8 +251,8 @@ struct ToolCallBody<'a> {
 
 impl HostClient {
     pub fn new(timeout: Duration, allow_private: bool) -> Self {
-        let any = tool_http_client(timeout, false, true);
-        let public = tool_http_client(timeout, true, true);
+        let any = tool_http_client(timeout, false);
+        let public = tool_http_client(timeout, true);
         Self { public, any, allow_private, timeout }
     }
 

@@ -120,11 +120,14 @@ pub struct Sources {
 impl Sources {
     pub fn new(host: HostClient, allow_private: bool) -> Self {
         let timeout = host.timeout();
-        // Not pooled: rmcp's own choice, as a pooled connection whose SSE
-        // body was not drained stalls the next request on delayed ACKs
-        // (44 ms a read when pooled, docs/benchmarks.md).
-        let any_http = tool_http_client(timeout, false, false);
-        let public_http = tool_http_client(timeout, true, false);
+        // Pooled, as Remote Tools hosts are: a read on a kept connection
+        // skips a TCP (and TLS) handshake. A server that leaves Nagle's
+        // algorithm on (axum::serve's default; Node's, Python's asyncio and
+        // Go's servers turn it off) holds its answer's last write until our
+        // delayed ACK, 40 ms, on a kept connection — its own choice to fix
+        // (docs/benchmarks.md, "A read over MCP").
+        let any_http = tool_http_client(timeout, false);
+        let public_http = tool_http_client(timeout, true);
         Self { host, connections: Connections::default(), public_http, any_http, allow_private, timeout }
     }
 

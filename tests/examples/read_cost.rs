@@ -74,15 +74,26 @@ async fn serve() {
             }),
         )
         .route("/tools/execute", post(|| async { Json(json!({"output": {"text": ANSWER}})) }));
+    // MCP_SERVER_JSON=1: stateless, each answer one `application/json`
+    // body (the TypeScript SDK's `enableJsonResponse`); else the default, a
+    // session and an event stream per request.
+    let json = std::env::var("MCP_SERVER_JSON").is_ok();
     let mcp = StreamableHttpService::new(
         || Ok(Stock),
         Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
+        StreamableHttpServerConfig::default().with_legacy_session_mode(!json).with_json_response(json),
     );
     let mcp = axum::Router::new().nest_service("/mcp", mcp);
     let listen = || tokio::net::TcpListener::bind("127.0.0.1:0");
     let (remote_listener, mcp_listener) = (listen().await.unwrap(), listen().await.unwrap());
     let ports = (remote_listener.local_addr().unwrap().port(), mcp_listener.local_addr().unwrap().port());
+    // MCP_SERVER_NAGLE=1: the MCP server leaves Nagle's algorithm on, as
+    // axum::serve does by default (Node's, Python's asyncio and Go's
+    // servers turn it off; the stall it causes is measured with it).
+    let nodelay = std::env::var("MCP_SERVER_NAGLE").is_err();
+    use axum::serve::ListenerExt;
+    let remote_listener = remote_listener.tap_io(|tcp| drop(tcp.set_nodelay(true)));
+    let mcp_listener = mcp_listener.tap_io(move |tcp| drop(tcp.set_nodelay(nodelay)));
     tokio::spawn(async move { axum::serve(remote_listener, remote).await });
     tokio::spawn(async move { axum::serve(mcp_listener, mcp).await });
     println!("READY {} {}", ports.0, ports.1);

@@ -125,7 +125,7 @@ struct IdClaims {
 
 impl Oidc {
     pub fn new(config: OidcConfig, redirect_uri: String) -> Self {
-        let http = reqwest::Client::builder()
+        let http = crate::host::client_builder()
             .timeout(Duration::from_secs(10))
             .redirect(reqwest::redirect::Policy::none())
             .build()

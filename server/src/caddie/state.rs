@@ -56,7 +56,7 @@ impl Caddie {
     pub fn new(config: CaddieConfig, public_base: &str) -> Self {
         let keys = Keys::new(&config.secret, config.secret_prev.as_ref());
         let oidc = Oidc::new(config.oidc.clone(), format!("{public_base}/caddie/auth/callback"));
-        let hub = reqwest::Client::builder()
+        let hub = crate::host::client_builder()
             .timeout(std::time::Duration::from_secs(5))
             .redirect(reqwest::redirect::Policy::none())
             .build()

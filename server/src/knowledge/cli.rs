@@ -69,7 +69,10 @@ pub async fn run(args: &[String], env: impl Fn(&str) -> Option<String>) -> Outco
     let json_out = args.iter().any(|a| a == "--json");
     let words = positional(args);
     let Some((&command, rest)) = words.split_first() else { return usage("name a command") };
-    let client = reqwest::Client::new();
+    let client = match crate::host::client_builder().build() {
+        Ok(client) => client,
+        Err(error) => return Outcome { status: 2, out: String::new(), err: format!("cannot set up HTTP: {error}\n") },
+    };
     let call =
         |method: reqwest::Method, path: String| client.request(method, format!("{base}{path}")).bearer_auth(&key);
     let request = match (command, rest) {

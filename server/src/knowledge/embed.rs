@@ -36,7 +36,7 @@ pub struct Embedder {
 impl Embedder {
     /// The server's (`CA_EMBEDDINGS_*`).
     pub fn new(config: &EmbeddingsConfig) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder().connect_timeout(Duration::from_secs(10)).build()?;
+        let http = crate::host::client_builder().connect_timeout(Duration::from_secs(10)).build()?;
         Self::at(&config.base_url, config.api_key.expose(), &config.model, config.dimensions, http)
     }
 

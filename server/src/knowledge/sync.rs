@@ -225,7 +225,7 @@ impl Sync<'_> {
     fn fetcher(&self, config: &SourceConfig) -> Fetcher {
         let settings = &self.knowledge.inner.settings;
         let allow_private = settings.allow_private || config.trusted;
-        let client = crate::host::tool_http_client(settings.fetch_timeout, !allow_private, true);
+        let client = crate::host::tool_http_client(settings.fetch_timeout, !allow_private);
         Fetcher::new(client, allow_private, settings.max_page_bytes)
     }
 

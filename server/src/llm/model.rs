@@ -103,7 +103,7 @@ impl Model {
     /// `base_url` as configured (`…/v1`, a query such as Azure's
     /// `api-version` kept); errors name nothing secret.
     pub fn new(base_url: &str, api_key: &str, model: &str, is_demo: bool) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder().connect_timeout(Duration::from_secs(10)).build()?;
+        let http = crate::host::client_builder().connect_timeout(Duration::from_secs(10)).build()?;
         Self::with_client(base_url, api_key, model, is_demo, http)
     }
 
@@ -346,7 +346,7 @@ pub type Endpoint = (Arc<dyn Config>, Vec<(String, String)>);
 /// no redirects, no proxy and, unless private hosts are allowed
 /// (`CA_ALLOW_PRIVATE_MODEL_HOSTS`), public addresses only, like a tool host.
 pub fn workspace_http(base_url: &str, allow_private: bool) -> anyhow::Result<reqwest::Client> {
-    let builder = reqwest::Client::builder()
+    let builder = crate::host::client_builder()
         .connect_timeout(Duration::from_secs(10))
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy();

@@ -157,7 +157,7 @@ pub async fn run_remote(
     key: &str,
     model: Option<&str>,
 ) -> Result<RunReport, String> {
-    let client = reqwest::Client::builder().timeout(Duration::from_secs(60)).build().map_err(|e| e.to_string())?;
+    let client = crate::host::client_builder().timeout(Duration::from_secs(60)).build().map_err(|e| e.to_string())?;
     let mut body = json!({ "suite": invocation.document });
     if let Some(model) = model {
         body["model"] = model.into();

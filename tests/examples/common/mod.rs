@@ -27,6 +27,9 @@ pub const LIMITS_THAT_COUNT: [(&str, &str); 5] = [
 pub async fn serve(router: axum::Router) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
+    // As Node's, Python's asyncio and Go's servers do: no Nagle delay on
+    // a streamed answer's small writes over a kept connection.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| drop(tcp.set_nodelay(true)));
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
     address
 }

@@ -64,7 +64,9 @@ async fn setup_changes_are_in_the_trail_newest_first_with_filters_cursors_and_an
     assert!(actions(&rig, "?user=someone").await.0.is_empty());
 
     // The export: every entry, one JSON object per line, in the same order.
-    let export = reqwest::Client::new()
+    let export = server::host::client_builder()
+        .build()
+        .unwrap()
         .get(rig.app.url("/v1/audit"))
         .bearer_auth(&rig.api_key)
         .header("accept", "application/jsonl")
@@ -142,7 +144,9 @@ async fn the_integration_is_listed_shown_without_its_secret_narrowed_and_disconn
     assert_eq!(status, 200);
     assert_eq!(rig.host.count("tools"), before);
 
-    let gone = reqwest::Client::new()
+    let gone = server::host::client_builder()
+        .build()
+        .unwrap()
         .delete(rig.app.url("/v1/integrations/generic-rest"))
         .bearer_auth(&rig.api_key)
         .send()

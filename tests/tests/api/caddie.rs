@@ -205,7 +205,7 @@ impl Rig {
     }
 
     fn browser(&self) -> Browser {
-        let client = || reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
+        let client = || server::host::client_builder().redirect(reqwest::redirect::Policy::none());
         Browser {
             client: client().build().unwrap(),
             elsewhere: client().cookie_store(true).build().unwrap(),
@@ -1034,7 +1034,7 @@ async fn session_and_state_cookies_are_host_prefixed_over_https_and_a_plain_one_
     );
 
     // The sign-in flow's state cookie too.
-    let no_redirects = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let no_redirects = server::host::client_builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let start = no_redirects
         .get(rig.app.url("/caddie/login?next=/caddie/spaces/x"))
         .header("x-forwarded-proto", "https")

@@ -42,7 +42,7 @@ struct Answer {
 
 impl<'a> Browser<'a> {
     fn new(app: &'a TestApp) -> Self {
-        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        let client = server::host::client_builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
         Self { app, client, cookie: None }
     }
 

@@ -266,7 +266,7 @@ impl AppBuilder {
             metrics_address,
             sandbox_address,
             database_url,
-            client: reqwest::Client::new(),
+            client: server::host::client_builder().build().unwrap(),
             state,
             clock,
             data_dir,
@@ -324,6 +324,9 @@ pub fn of<'a>(events: &'a [(String, Value)], name: &str) -> Vec<&'a Value> {
 pub async fn serve(router: axum::Router) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
+    // As Node's, Python's asyncio and Go's servers do: no Nagle delay on
+    // a streamed answer's small writes over a kept connection.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| drop(tcp.set_nodelay(true)));
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
     address
 }

@@ -19,7 +19,9 @@ on_both_databases!(
 /// A send with `key` to the assistant at `base`: its status, its whole
 /// body and whether it was answered as a replay.
 async fn send(base: &str, token: &str, key: &str, body: &Value) -> (u16, String, bool) {
-    let response = reqwest::Client::new()
+    let response = server::host::client_builder()
+        .build()
+        .unwrap()
         .post(format!("{base}/v1/chat/turns"))
         .bearer_auth(token)
         .header("idempotency-key", key)

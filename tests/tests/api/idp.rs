@@ -113,7 +113,7 @@ struct Page {
 
 impl Browser {
     async fn visit(&mut self, url: &str) -> Page {
-        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+        let client = server::host::client_builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
         let mut url = url.to_owned();
         let mut trail = Vec::new();
         for _ in 0..16 {

@@ -255,7 +255,7 @@ pub(crate) async fn until(mut done: impl FnMut() -> bool) {
 }
 
 fn endpoint(url: &url::Url, headers: &[(String, String)], timeout: Duration) -> Endpoint {
-    let http = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let http = server::host::client_builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     Endpoint { url: url.clone(), headers: headers.to_vec(), http, timeout }
 }
 
@@ -596,4 +596,68 @@ async fn the_reference_server_everything_is_listed_classified_and_called() {
     let Outcome::Failed(said) = outcome(&unknown) else { panic!("{unknown}") };
     assert!(said.contains("not found"), "the model is told why: {said}");
     server.close().await;
+}
+
+/// Reads through the engine's tool sources keep their TCP connection, as
+/// Remote Tools calls do: no handshake per call (and, against a server
+/// without Nagle's delay, no 40 ms wait for a delayed ACK either).
+#[tokio::test]
+async fn reads_through_the_sources_reuse_a_kept_connection() {
+    use server::host::{ExecutionScope, HostClient};
+    use server::sources::{McpServer, Source, SourceKind, Sources};
+
+    let shop = Shop::default();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let service = StreamableHttpService::new(
+        {
+            let shop = shop.clone();
+            move || Ok(shop.clone())
+        },
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let counted = {
+        let accepted = accepted.clone();
+        axum::serve::ListenerExt::tap_io(listener, move |tcp| {
+            accepted.fetch_add(1, Ordering::SeqCst);
+            drop(tcp.set_nodelay(true));
+        })
+    };
+    tokio::spawn(async move { axum::serve(counted, Router::new().nest_service("/mcp", service)).await });
+    let url = url::Url::parse(&format!("http://{address}/mcp")).unwrap();
+    let sources = Sources::new(HostClient::new(Duration::from_secs(10), true), true);
+    let source = Source {
+        workspace_id: "ws_1".into(),
+        name: "shop".into(),
+        url: url.to_string(),
+        version: 1,
+        allowed_tools: Vec::new(),
+        kind: SourceKind::Mcp(McpServer {
+            url,
+            headers: Vec::new(),
+            trust_annotations: true,
+            verbs: Default::default(),
+        }),
+    };
+    let scope = ExecutionScope {
+        workspace_id: "ws_1".into(),
+        external_user_id: "u1".into(),
+        permissions: Vec::new(),
+        request_id: "req_1".into(),
+    };
+    let tools = sources.tools(&source, &scope).await.unwrap();
+    let tool = tools.iter().find(|t| t.name == "search_orders").unwrap();
+    let before = accepted.load(Ordering::SeqCst);
+
+    for i in 0..20 {
+        let (events, _) = tokio::sync::mpsc::unbounded_channel();
+        let read = sources.read(&source, tool, &format!("call_{i}"), &json!({}), &scope, events).await.unwrap();
+        assert_eq!(read.output["text"], "Order 7 shipped.", "{}", read.output);
+    }
+
+    assert_eq!(shop.calls_of("search_orders").len(), 20);
+    let opened = accepted.load(Ordering::SeqCst) - before;
+    assert!(opened <= 1, "20 reads opened {opened} connections");
 }

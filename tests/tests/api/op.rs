@@ -55,7 +55,13 @@ impl Op {
 
     /// Calls the provider's test API (`/__test/rotate`, …).
     pub async fn test_api(&self, path: &str) -> Value {
-        let response = reqwest::Client::new().post(format!("{}{path}", self.issuer)).send().await.unwrap();
+        let response = server::host::client_builder()
+            .build()
+            .unwrap()
+            .post(format!("{}{path}", self.issuer))
+            .send()
+            .await
+            .unwrap();
         assert!(response.status().is_success(), "{path}");
         response.json().await.unwrap()
     }
