@@ -11,10 +11,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${CA_CACHE:-$HOME/.cache/context-assistant}/target}"
 export LEPTOS_OUTPUT_NAME=context-assistant
-# One invocation: the server's library is built once for both.
-cargo build --quiet --release -p server --bin context-assistant -p tests --example streams
-# Four sockets a stream on this side (the client's, the tool host's two
-# ends are the server's); root may raise its own hard limit.
+# Apart: built with the tests' features (reqwest's cookies), the server
+# would not be the one that ships.
+cargo build --quiet --release -p server --bin context-assistant
+cargo build --quiet --release -p tests --example streams
+# Two sockets a stream on this side and on the server's (which raises its
+# own soft limit, and lowers its caps to what the limit allows); a root
+# with the privilege raises the hard limit here for both.
 ulimit -Hn 200000 2>/dev/null || true
 ulimit -n "$(ulimit -Hn)"
 "$CARGO_TARGET_DIR/release/examples/streams" "$CARGO_TARGET_DIR/release/context-assistant" \

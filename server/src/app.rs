@@ -250,7 +250,7 @@ impl Application {
                 public_origin: public_origin.clone(),
                 clock: clock.clone(),
                 limits,
-                max_concurrent_turns: config.rates.max_concurrent_turns,
+                turn_slots: crate::limits::TurnSlots::new(config.rates.max_concurrent_turns),
                 streams: crate::limits::OpenStreams::new(config.rates.max_open_streams),
                 attachments,
             },

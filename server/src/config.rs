@@ -300,6 +300,26 @@ impl Default for RateLimits {
 }
 
 impl RateLimits {
+    /// Keeps the process's caps within `files` open files, so that what
+    /// refuses first is a `503` with `Retry-After`, not a failed `accept`
+    /// or a tool call that cannot open its socket: a running turn holds up
+    /// to three (the visitor's stream, and a tool's or the model's
+    /// connection, or two tools'), 256 are kept for the rest. Returns the
+    /// caps lowered, by variable.
+    pub fn fit_open_files(&mut self, files: u64) -> Vec<(&'static str, usize)> {
+        let room = usize::try_from(files.saturating_sub(256) / 3).unwrap_or(usize::MAX).max(1);
+        let mut lowered = Vec::new();
+        if self.max_concurrent_turns > room {
+            self.max_concurrent_turns = room;
+            lowered.push(("CA_MAX_CONCURRENT_TURNS", room));
+        }
+        if self.max_open_streams > room {
+            self.max_open_streams = room;
+            lowered.push(("CA_MAX_OPEN_STREAMS", room));
+        }
+        lowered
+    }
+
     /// The limits that hold for a workspace with these limits of its own:
     /// each its own where it set one, never above the operator's (an
     /// operator's budget of 0 is none, so the workspace's own holds).
@@ -750,6 +770,19 @@ fn is_loopback_host(url: &url::Url) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_caps_on_turns_and_streams_fit_the_open_files_limit() {
+        let mut rates = config(&[("CA_MAX_CONCURRENT_TURNS", "10000"), ("CA_MAX_OPEN_STREAMS", "300")]).unwrap().rates;
+        // The usual soft limit: three files a turn, 256 kept for the rest.
+        assert_eq!(rates.fit_open_files(1024), [("CA_MAX_CONCURRENT_TURNS", 256), ("CA_MAX_OPEN_STREAMS", 256)]);
+        assert_eq!((rates.max_concurrent_turns, rates.max_open_streams), (256, 256));
+        let mut roomy = config(&[("CA_MAX_CONCURRENT_TURNS", "10000")]).unwrap().rates;
+        assert!(roomy.fit_open_files(65_536).is_empty(), "room for 21,760: nothing lowered");
+        assert_eq!(roomy.max_concurrent_turns, 10_000);
+        assert_eq!(roomy.fit_open_files(20_000), [("CA_MAX_CONCURRENT_TURNS", 6_581)]);
+        assert_eq!(roomy.fit_open_files(10).first(), Some(&("CA_MAX_CONCURRENT_TURNS", 1)), "never 0");
+    }
 
     #[test]
     fn caddie_needs_all_its_settings_and_keeps_the_secret_as_written() {

@@ -203,7 +203,10 @@ pub struct HostClient {
 /// TLS connector. Left to itself, each `build()` makes its own connector
 /// and OpenSSL parses the system's whole CA bundle again (about half a
 /// billion instructions, ~0.15 s of CPU a client: a knowledge sync, a
-/// workspace's own model and every replica start paid it).
+/// workspace's own model and every replica start paid it). At most 256
+/// idle connections are kept per host: a burst of thousands of turns
+/// waiting on tools would otherwise keep as many sockets (and their
+/// buffers) open to the model afterwards.
 pub fn client_builder() -> reqwest::ClientBuilder {
     static TLS: std::sync::OnceLock<Option<native_tls::TlsConnector>> = std::sync::OnceLock::new();
     let tls = TLS.get_or_init(|| match native_tls::TlsConnector::new() {
@@ -214,9 +217,10 @@ pub fn client_builder() -> reqwest::ClientBuilder {
             None
         }
     });
+    let builder = reqwest::Client::builder().pool_max_idle_per_host(256);
     match tls {
-        Some(tls) => reqwest::Client::builder().tls_backend_preconfigured(tls.clone()),
-        None => reqwest::Client::builder(),
+        Some(tls) => builder.tls_backend_preconfigured(tls.clone()),
+        None => builder,
     }
 }
 

@@ -287,6 +287,41 @@ impl Drop for StreamSlot {
     }
 }
 
+/// Turns running in this process (`CA_MAX_CONCURRENT_TURNS`): a turn takes
+/// its slot when it is admitted, before anything is written, so that a
+/// burst of requests cannot all pass the check while the first ones are
+/// still on their way to running.
+#[derive(Clone)]
+pub struct TurnSlots {
+    taken: Arc<AtomicUsize>,
+    cap: usize,
+}
+
+/// One admitted turn's place, given back when dropped (its turn ended, or
+/// it did not start after all).
+pub struct TurnSlot {
+    taken: Arc<AtomicUsize>,
+}
+
+impl TurnSlots {
+    pub fn new(cap: usize) -> Self {
+        Self { taken: Arc::default(), cap }
+    }
+
+    /// A place for one more turn, unless `cap` are taken.
+    pub fn try_take(&self) -> Option<TurnSlot> {
+        let cap = self.cap;
+        self.taken.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < cap).then_some(n + 1)).ok()?;
+        Some(TurnSlot { taken: self.taken.clone() })
+    }
+}
+
+impl Drop for TurnSlot {
+    fn drop(&mut self) {
+        self.taken.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// Every hour, any replica forgets counts that no longer matter.
 pub fn spawn_cleanup(limits: Limits) {
     tokio::spawn(async move {

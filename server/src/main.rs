@@ -45,14 +45,18 @@ async fn main() -> ExitCode {
     if let Ok(program) = std::env::current_exe() {
         server::attachments::pdf::use_reader(program);
     }
-    let config = match server::config::Config::from_env() {
+    let mut config = match server::config::Config::from_env() {
         Ok(config) => config,
         Err(error) => {
             eprintln!("context-assistant: {error}");
             return ExitCode::from(2);
         }
     };
-    raise_file_limit();
+    if let Some(files) = raise_file_limit() {
+        for (variable, cap) in config.rates.fit_open_files(files) {
+            tracing::warn!(files, cap, "{variable} lowered to what the open files limit allows");
+        }
+    }
     let app = match server::app::Application::build(config).await {
         Ok(app) => app,
         Err(error) => {
@@ -74,8 +78,8 @@ async fn main() -> ExitCode {
 /// call's, the model's), and the usual soft limit of 1,024 files would
 /// refuse connections long before memory or the turn caps do: the soft
 /// limit goes up to the hard one, and the hard one to 65,536 where the
-/// process may raise it (a container's root).
-fn raise_file_limit() {
+/// process may raise it (a container's root). Returns the soft limit.
+fn raise_file_limit() -> Option<u64> {
     use rlimit::Resource;
     const WANT: u64 = 65_536;
     if let Ok((_, hard)) = rlimit::getrlimit(Resource::NOFILE)
@@ -85,8 +89,14 @@ fn raise_file_limit() {
         let _ = rlimit::setrlimit(Resource::NOFILE, WANT, WANT);
     }
     match rlimit::increase_nofile_limit(u64::MAX) {
-        Ok(files) => tracing::info!(files, "open files allowed"),
-        Err(error) => tracing::warn!(%error, "cannot raise the open files limit"),
+        Ok(files) => {
+            tracing::info!(files, "open files allowed");
+            Some(files)
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot raise the open files limit");
+            None
+        }
     }
 }
 

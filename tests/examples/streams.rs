@@ -52,44 +52,43 @@ async fn main() {
         .map(|n| n.parse().expect("a number"))
         .collect();
     let capacity: u64 = args.next().map_or(10_000, |n| n.parse().expect("a number"));
-    // Each stream is three sockets here (client, tool call, model call).
+    // Each stream is two sockets here (the client's, and the tool host's
+    // end of the server's call), and the model's end of a few hundred.
     let files = rlimit::increase_nofile_limit(u64::MAX).expect("the file limit can be read");
-    assert!(
-        files > 4 * capacity,
-        "this process may open only {files} files: raise `ulimit -Hn` (scripts/streams.sh does)"
-    );
+    let most = levels.iter().copied().max().unwrap_or(0);
+    assert!(files > 2 * most + 1024, "this process may open only {files} files: raise `ulimit -Hn` or ask for fewer");
 
     let gate = Arc::new(Gate { waiting: AtomicU64::new(0), open: watch::channel(false).0 });
     let host = slow_host(gate.clone()).await;
     let model = common::lookup_model(1).await;
-    let data = tempfile::tempdir().unwrap();
-    let port = common::free_port();
-    let mut vars: Vec<(&str, String)> = common::LIMITS_THAT_COUNT.iter().map(|(k, v)| (*k, v.to_string())).collect();
-    vars.extend([
-        ("CA_DATA_DIR", data.path().display().to_string()),
-        ("CA_MAX_CONCURRENT_TURNS", capacity.to_string()),
-        ("CA_MAX_OPEN_STREAMS", capacity.to_string()),
-        // A tool call may wait as long as the plateau lasts.
-        ("CA_TOOL_TIMEOUT_MS", "120000".into()),
-        ("CA_TURN_TIMEOUT_MS", "300000".into()),
-    ]);
-    let mut server = common::start_server(&binary, &[], port, model, &vars);
-    let base = format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::builder().pool_max_idle_per_host(usize::MAX).build().unwrap();
-    common::wait_ready(&client, &base, Duration::from_secs(10)).await;
-    let (workspace, secret) = common::connected_workspace(&client, &base, host).await;
-    let pid = server.id();
-    println!(
-        "server: {binary}; CA_MAX_CONCURRENT_TURNS = CA_MAX_OPEN_STREAMS = {capacity}; its file limit {}; idle {} MiB",
-        nofile_limit(pid),
-        rss_kib(pid) / 1024
-    );
+    println!("server: {binary}; CA_MAX_CONCURRENT_TURNS = CA_MAX_OPEN_STREAMS = {capacity}; a fresh server per level");
     println!(
         "| streams asked | open at once | resident memory per open stream | CPU while they wait | server files open | completed | refused (503 + Retry-After) | failed |"
     );
     println!("|---|---|---|---|---|---|---|---|");
 
     for (level, &streams) in levels.iter().enumerate() {
+        let data = tempfile::tempdir().unwrap();
+        let port = common::free_port();
+        let mut vars: Vec<(&str, String)> =
+            common::LIMITS_THAT_COUNT.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        vars.extend([
+            ("CA_DATA_DIR", data.path().display().to_string()),
+            ("CA_MAX_CONCURRENT_TURNS", capacity.to_string()),
+            ("CA_MAX_OPEN_STREAMS", capacity.to_string()),
+            // A tool call may wait as long as the plateau lasts.
+            ("CA_TOOL_TIMEOUT_MS", "120000".into()),
+            ("CA_TURN_TIMEOUT_MS", "300000".into()),
+        ]);
+        let mut server = common::start_server(&binary, &[], port, model, &vars);
+        let base = format!("http://127.0.0.1:{port}");
+        let client = reqwest::Client::builder().pool_max_idle_per_host(usize::MAX).build().unwrap();
+        common::wait_ready(&client, &base, Duration::from_secs(10)).await;
+        let (workspace, secret) = common::connected_workspace(&client, &base, host).await;
+        let pid = server.id();
+        if level == 0 {
+            eprintln!("the server's file limit: {}", nofile_limit(pid));
+        }
         gate.waiting.store(0, Ordering::SeqCst);
         gate.open.send_replace(false);
         let idle_rss = rss_kib(pid);
@@ -137,10 +136,8 @@ async fn main() {
             outcomes.refused.load(Ordering::SeqCst),
             outcomes.failed.load(Ordering::SeqCst),
         );
-        // Let the last turns' connections and stored events settle.
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        common::terminate(&mut server);
     }
-    common::terminate(&mut server);
 }
 
 #[derive(Default)]

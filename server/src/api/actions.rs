@@ -175,7 +175,7 @@ async fn apply_action(
     let action = owned_action(&state, &caller, &id).await?;
     let from = if action.needs_confirmation() { ActionStatus::ConfirmedOnce } else { ActionStatus::Pending };
     ensure_bound(&state, &action, from, &caller.scope(&action.id)).await?;
-    let turn_id = begin(&state, &caller, client.as_deref(), &action, &[from], ActionStatus::Executing).await?;
+    let (slot, turn_id) = begin(&state, &caller, client.as_deref(), &action, &[from], ActionStatus::Executing).await?;
     let mut action = action;
     action.status = ActionStatus::Executing;
     tracing::info!(action_id = %id, "action applied");
@@ -183,11 +183,11 @@ async fn apply_action(
     actions::record_life(&state.pool, &action, &actions::user_actor(&action), "action.applied", None, detail).await;
     let conversation_id = action.conversation_id.clone();
     let lang = crate::db::conversation_lang(&state.pool, &conversation_id).await?;
-    Ok(stream_turn(&state, caller, conversation_id, turn_id, TurnStart::Applied(action), lang).into_response())
+    Ok(stream_turn(&state, slot, caller, conversation_id, turn_id, TurnStart::Applied(action), lang).into_response())
 }
 
 /// Admits the turn an answer to an action starts, claims its conversation
-/// and moves the action `from` → `to`: the turn's id, or why not (the
+/// and moves the action `from` → `to`: the turn's place and id, or why not (the
 /// action as it stands when it cannot move, or its conversation is busy).
 async fn begin(
     state: &ApiState,
@@ -196,13 +196,13 @@ async fn begin(
     action: &ActionRow,
     from: &[ActionStatus],
     to: ActionStatus,
-) -> Result<String, ApiError> {
-    admit(state, caller, client).await?;
+) -> Result<(crate::limits::TurnSlot, String), ApiError> {
+    let slot = admit(state, caller, client).await?;
     let Ok(turn_id) = claim(state, &action.conversation_id).await else {
         return Err(refusal(state, &action.id).await);
     };
     match actions::transition(&state.pool, &action.id, from, to, state.clock.now_ms()).await {
-        Ok(true) => Ok(turn_id),
+        Ok(true) => Ok((slot, turn_id)),
         moved => {
             release(state, &turn_id).await;
             moved?;
@@ -250,7 +250,7 @@ async fn cancel_action(
     };
     let action = owned_action(&state, &caller, &id).await?;
     let open = [ActionStatus::Pending, ActionStatus::ConfirmedOnce];
-    let turn_id = begin(&state, &caller, client.as_deref(), &action, &open, ActionStatus::Cancelled).await?;
+    let (slot, turn_id) = begin(&state, &caller, client.as_deref(), &action, &open, ActionStatus::Cancelled).await?;
     let reason = request
         .reason
         .map(|r| r.chars().filter(|c| !c.is_control()).take(MAX_REASON_CHARS).collect::<String>())
@@ -261,5 +261,6 @@ async fn cancel_action(
     actions::record_life(&state.pool, &action, &actions::user_actor(&action), "action.cancelled", None, detail).await;
     let conversation_id = action.conversation_id.clone();
     let lang = crate::db::conversation_lang(&state.pool, &conversation_id).await?;
-    Ok(stream_turn(&state, caller, conversation_id, turn_id, TurnStart::Declined(action, reason), lang).into_response())
+    Ok(stream_turn(&state, slot, caller, conversation_id, turn_id, TurnStart::Declined(action, reason), lang)
+        .into_response())
 }

@@ -1,6 +1,7 @@
 //! Chat turns (assistant-api.md §3): `POST /v1/chat/turns` streams a turn
 //! as server-sent events; `POST /v1/turns/{id}/stop` cancels one.
 
+use crate::limits::TurnSlot;
 use std::time::Duration;
 
 use axum::Extension;
@@ -183,7 +184,7 @@ async fn start_turn(
         };
         attachments.push(found.ok_or(ApiError::NotFound)?);
     }
-    admit(state, &caller, client).await?;
+    let slot = admit(state, &caller, client).await?;
     let message = UserMessage { text, attachments };
     let asked = request.lang.as_deref().and_then(widget::wire::i18n::spoken);
     let (conversation_id, start) = match request.conversation_id {
@@ -211,21 +212,22 @@ async fn start_turn(
         }
         None => db::conversation_lang(&state.pool, &conversation_id).await?,
     };
-    Ok((stream_turn(state, caller, conversation_id, turn_id.clone(), start, lang), turn_id))
+    Ok((stream_turn(state, slot, caller, conversation_id, turn_id.clone(), start, lang), turn_id))
 }
 
-/// Admits a new turn of `caller`, before anything is written: `503` when
-/// this process runs as many turns as it may, `429` when the user, the
-/// client address or the workspace has used its minute (both with
-/// `Retry-After`).
-pub async fn admit(state: &ApiState, caller: &Caller, client: Option<&ClientAddr>) -> Result<(), ApiError> {
-    if state.turns.running() >= state.max_concurrent_turns {
+/// Admits a new turn of `caller`, before anything is written: its place
+/// among the turns this process runs (held until the turn ends: pass it to
+/// [`stream_turn`]); `503` when they are as many as it may run, `429` when
+/// the user, the client address or the workspace has used its minute (both
+/// with `Retry-After`).
+pub async fn admit(state: &ApiState, caller: &Caller, client: Option<&ClientAddr>) -> Result<TurnSlot, ApiError> {
+    let Some(slot) = state.turn_slots.try_take() else {
         state.limits.refused(&caller.workspace_id, "concurrent_turns");
         return Err(ApiError::Overloaded(Duration::from_secs(5)));
-    }
+    };
     let ip = client.map_or(std::net::IpAddr::from([0, 0, 0, 0]), |c| c.ip);
     match state.limits.admit_turn(caller, ip).await? {
-        Ok(()) => Ok(()),
+        Ok(()) => Ok(slot),
         Err(Refusal::TooMany { retry_after, .. }) => Err(ApiError::TooManyRequests(retry_after)),
     }
 }
@@ -255,6 +257,7 @@ pub async fn release(state: &ApiState, turn_id: &str) {
 /// no` keeps a buffering proxy (nginx) from holding events back.
 pub fn stream_turn(
     state: &ApiState,
+    slot: TurnSlot,
     caller: Caller,
     conversation_id: String,
     turn_id: String,
@@ -270,15 +273,12 @@ pub fn stream_turn(
         let sink = EventSink::new(sender, engine.pool.clone(), turn_id.clone());
         engine.run_turn(input, sink, cancel).await;
         turns.finish(&turn_id);
+        drop(slot);
     });
     let open = state.streams.open();
     let events = UnboundedReceiverStream::new(receiver).map(move |numbered| {
         let _counted = &open;
-        Ok::<_, std::convert::Infallible>(sse_event(
-            numbered.seq,
-            numbered.event.kind().as_str(),
-            numbered.event.data(),
-        ))
+        Ok::<_, std::convert::Infallible>(sse_event(numbered.seq, numbered.event.kind().as_str(), &numbered.data))
     });
     let stream = Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)).text("ping"));
     ([(HeaderName::from_static("x-accel-buffering"), "no")], stream).into_response()

@@ -127,7 +127,7 @@ impl Follow {
             if let Some(event) = self.queued.pop_front() {
                 self.after = event.seq;
                 self.over = event.kind == EventKind::Done.as_str();
-                return Some(sse_event(event.seq as u64, &event.kind, event.data));
+                return Some(sse_event(event.seq as u64, &event.kind, &event.data));
             }
             if self.over {
                 return None;
@@ -227,6 +227,6 @@ pub fn longest_turn(state: &ApiState) -> Duration {
 }
 
 /// An event of a turn's stream: its number, name and JSON.
-pub fn sse_event(seq: u64, kind: &str, data: String) -> Event {
+pub fn sse_event(seq: u64, kind: &str, data: &str) -> Event {
     Event::default().id(seq.to_string()).event(kind).data(data)
 }

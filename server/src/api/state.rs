@@ -40,9 +40,9 @@ pub struct ApiState {
     pub clock: Clock,
     /// Turns and component calls per user, address and workspace.
     pub limits: Limits,
-    /// `CA_MAX_CONCURRENT_TURNS`.
+    /// Turns admitted in this process (`CA_MAX_CONCURRENT_TURNS`).
     #[from_ref(skip)]
-    pub max_concurrent_turns: usize,
+    pub turn_slots: crate::limits::TurnSlots,
     /// Streams open in this process (`CA_MAX_OPEN_STREAMS`).
     #[from_ref(skip)]
     pub streams: crate::limits::OpenStreams,

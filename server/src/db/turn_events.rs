@@ -19,7 +19,7 @@ const ROWS_PER_INSERT: usize = 500;
 /// there are more), then wakes the streams that follow the turn — in this
 /// process at once, on other replicas by the statement's own `NOTIFY` on
 /// PostgreSQL (`super::bells`).
-pub async fn insert(pool: &Pool, turn_id: &str, events: &[(u64, &str, String)], now: i64) -> anyhow::Result<()> {
+pub async fn insert(pool: &Pool, turn_id: &str, events: &[(u64, &str, &str)], now: i64) -> anyhow::Result<()> {
     let notify = pool.is_postgres();
     if events.len() <= ROWS_PER_INSERT {
         insert_rows(pool, turn_id, events, now, notify).await?;
@@ -39,7 +39,7 @@ pub async fn insert(pool: &Pool, turn_id: &str, events: &[(u64, &str, String)], 
 async fn insert_rows<'e>(
     db: impl sqlx::Executor<'e, Database = sqlx::Any>,
     turn_id: &str,
-    rows: &[(u64, &str, String)],
+    rows: &[(u64, &str, &str)],
     now: i64,
     notify: bool,
 ) -> anyhow::Result<()> {

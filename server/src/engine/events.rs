@@ -64,12 +64,17 @@ impl TurnEvent {
     }
 }
 
-/// An event and its number in the turn's stream (the SSE `id`, from 1).
+/// An event and its number in the turn's stream (the SSE `id`, from 1),
+/// with its JSON, made once for the stream and the stored copy alike.
 #[derive(Debug, Clone)]
 pub struct Numbered {
     pub seq: u64,
     pub event: TurnEvent,
+    pub data: Arc<str>,
 }
+
+/// What is stored of an event: its number, name and JSON.
+type Stored = (u64, EventKind, Arc<str>);
 
 /// Where a turn writes its events: to the stream that started it, and to
 /// the database for a client that resumes the stream (any replica). A
@@ -78,7 +83,7 @@ pub struct Numbered {
 #[derive(Clone, Debug)]
 pub struct EventSink {
     live: UnboundedSender<Numbered>,
-    record: UnboundedSender<Numbered>,
+    record: UnboundedSender<Stored>,
     next: Arc<AtomicU64>,
 }
 
@@ -91,9 +96,10 @@ impl EventSink {
     }
 
     pub fn send(&self, event: TurnEvent) {
-        let numbered = Numbered { seq: self.next.fetch_add(1, Ordering::Relaxed) + 1, event };
-        let _ = self.record.send(numbered.clone());
-        let _ = self.live.send(numbered);
+        let seq = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let data: Arc<str> = event.data().into();
+        let _ = self.record.send((seq, event.kind(), data.clone()));
+        let _ = self.live.send(Numbered { seq, event, data });
     }
 
     /// A `tool` event: a tool call started, succeeded or failed.
@@ -137,7 +143,7 @@ impl EventSink {
 const STORE_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Stores the events in batches, until the turn's last sender is gone.
-async fn store(pool: Pool, turn_id: String, mut events: UnboundedReceiver<Numbered>) {
+async fn store(pool: Pool, turn_id: String, mut events: UnboundedReceiver<Stored>) {
     while let Some(first) = events.recv().await {
         tokio::time::sleep(STORE_EVERY).await;
         let mut batch = vec![first];
@@ -146,8 +152,8 @@ async fn store(pool: Pool, turn_id: String, mut events: UnboundedReceiver<Number
         {
             batch.push(more);
         }
-        let rows: Vec<(u64, &str, String)> =
-            batch.iter().map(|n| (n.seq, n.event.kind().as_str(), n.event.data())).collect();
+        let rows: Vec<(u64, &str, &str)> =
+            batch.iter().map(|(seq, kind, data)| (*seq, kind.as_str(), &**data)).collect();
         if let Err(error) = db::turn_events::insert(&pool, &turn_id, &rows, crate::ids::now_ms()).await {
             tracing::warn!(error = format!("{error:#}"), turn_id, "cannot store the turn's events");
         }

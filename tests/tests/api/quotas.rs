@@ -188,6 +188,42 @@ async fn beyond_the_processes_cap_new_turns_are_shed_with_retry_after() {
     assert_eq!(slow.await.unwrap().0, 200);
 }
 
+/// A burst arriving at once cannot all slip past the cap while the first
+/// turns are still being written: exactly the cap's turns run, the rest
+/// are shed, and every place comes back when its turn ends.
+#[tokio::test]
+async fn a_burst_of_turns_at_once_runs_exactly_the_cap_and_sheds_the_rest() {
+    let script = vec![Step::Call("lookup", json!({})), Step::Text("done")];
+    let rig =
+        Rig::start(Db::Sqlite, HostSpec::new(task_tools()).delay(1500), script, &[("CA_MAX_CONCURRENT_TURNS", "3")])
+            .await;
+    let burst = (0..12).map(|i| {
+        let (base, token) = (rig.app.url(""), token(&rig.workspace, &rig.secret, &format!("burst_{i}")));
+        tokio::spawn(async move { post_turn(&base, &token, None, "look it up").await })
+    });
+    let answers: Vec<_> = futures::future::join_all(burst).await.into_iter().map(Result::unwrap).collect();
+
+    let ran = answers.iter().filter(|(status, ..)| *status == 200).count();
+    let shed = answers.iter().filter(|(status, retry, _)| (*status, *retry) == (503, Some(5))).count();
+    assert_eq!((ran, shed), (3, 9), "{:?}", answers.iter().map(|a| a.0).collect::<Vec<_>>());
+    // Every place comes back once its turn's task has ended (a moment
+    // after its stream did): three more run, one after the other.
+    for i in 0..3 {
+        let again = token(&rig.workspace, &rig.secret, &format!("again_{i}"));
+        let mut tries = 0;
+        loop {
+            let (status, _, body) = post_turn(&rig.app.url(""), &again, None, "look it up").await;
+            if status == 503 && tries < 100 {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+            assert_eq!(status, 200, "{body}");
+            break;
+        }
+    }
+}
+
 #[tokio::test]
 async fn beyond_the_processes_cap_on_open_streams_a_resume_is_shed_with_retry_after() {
     let script = vec![Step::Call("lookup", json!({})), Step::Text("done")];

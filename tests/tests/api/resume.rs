@@ -163,8 +163,8 @@ async fn only_the_turns_own_user_resumes_it_and_a_bad_id_is_refused() {
 async fn a_long_streams_events_are_all_stored_in_order(db: Db) {
     let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
     let pool = &rig.app.state.pool;
-    let rows: Vec<(u64, &str, String)> =
-        (1..=1_234).map(|seq| (seq, "delta", json!({ "text": format!("piece {seq}") }).to_string())).collect();
+    let data: Vec<String> = (1..=1_234).map(|seq| json!({ "text": format!("piece {seq}") }).to_string()).collect();
+    let rows: Vec<(u64, &str, &str)> = (1..=1_234).map(|seq| (seq, "delta", data[seq as usize - 1].as_str())).collect();
 
     server::db::turn_events::insert(pool, "turn_long", &rows, 1).await.unwrap();
 
