@@ -88,9 +88,7 @@ async fn rig(db: Db, env: &[(&str, &str)]) -> Rig {
 async fn upload(rig: &Rig, bearer: &str, name: &str, claimed: &str, bytes: Vec<u8>) -> (u16, Value) {
     let part = reqwest::multipart::Part::bytes(bytes).file_name(name.to_owned()).mime_str(claimed).unwrap();
     let form = reqwest::multipart::Form::new().text("note", "ignored").part("file", part);
-    let response = server::host::client_builder()
-        .build()
-        .unwrap()
+    let response = crate::helpers::http()
         .post(rig.app.url("/v1/attachments"))
         .bearer_auth(bearer)
         .multipart(form)
@@ -102,9 +100,7 @@ async fn upload(rig: &Rig, bearer: &str, name: &str, claimed: &str, bytes: Vec<u
 }
 
 async fn content(rig: &Rig, bearer: &str, id: &str) -> reqwest::Response {
-    server::host::client_builder()
-        .build()
-        .unwrap()
+    crate::helpers::http()
         .get(rig.app.url(&format!("/v1/attachments/{id}/content")))
         .bearer_auth(bearer)
         .send()
@@ -254,9 +250,7 @@ async fn text_and_pdf_are_kept_as_they_came_and_served_as_downloads(db: Db) {
 async fn a_form_without_a_file_or_not_a_form_is_a_bad_request(db: Db) {
     let rig = rig(db, &[]).await;
     let form = reqwest::multipart::Form::new().text("note", "no file");
-    let response = server::host::client_builder()
-        .build()
-        .unwrap()
+    let response = crate::helpers::http()
         .post(rig.app.url("/v1/attachments"))
         .bearer_auth(&rig.token)
         .multipart(form)
@@ -264,9 +258,7 @@ async fn a_form_without_a_file_or_not_a_form_is_a_bad_request(db: Db) {
         .await
         .unwrap();
     assert_eq!(response.status(), 400);
-    let response = server::host::client_builder()
-        .build()
-        .unwrap()
+    let response = crate::helpers::http()
         .post(rig.app.url("/v1/attachments"))
         .bearer_auth(&rig.token)
         .json(&serde_json::json!({"file": "x"}))
@@ -306,14 +298,8 @@ async fn erasing_a_user_deletes_their_attachments_rows_and_bytes(db: Db) {
     let (_, theirs) = upload(&rig, &other, "theirs.txt", "text/plain", b"kept".to_vec()).await;
     assert_eq!(walk(&rig.app.data_dir.path().join("attachments")).len(), 2);
 
-    let erased = server::host::client_builder()
-        .build()
-        .unwrap()
-        .delete(rig.app.url("/v1/users/user_42"))
-        .bearer_auth(&rig.api_key)
-        .send()
-        .await
-        .unwrap();
+    let erased =
+        crate::helpers::http().delete(rig.app.url("/v1/users/user_42")).bearer_auth(&rig.api_key).send().await.unwrap();
     assert_eq!(erased.status(), 200);
     let erased: Value = erased.json().await.unwrap();
     assert_eq!(erased["deleted"]["attachments"], 1, "{erased}");
@@ -358,14 +344,8 @@ async fn an_s3_store_keeps_serves_and_erases_attachments(db: Db) {
     assert!(!contains(&bytes, b"<script>") && !contains(&bytes, b"Exif"));
     assert_eq!(content(&rig, &rig.token, document["id"].as_str().unwrap()).await.bytes().await.unwrap().to_vec(), pdf);
 
-    let erased = server::host::client_builder()
-        .build()
-        .unwrap()
-        .delete(rig.app.url("/v1/users/user_42"))
-        .bearer_auth(&rig.api_key)
-        .send()
-        .await
-        .unwrap();
+    let erased =
+        crate::helpers::http().delete(rig.app.url("/v1/users/user_42")).bearer_auth(&rig.api_key).send().await.unwrap();
     assert_eq!(erased.status(), 200);
     assert!(s3.keys().await.is_empty(), "erasure deletes the bytes from the store");
 }
@@ -474,9 +454,7 @@ async fn the_demo_model_answers_what_dish_a_photo_is_from_its_name(db: Db) {
     let (workspace, secret, _) = workspace_with_host_and_key(&app, &host).await;
     let guest = token(&workspace, &secret, "diner");
     let part = reqwest::multipart::Part::bytes(png(4, 4)).file_name("margherita.png").mime_str("image/png").unwrap();
-    let kept: Value = server::host::client_builder()
-        .build()
-        .unwrap()
+    let kept: Value = crate::helpers::http()
         .post(app.url("/v1/attachments"))
         .bearer_auth(&guest)
         .multipart(reqwest::multipart::Form::new().part("file", part))
@@ -826,18 +804,7 @@ async fn an_attachment_not_yet_sent_is_deleted_by_its_owner_and_a_sent_one_is_no
     let rig = rig(db, &[]).await;
     let delete = |bearer: String, id: String| {
         let url = rig.app.url(&format!("/v1/attachments/{id}"));
-        async move {
-            server::host::client_builder()
-                .build()
-                .unwrap()
-                .delete(url)
-                .bearer_auth(bearer)
-                .send()
-                .await
-                .unwrap()
-                .status()
-                .as_u16()
-        }
+        async move { crate::helpers::http().delete(url).bearer_auth(bearer).send().await.unwrap().status().as_u16() }
     };
     let (_, mistake) = upload(&rig, &rig.token, "wrong.png", "image/png", png(2, 2)).await;
     let id = mistake["id"].as_str().unwrap().to_owned();

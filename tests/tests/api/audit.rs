@@ -64,9 +64,7 @@ async fn setup_changes_are_in_the_trail_newest_first_with_filters_cursors_and_an
     assert!(actions(&rig, "?user=someone").await.0.is_empty());
 
     // The export: every entry, one JSON object per line, in the same order.
-    let export = server::host::client_builder()
-        .build()
-        .unwrap()
+    let export = crate::helpers::http()
         .get(rig.app.url("/v1/audit"))
         .bearer_auth(&rig.api_key)
         .header("accept", "application/jsonl")
@@ -144,9 +142,7 @@ async fn the_integration_is_listed_shown_without_its_secret_narrowed_and_disconn
     assert_eq!(status, 200);
     assert_eq!(rig.host.count("tools"), before);
 
-    let gone = server::host::client_builder()
-        .build()
-        .unwrap()
+    let gone = crate::helpers::http()
         .delete(rig.app.url("/v1/integrations/generic-rest"))
         .bearer_auth(&rig.api_key)
         .send()

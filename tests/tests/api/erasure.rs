@@ -18,9 +18,7 @@ async fn count(rig: &Rig, sql: &str) -> i64 {
 }
 
 async fn erase(rig: &Rig, user: &str) -> (u16, Value) {
-    let response = server::host::client_builder()
-        .build()
-        .unwrap()
+    let response = crate::helpers::http()
         .delete(rig.app.url(&format!("/v1/users/{user}")))
         .bearer_auth(&rig.api_key)
         .send()
@@ -93,13 +91,7 @@ async fn erasing_a_user_deletes_all_of_theirs_and_nothing_of_anyone_elses(db: Db
 
 async fn erasure_needs_the_api_key_and_a_user_id(db: Db) {
     let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
-    let response = server::host::client_builder()
-        .build()
-        .unwrap()
-        .delete(rig.app.url("/v1/users/user_42"))
-        .bearer_auth(&rig.token)
-        .send()
-        .await;
+    let response = crate::helpers::http().delete(rig.app.url("/v1/users/user_42")).bearer_auth(&rig.token).send().await;
     assert_eq!(response.unwrap().status(), 401, "an embed token cannot erase");
     let long = "x".repeat(257);
     assert_eq!(erase(&rig, &long).await.0, 400);

@@ -19,9 +19,7 @@ on_both_databases!(
 /// A send with `key` to the assistant at `base`: its status, its whole
 /// body and whether it was answered as a replay.
 async fn send(base: &str, token: &str, key: &str, body: &Value) -> (u16, String, bool) {
-    let response = server::host::client_builder()
-        .build()
-        .unwrap()
+    let response = crate::helpers::http()
         .post(format!("{base}/v1/chat/turns"))
         .bearer_auth(token)
         .header("idempotency-key", key)

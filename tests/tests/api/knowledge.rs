@@ -566,7 +566,7 @@ async fn a_sync_cut_by_a_restart_completes_and_replicas_answer_alike(db: Db) {
     let again = restart(&app, &vars).await;
     let other = restart(&app, &vars).await;
     app.clock.advance(Duration::from_secs(31));
-    let client = server::host::client_builder().build().unwrap();
+    let client = crate::helpers::http();
     let mut done = Value::Null;
     for _ in 0..600 {
         let source: Value = client

@@ -55,13 +55,7 @@ impl Op {
 
     /// Calls the provider's test API (`/__test/rotate`, …).
     pub async fn test_api(&self, path: &str) -> Value {
-        let response = server::host::client_builder()
-            .build()
-            .unwrap()
-            .post(format!("{}{path}", self.issuer))
-            .send()
-            .await
-            .unwrap();
+        let response = crate::helpers::http().post(format!("{}{path}", self.issuer)).send().await.unwrap();
         assert!(response.status().is_success(), "{path}");
         response.json().await.unwrap()
     }

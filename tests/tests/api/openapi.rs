@@ -144,7 +144,7 @@ async fn the_turn_stream_is_described_event_by_event() {
 #[tokio::test]
 async fn an_unknown_path_or_method_answers_a_json_error() {
     let app = spawn_app(Db::Sqlite).start().await;
-    let client = server::host::client_builder().build().unwrap();
+    let client = crate::helpers::http();
 
     let missing = client.get(app.url("/v1/nothing/here")).send().await.unwrap();
     assert_eq!(missing.status(), 404);

@@ -50,7 +50,7 @@ fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
 }
 
 async fn scrape(base: &str, token: Option<&str>) -> (u16, String) {
-    let mut request = server::host::client_builder().build().unwrap().get(format!("{base}/metrics"));
+    let mut request = crate::helpers::http().get(format!("{base}/metrics"));
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }

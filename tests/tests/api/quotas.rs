@@ -14,9 +14,7 @@ on_both_databases!(a_users_turn_limit_holds_across_two_replicas, one_turn_runs_p
 
 /// POSTs a turn to `base`: the status, the `Retry-After`, and the body.
 async fn post_turn(base: &str, token: &str, conversation: Option<&str>, message: &str) -> (u16, Option<u64>, String) {
-    let response = server::host::client_builder()
-        .build()
-        .unwrap()
+    let response = crate::helpers::http()
         .post(format!("{base}/v1/chat/turns"))
         .bearer_auth(token)
         .json(&json!({"message": message, "conversation_id": conversation}))

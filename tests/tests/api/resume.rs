@@ -17,11 +17,7 @@ on_both_databases!(
 
 /// `GET /v1/turns/{id}/events` on `base`: the status and the whole body.
 async fn resume(base: &str, token: &str, turn_id: &str, last_event_id: Option<&str>) -> (u16, String) {
-    let mut request = server::host::client_builder()
-        .build()
-        .unwrap()
-        .get(format!("{base}/v1/turns/{turn_id}/events"))
-        .bearer_auth(token);
+    let mut request = crate::helpers::http().get(format!("{base}/v1/turns/{turn_id}/events")).bearer_auth(token);
     if let Some(id) = last_event_id {
         request = request.header("last-event-id", id);
     }
