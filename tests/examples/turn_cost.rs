@@ -127,7 +127,8 @@ fn dumped_instructions(dir: &Path, pid: u32) -> u64 {
 }
 
 /// Runs `turns` turns, `concurrency` conversations at a time, each a new
-/// conversation of its own user; checks that every one completed.
+/// conversation of its own user in English (the widget names the
+/// visitor's language with every turn); checks that every one completed.
 async fn run(client: &reqwest::Client, base: &str, workspace: &str, secret: &str, concurrency: usize, turns: usize) {
     let per_worker = turns / concurrency;
     let workers = (0..concurrency).map(|w| {
@@ -139,7 +140,7 @@ async fn run(client: &reqwest::Client, base: &str, workspace: &str, secret: &str
                 let body = client
                     .post(&url)
                     .bearer_auth(&token)
-                    .json(&json!({"message": "look it up"}))
+                    .json(&json!({"message": "look it up", "lang": "en"}))
                     .send()
                     .await
                     .unwrap()

@@ -76,7 +76,7 @@ async fn get_conversation(
     // drawn under the message's text in the visitor's language.
     let links = state.attachments.links();
     let lang = match messages.iter().any(|m| !m.attachments.is_empty()) {
-        true => db::conversation_lang(&state.pool, &conversation.id).await?,
+        true => db::reads(conversation.lang.as_deref()),
         false => "en",
     };
     for message in messages.iter_mut().filter(|m| !m.attachments.is_empty()) {

@@ -248,11 +248,11 @@ impl<'a> CaseRun<'a> {
                             &self.caller.workspace_id,
                             &self.caller.external_user_id,
                             &title,
+                            Some(self.lang),
                         )
                         .await
                         .map_err(internal)?;
                         db::mark_test_conversation(pool, &id, &self.test.run_id).await.map_err(internal)?;
-                        db::set_conversation_lang(pool, &id, self.lang).await.map_err(internal)?;
                         self.conversation_id = Some(id.clone());
                         (id, TurnStart::FirstMessage(message))
                     }

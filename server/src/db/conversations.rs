@@ -13,6 +13,8 @@ pub struct ConversationRow {
     pub external_user_id: String,
     pub title: String,
     pub updated_at: i64,
+    /// The language a turn request last named (see [`reads`]).
+    pub lang: Option<String>,
 }
 
 #[derive(Debug, Clone, FromRow)]
@@ -42,12 +44,13 @@ pub async fn create_conversation(
     workspace_id: &str,
     external_user_id: &str,
     title: &str,
+    lang: Option<&str>,
 ) -> anyhow::Result<String> {
     let id = new_id("conv");
     let now = now_ms();
     sqlx::query(
-        "INSERT INTO conversations (id, workspace_id, external_user_id, title, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6)",
+        "INSERT INTO conversations (id, workspace_id, external_user_id, title, created_at, updated_at, lang)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(&id)
     .bind(workspace_id)
@@ -55,6 +58,7 @@ pub async fn create_conversation(
     .bind(title)
     .bind(now)
     .bind(now)
+    .bind(lang)
     .execute(pool)
     .await?;
     Ok(id)
@@ -84,7 +88,7 @@ pub fn reads(stored: Option<&str>) -> &'static str {
     stored.and_then(widget::wire::i18n::spoken).unwrap_or(widget::wire::i18n::LANGUAGES[0])
 }
 
-const CONVERSATION_COLUMNS: &str = "id, workspace_id, external_user_id, title, updated_at";
+const CONVERSATION_COLUMNS: &str = "id, workspace_id, external_user_id, title, updated_at, lang";
 
 /// The conversation, only if it belongs to this workspace and user.
 pub async fn owned_conversation(

@@ -670,7 +670,7 @@ async fn provision_is_idempotent_and_wipe_and_reprovision_loses_nothing(db: Db) 
 
     // The hub wipes its row and provisions again: the same space, its data intact.
     let workspace = first["external_ref"].as_str().unwrap();
-    server::db::create_conversation(&rig.app.state.pool, workspace, "alice", "kept").await.unwrap();
+    server::db::create_conversation(&rig.app.state.pool, workspace, "alice", "kept", None).await.unwrap();
     let (_, third) = provision(&rig, &base, "3f1c2a9e-0000-4000-8000-000000000003").await;
     assert_eq!(third["external_ref"], workspace);
     assert_eq!(server::db::list_conversations(&rig.app.state.pool, workspace, "alice").await.unwrap().len(), 1);
@@ -759,7 +759,7 @@ async fn the_reconcile_reports_the_state_and_drops_delisted_grants(db: Db) {
     assert!(report["seq"].is_i64() && report["occurred_at"].is_string());
 
     let pool = &rig.app.state.pool;
-    let conversation = server::db::create_conversation(pool, &rig.workspace, "alice", "hi").await.unwrap();
+    let conversation = server::db::create_conversation(pool, &rig.workspace, "alice", "hi", None).await.unwrap();
     let (_, report) = rig.hub_call(&base, HubCall::new(&path, None, "3f1c2a9e-0000-4000-8000-000000001002")).await;
     assert_eq!(report["state"], "in_progress");
     let now = server::ids::now_ms();

@@ -144,10 +144,16 @@ async fn the_model_is_told_the_users_language_and_the_servers_notices_follow_it(
     let body = json!({"conversation_id": conversation, "message": "again", "lang": "pt-BR"});
     rig.app.post("/v1/chat/turns", &rig.token, &body).await.text().await.unwrap();
     assert!(system(2).contains("in Spanish"), "{}", system(2));
+    // Another one it speaks moves the conversation to it, for later turns too.
+    let body = json!({"conversation_id": conversation, "message": "again", "lang": "fr"});
+    rig.app.post("/v1/chat/turns", &rig.token, &body).await.text().await.unwrap();
+    assert!(system(3).contains("in French"), "{}", system(3));
+    rig.app.turn(&rig.token, Some(&conversation), "encore").await;
+    assert!(system(4).contains("in French"), "{}", system(4));
     let long = json!({"message": "hi", "lang": "x".repeat(36)});
     assert_eq!(rig.app.post("/v1/chat/turns", &rig.token, &long).await.status(), 400);
     let events = rig.say("find something").await;
-    assert!(system(3).contains("in English"), "{}", system(3));
+    assert!(system(5).contains("in English"), "{}", system(5));
     let text = of(&events, "message")[0]["text"].as_str().unwrap().to_owned();
     assert!(text.contains("more steps than I may take"), "{text}");
 }
