@@ -7,6 +7,7 @@
 //! - `client/` (browser only): the token hand-off with the host page, the
 //!   chat API, the turn's event stream, and their errors;
 //! - `js`: the JSON reader the browser runs; `sse`: the stream's framing;
+//! - `mount` (browser only): hydration without Leptos' serialized-data reader;
 //! - `wire`: the types and words the server and the widget share.
 
 // Leptos' views are deeply nested types; the hydrate build's chat view
@@ -23,6 +24,8 @@ pub mod form;
 pub mod html;
 #[cfg(feature = "hydrate")]
 mod js;
+#[cfg(feature = "hydrate")]
+mod mount;
 pub mod sse;
 pub mod wire;
 
@@ -39,7 +42,7 @@ pub fn hydrate() {
     console_error_panic_hook::set_once();
     client::mark("ca:hydrate");
     let boot = client::boot::read_boot();
-    leptos::mount::hydrate_body(move || {
+    mount::hydrate_body(move || {
         provide_context(boot);
         view! { <App/> }
     });

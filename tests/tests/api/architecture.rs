@@ -53,7 +53,7 @@ const WIDGET_LAYERS: &[(&str, &[&str])] = &[
     ("screen", &["components"]),
     ("intents", &["intents"]),
     ("client", &["client"]),
-    ("base", &["state", "js", "sse", "html", "form", "wire"]),
+    ("base", &["state", "js", "sse", "html", "form", "wire", "mount"]),
 ];
 
 #[test]
