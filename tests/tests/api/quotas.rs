@@ -166,12 +166,16 @@ async fn a_users_daily_tokens_leave_other_users_alone() {
     assert_eq!(of(&rig.app.turn(&other, None, "hello").await, "done")[0]["stop_reason"], "completed");
 }
 
+/// A rig whose process runs at most `cap` turns at once, each held 1.5 s
+/// by its `lookup` call.
+async fn capped_rig(cap: &str) -> Rig {
+    let script = vec![Step::Call("lookup", json!({})), Step::Text("done")];
+    Rig::start(Db::Sqlite, HostSpec::new(task_tools()).delay(1500), script, &[("CA_MAX_CONCURRENT_TURNS", cap)]).await
+}
+
 #[tokio::test]
 async fn beyond_the_processes_cap_new_turns_are_shed_with_retry_after() {
-    let script = vec![Step::Call("lookup", json!({})), Step::Text("done")];
-    let rig =
-        Rig::start(Db::Sqlite, HostSpec::new(task_tools()).delay(1500), script, &[("CA_MAX_CONCURRENT_TURNS", "1")])
-            .await;
+    let rig = capped_rig("1").await;
     let slow = {
         let (base, token) = (rig.app.url(""), rig.token.clone());
         tokio::spawn(async move { post_turn(&base, &token, None, "look it up").await })
@@ -191,10 +195,7 @@ async fn beyond_the_processes_cap_new_turns_are_shed_with_retry_after() {
 /// are shed, and every place comes back when its turn ends.
 #[tokio::test]
 async fn a_burst_of_turns_at_once_runs_exactly_the_cap_and_sheds_the_rest() {
-    let script = vec![Step::Call("lookup", json!({})), Step::Text("done")];
-    let rig =
-        Rig::start(Db::Sqlite, HostSpec::new(task_tools()).delay(1500), script, &[("CA_MAX_CONCURRENT_TURNS", "3")])
-            .await;
+    let rig = capped_rig("3").await;
     let burst = (0..12).map(|i| {
         let (base, token) = (rig.app.url(""), token(&rig.workspace, &rig.secret, &format!("burst_{i}")));
         tokio::spawn(async move { post_turn(&base, &token, None, "look it up").await })
