@@ -127,7 +127,8 @@ struct PageError {
     url: String,
     /// `http_status` (see `http_status`), `robots` (refused by robots.txt),
     /// `too_large`, `unreadable`, `unsupported_type`, `private_address`,
-    /// `redirect_offsite`, `too_many_redirects`, `unreachable`, `workspace_full`.
+    /// `redirect_offsite`, `too_many_redirects`, `unreachable`, `workspace_full`,
+    /// `not_kept` (read, but the database refused it: tried again at the next sync).
     code: String,
     http_status: Option<u16>,
     message: String,

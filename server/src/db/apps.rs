@@ -3,7 +3,7 @@
 //! input and whole result), and what a conversation's apps may do or told
 //! the model.
 
-use sqlx::{Connection, FromRow};
+use sqlx::FromRow;
 
 use super::Pool;
 use crate::ids::new_id;
@@ -71,7 +71,7 @@ pub struct NewView<'a> {
 pub async fn show(pool: &Pool, view: NewView<'_>, now: i64) -> anyhow::Result<String> {
     let id = new_id("cmp");
     let mut conn = pool.acquire().await?;
-    let mut tx = conn.begin().await?;
+    let mut tx = conn.begin_write().await?;
     sqlx::query(
         "INSERT INTO components (id, conversation_id, message_id, call_id, kind, data, tools, created_at, updated_at)
          VALUES ($1, $2, $3, $4, $5, $6, '[]', $7, $7)",
@@ -119,7 +119,7 @@ pub async fn finish(
     now: i64,
 ) -> anyhow::Result<bool> {
     let mut conn = pool.acquire().await?;
-    let mut tx = conn.begin().await?;
+    let mut tx = conn.begin_write().await?;
     let moved = sqlx::query("UPDATE app_views SET status = $1, result = $2 WHERE component_id = $3 AND status = $4")
         .bind(DONE)
         .bind(result.to_string())

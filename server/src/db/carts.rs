@@ -1,7 +1,6 @@
 //! The demo bistro's carts, kept server-side per customer (workspace +
 //! user). The prices and totals are the bistro's own (`bistro::cart`).
 
-use sqlx::Connection;
 use sqlx::FromRow;
 
 use crate::db::Pool;
@@ -27,7 +26,7 @@ pub async fn lines(pool: &Pool, customer: &str) -> anyhow::Result<Vec<CartLine>>
 /// Adds `quantity` of `item`; `notes`, when given, replace the line's notes.
 pub async fn add(pool: &Pool, customer: &str, item: &str, quantity: i64, notes: Option<&str>) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
-    let mut tx = conn.begin().await?;
+    let mut tx = conn.begin_write().await?;
     let existing: Option<(i64, String)> =
         sqlx::query_as("SELECT quantity, notes FROM bistro_cart_lines WHERE customer_key = $1 AND item = $2")
             .bind(customer)
@@ -64,7 +63,7 @@ pub async fn add(pool: &Pool, customer: &str, item: &str, quantity: i64, notes: 
 /// Removes one unit of `item`; nothing to remove is not an error.
 pub async fn remove_one(pool: &Pool, customer: &str, item: &str) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
-    let mut tx = conn.begin().await?;
+    let mut tx = conn.begin_write().await?;
     sqlx::query("UPDATE bistro_cart_lines SET quantity = quantity - 1 WHERE customer_key = $1 AND item = $2")
         .bind(customer)
         .bind(item)

@@ -5,7 +5,6 @@
 //! (a cart, an order) is the host's to erase.
 
 use serde::Serialize;
-use sqlx::Connection;
 
 use super::pool::Pool;
 
@@ -97,7 +96,7 @@ pub(super) async fn delete_conversations(
 /// the rows are gone.
 pub async fn erase_user(pool: &Pool, workspace_id: &str, user: &str) -> Result<(Erased, Vec<String>), EraseError> {
     let mut conn = pool.acquire().await?;
-    let mut tx = conn.begin().await?;
+    let mut tx = conn.begin_write().await?;
     let running: (i64,) = sqlx::query_as(&format!(
         "SELECT COUNT(*) FROM turns WHERE finished_at IS NULL AND conversation_id IN ({THEIR_CONVERSATIONS})"
     ))

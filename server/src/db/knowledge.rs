@@ -4,7 +4,7 @@
 //! moves its `knowledge_revision`, which tells each replica's index to
 //! rebuild.
 
-use sqlx::{Connection, FromRow};
+use sqlx::FromRow;
 
 use super::pool::Pool;
 use crate::ids::new_id;
@@ -115,7 +115,7 @@ pub async fn request_sync_all(pool: &Pool, workspace_id: &str) -> anyhow::Result
 /// Removes a source and everything read from it; false when there is none.
 pub async fn delete_source(pool: &Pool, workspace_id: &str, id: &str) -> anyhow::Result<bool> {
     let mut conn = pool.acquire().await?;
-    let mut tx = conn.begin().await?;
+    let mut tx = conn.begin_write().await?;
     sqlx::query("DELETE FROM knowledge_chunks WHERE source_id = $1 AND workspace_id = $2")
         .bind(id)
         .bind(workspace_id)
@@ -211,7 +211,7 @@ pub async fn finish_sync(
     now: i64,
 ) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
-    let mut tx = conn.begin().await?;
+    let mut tx = conn.begin_write().await?;
     sqlx::query(
         "UPDATE knowledge_sources SET status = $1, error = $2, next_sync_at = $3,
            sync_due = CASE WHEN sync_due = 2 THEN 1 ELSE 0 END,
@@ -320,7 +320,7 @@ pub struct ReadPage<'a> {
 /// every page.
 pub async fn store_page(pool: &Pool, page: ReadPage<'_>, now: i64) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
-    let mut tx = conn.begin().await?;
+    let mut tx = conn.begin_write().await?;
     let (page_id, existed) = page_row(&mut tx, page.source_id, page.workspace_id, page.url, page.generation).await?;
     if existed {
         sqlx::query("DELETE FROM knowledge_chunks WHERE page_id = $1").bind(&page_id).execute(&mut *tx).await?;
@@ -415,7 +415,7 @@ pub struct PageFailure<'a> {
 /// Records a page's failure, seen by this sync.
 pub async fn page_failed(pool: &Pool, failure: PageFailure<'_>, now: i64) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
-    let mut tx = conn.begin().await?;
+    let mut tx = conn.begin_write().await?;
     let (id, _) = page_row(&mut tx, failure.source_id, failure.workspace_id, failure.url, failure.generation).await?;
     if failure.gone {
         let removed =
@@ -451,7 +451,7 @@ pub async fn page_failed(pool: &Pool, failure: PageFailure<'_>, now: i64) -> any
 /// longer linked), with their chunks; answers how many.
 pub async fn remove_unseen(pool: &Pool, workspace_id: &str, source_id: &str, generation: i64) -> anyhow::Result<u64> {
     let mut conn = pool.acquire().await?;
-    let mut tx = conn.begin().await?;
+    let mut tx = conn.begin_write().await?;
     sqlx::query(
         "DELETE FROM knowledge_chunks WHERE page_id IN
            (SELECT id FROM knowledge_pages WHERE source_id = $1 AND seen_generation < $2)",
@@ -579,7 +579,7 @@ pub async fn chunks_to_embed(
 /// Keeps chunks' vectors made by `model`.
 pub async fn set_embeddings(pool: &Pool, model: &str, vectors: &[(String, String)]) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
-    let mut tx = conn.begin().await?;
+    let mut tx = conn.begin_write().await?;
     for (id, vector) in vectors {
         sqlx::query("UPDATE knowledge_chunks SET embedding = $1, embedding_model = $2 WHERE id = $3")
             .bind(vector)

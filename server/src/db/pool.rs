@@ -76,8 +76,22 @@ impl DerefMut for Conn {
     }
 }
 
+impl Conn {
+    /// A transaction that writes. On SQLite it takes the write lock as it
+    /// begins (`BEGIN IMMEDIATE`, which waits out the busy timeout): a
+    /// deferred one that reads and then writes fails at once (`SQLITE_BUSY`,
+    /// no waiting) when another connection — another replica on the same
+    /// file — committed in between.
+    pub async fn begin_write(&mut self) -> Result<sqlx::Transaction<'_, Any>, sqlx::Error> {
+        match self {
+            Conn::Pooled(conn) => Connection::begin(&mut **conn).await,
+            Conn::Single(conn) => Connection::begin_with(&mut **conn, "BEGIN IMMEDIATE").await,
+        }
+    }
+}
+
 impl Pool {
-    /// A connection of its own until dropped (`conn.begin()` starts a
+    /// A connection of its own until dropped (`conn.begin_write()` starts a
     /// transaction on it). Nothing else may use `self` meanwhile on SQLite:
     /// statements of a transaction run on the transaction.
     pub async fn acquire(&self) -> Result<Conn, sqlx::Error> {

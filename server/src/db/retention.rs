@@ -5,8 +5,6 @@
 //! older than the operator's
 //! `CA_AUDIT_RETENTION_DAYS`.
 
-use sqlx::Connection;
-
 use super::erasure::{Erased, delete_conversations};
 use super::pool::Pool;
 
@@ -29,7 +27,7 @@ pub async fn sweep_conversations(pool: &Pool, now: i64, batch: i64) -> anyhow::R
     let mut erased = Erased::default();
     for (conversation, workspace) in due {
         let mut conn = pool.acquire().await?;
-        let mut tx = conn.begin().await?;
+        let mut tx = conn.begin_write().await?;
         // Still idle (a turn may have begun since the query above).
         let scope = "SELECT id FROM conversations WHERE id = $1 AND workspace_id = $2
                      AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.conversation_id = conversations.id AND t.finished_at IS NULL)";

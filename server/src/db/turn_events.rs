@@ -1,7 +1,6 @@
 //! The stored events of turns' streams, for clients that resume one.
 
 use super::pool::Pool;
-use sqlx::Connection;
 
 /// One stored event.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -25,7 +24,7 @@ pub async fn insert(pool: &Pool, turn_id: &str, events: &[(u64, &str, &str)], no
         insert_rows(pool, turn_id, events, now, notify).await?;
     } else {
         let mut conn = pool.acquire().await?;
-        let mut tx = conn.begin().await?;
+        let mut tx = conn.begin_write().await?;
         for rows in events.chunks(ROWS_PER_INSERT) {
             // PostgreSQL delivers a transaction's notifications once, at its commit.
             insert_rows(&mut *tx, turn_id, rows, now, notify).await?;

@@ -1,6 +1,5 @@
 //! Workspaces and their integrations (the Remote Tools host, MCP servers).
 
-use sqlx::Connection;
 use sqlx::FromRow;
 
 use super::pool::Pool;
@@ -351,7 +350,7 @@ pub struct NewIntegration<'a> {
 /// Connects (or re-connects, replacing) an integration.
 pub async fn upsert_integration(pool: &Pool, i: NewIntegration<'_>) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
-    let mut tx = conn.begin().await?;
+    let mut tx = conn.begin_write().await?;
     sqlx::query("DELETE FROM integrations WHERE workspace_id = $1 AND provider = $2")
         .bind(i.workspace_id)
         .bind(i.provider)
@@ -482,7 +481,7 @@ pub async fn set_workspace_model(
     embeddings_model: Option<&str>,
 ) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
-    let mut tx = conn.begin().await?;
+    let mut tx = conn.begin_write().await?;
     sqlx::query("DELETE FROM workspace_models WHERE workspace_id = $1").bind(workspace_id).execute(&mut *tx).await?;
     sqlx::query(
         "INSERT INTO workspace_models
@@ -606,7 +605,7 @@ pub async fn upsert_preset(
 ) -> anyhow::Result<u64> {
     let allowed = serde_json::to_string(allowed_tools)?;
     let mut conn = pool.acquire().await?;
-    let mut tx = conn.begin().await?;
+    let mut tx = conn.begin_write().await?;
     sqlx::query(
         "INSERT INTO tool_presets (name, base_url, secret_enc, allowed_tools, updated_at) VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (name) DO UPDATE SET base_url = excluded.base_url, secret_enc = excluded.secret_enc,

@@ -491,20 +491,26 @@ impl Sync<'_> {
         links: Option<String>,
     ) -> Result<(), String> {
         let pool = self.pool();
-        let known = store::page(pool, &self.claimed.id, key).await.map_err(|e| format!("{e:#}"))?;
+        let known = match store::page(pool, &self.claimed.id, key).await {
+            Ok(known) => known,
+            Err(error) => return Err(self.not_kept(key, error).await),
+        };
         let hash = fingerprint(&document);
         if let Some(page) =
             known.as_ref().filter(|p| p.content_hash.as_deref() == Some(hash.as_str()) && p.status == "ok")
         {
-            store::page_unchanged(pool, &page.id, self.claimed.generation, self.now())
-                .await
-                .map_err(|e| format!("{e:#}"))?;
+            if let Err(error) = store::page_unchanged(pool, &page.id, self.claimed.generation, self.now()).await {
+                return Err(self.not_kept(key, error).await);
+            }
             // Kept before an embeddings model was configured (or another one): its vectors now.
             self.embed(key).await;
             return Ok(());
         }
         let _keeping = self.knowledge.inner.keeping.lock().await;
-        let kept = store::workspace_bytes(pool, &self.claimed.workspace_id).await.map_err(|e| format!("{e:#}"))?;
+        let kept = match store::workspace_bytes(pool, &self.claimed.workspace_id).await {
+            Ok(kept) => kept,
+            Err(error) => return Err(self.not_kept(key, error).await),
+        };
         let cap = self.knowledge.inner.settings.max_workspace_bytes as i64;
         if kept - known.as_ref().map_or(0, |p| p.bytes) + bytes > cap {
             let message = format!("the workspace keeps {cap} bytes of pages at most");
@@ -539,10 +545,9 @@ impl Sync<'_> {
             generation: self.claimed.generation,
             chunks,
         };
-        store::store_page(pool, read, self.now()).await.map_err(|e| {
-            tracing::error!(error = format!("{e:#}"), "cannot keep a page");
-            "the page cannot be kept".to_owned()
-        })?;
+        if let Err(error) = store::store_page(pool, read, self.now()).await {
+            return Err(self.not_kept(key, error).await);
+        }
         self.embed(key).await;
         let due = {
             let mut revised = self.revised.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -591,6 +596,17 @@ impl Sync<'_> {
                 }
             }
         }
+    }
+
+    /// A page read but not kept (the database refused it): recorded as
+    /// failed, so the sync says so and what was kept of it before stays
+    /// (a page this sync did not mark seen would be removed with the unseen
+    /// ones); the next sync reads it again.
+    async fn not_kept(&self, key: &str, error: anyhow::Error) -> String {
+        tracing::error!(url = key, error = format!("{error:#}"), "cannot keep a page");
+        let message = "the page was read but could not be kept; the next sync tries again";
+        self.failed(key, "not_kept", None, message, false).await;
+        message.to_owned()
     }
 
     async fn failed(&self, key: &str, code: &str, http_status: Option<u16>, message: &str, gone: bool) {

@@ -26,6 +26,8 @@ on_both_databases!(
     a_reply_cites_what_its_searches_returned_and_nothing_else,
     questions_the_knowledge_did_not_answer_are_gaps_grouped_and_erased,
     a_sync_cut_by_a_restart_completes_and_replicas_answer_alike,
+    a_replicas_write_waits_for_a_page_being_kept_instead_of_failing_it,
+    a_page_the_database_refuses_is_an_error_and_its_old_text_stays,
     a_sources_pages_and_a_workspaces_bytes_are_capped,
     the_demo_answers_from_its_help_center_with_its_source,
     the_command_line_adds_lists_searches_and_removes_sources,
@@ -605,6 +607,85 @@ async fn a_sync_cut_by_a_restart_completes_and_replicas_answer_alike(db: Db) {
     let (one, two) = (ask(again).await, ask(other).await);
     assert!(one["results"].as_array().unwrap().len() >= 2, "{one}");
     assert_eq!(one, two, "two replicas answer the same search the same way");
+}
+
+/// Keeping a page reads, then writes, in one transaction. On SQLite a
+/// transaction begun deferred that meets another replica's commit between
+/// its read and its write fails at once (`SQLITE_BUSY`, no waiting): a
+/// resumed sync lost a page that way, ready with a page fewer and no error.
+/// Write transactions take the write lock as they begin, so the other
+/// replica's write waits instead, and both land.
+async fn a_replicas_write_waits_for_a_page_being_kept_instead_of_failing_it(db: Db) {
+    let app = spawn_app(db).start().await;
+    let (_, other) = crate::helpers::replica(&app, &[]).await;
+    let mut conn = app.state.pool.acquire().await.unwrap();
+    let mut tx = conn.begin_write().await.unwrap();
+    let before: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM rate_windows").fetch_one(&mut *tx).await.unwrap();
+    let writer = tokio::spawn(async move {
+        sqlx::query("INSERT INTO rate_windows (key, window_start, count) VALUES ('other replica', 0, 1)")
+            .execute(&other.pool)
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    if !app.state.pool.is_postgres() {
+        // SQLite has one writer: the other replica waits for this one.
+        assert!(!writer.is_finished(), "the other replica's write waits for the transaction");
+    }
+    sqlx::query("INSERT INTO rate_windows (key, window_start, count) VALUES ('this replica', 0, 1)")
+        .execute(&mut *tx)
+        .await
+        .expect("the transaction's write after its read is not refused");
+    tx.commit().await.unwrap();
+    drop(conn);
+    writer.await.unwrap().expect("the other replica's write lands after the transaction");
+    let after: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM rate_windows").fetch_one(&app.state.pool).await.unwrap();
+    assert_eq!(after, before + 2);
+}
+
+/// A page read but refused by the database (here a trigger refuses its
+/// passages) is a page error of its own, `not_kept`, and what was kept of
+/// it before stays searchable: before, the sync ended `ready` without a
+/// word and removed the page with the ones gone from the sitemap.
+async fn a_page_the_database_refuses_is_an_error_and_its_old_text_stays(db: Db) {
+    let site = help_site().await;
+    site.sitemap(&["/help/delivery", "/help/hours"]);
+    let rig = rig(db, vec![Step::Text("ok")]).await;
+    let id = add(&rig, json!({"kind": "sitemap", "url": site.url("/sitemap.xml")})).await;
+    let first = synced(&rig.app, &rig.api_key, &id, &Value::Null).await;
+    assert_eq!((first["pages"].as_i64(), first["failed_pages"].as_i64()), (Some(2), Some(0)), "{first}");
+
+    let pool = &rig.app.state.pool;
+    let refuse = if pool.is_postgres() {
+        vec![
+            "CREATE FUNCTION refuse_hours() RETURNS trigger AS $$ BEGIN
+               IF NEW.url LIKE '%/help/hours%' THEN RAISE EXCEPTION 'refused by the test'; END IF;
+               RETURN NEW; END $$ LANGUAGE plpgsql",
+            "CREATE TRIGGER refuse_hours BEFORE INSERT ON knowledge_chunks FOR EACH ROW EXECUTE FUNCTION refuse_hours()",
+        ]
+    } else {
+        vec![
+            "CREATE TRIGGER refuse_hours BEFORE INSERT ON knowledge_chunks WHEN NEW.url LIKE '%/help/hours%'
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+        ]
+    };
+    for statement in refuse {
+        sqlx::query(statement).execute(pool).await.unwrap();
+    }
+    site.html("/help/hours", "Opening hours", "<h2 id=\"week\">Every week</h2><p>We now open on Mondays too.</p>");
+    rig.app.clock.advance(Duration::from_millis(5));
+    let (status, asked) =
+        rig.app.post_json(&format!("/v1/knowledge/sources/{id}/sync"), &rig.api_key, &json!({})).await;
+    assert_eq!(status, 202, "{asked}");
+    let second = synced(&rig.app, &rig.api_key, &id, &first["last_synced_at"]).await;
+    assert_eq!(second["failed_pages"], 1, "{second}");
+    assert_eq!(
+        (second["errors"][0]["url"].as_str(), second["errors"][0]["code"].as_str()),
+        (Some(site.url("/help/hours").as_str()), Some("not_kept")),
+        "{second}"
+    );
+    assert_eq!(second["pages"], 2, "the refused page keeps what was kept of it: {second}");
+    let found = search(&rig.app, &rig.api_key, "noon to ten").await;
+    assert_eq!(found[0]["url"], site.url("/help/hours#week"), "{found:?}");
 }
 
 async fn a_sources_pages_and_a_workspaces_bytes_are_capped(db: Db) {
