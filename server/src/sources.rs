@@ -402,28 +402,39 @@ impl Sources {
                 let output = self.host.execute(target, tool, call_id, arguments, scope).await?;
                 Ok(Read { output, app_result: None })
             }
-            SourceKind::Mcp(server) => {
-                let started = std::time::Instant::now();
-                let connection = self.connection(source, server).await.map_err(into_host_error)?;
-                let arguments = arguments.as_object().cloned().unwrap_or_default();
-                let result = match events {
-                    Some(events) => {
-                        connection.server.call_with_events(tool, arguments, scope_meta(scope), events).await
-                    }
-                    None => connection.server.call(tool, arguments, scope_meta(scope)).await,
-                };
-                crate::metrics::host_request("mcp/tools/call", started.elapsed(), result.is_ok());
-                let result = result.map_err(into_host_error)?;
-                let app = connection.has_app(tool);
-                let sorted = if app { app_outcome(&result) } else { outcome(&result) };
-                match sorted {
-                    Outcome::Output(output) => {
-                        let app_result = app.then(|| crate::mcp::apps::result_for_app(&result));
-                        Ok(Read { output, app_result })
-                    }
-                    Outcome::Failed(said) => Err(HostError::ToolFailed(said)),
-                }
+            // Boxed: an MCP call's future is several kilobytes that a Remote
+            // Tools call, waiting, need not carry.
+            SourceKind::Mcp(server) => Box::pin(self.call_mcp(source, server, tool, arguments, scope, events)).await,
+        }
+    }
+
+    /// A call to an MCP server's tool, its progress and questions to `events`.
+    async fn call_mcp(
+        &self,
+        source: &Source,
+        server: &McpServer,
+        tool: &str,
+        arguments: &Value,
+        scope: &ExecutionScope,
+        events: Option<UnboundedSender<CallEvent>>,
+    ) -> Result<Read, HostError> {
+        let started = std::time::Instant::now();
+        let connection = self.connection(source, server).await.map_err(into_host_error)?;
+        let arguments = arguments.as_object().cloned().unwrap_or_default();
+        let result = match events {
+            Some(events) => connection.server.call_with_events(tool, arguments, scope_meta(scope), events).await,
+            None => connection.server.call(tool, arguments, scope_meta(scope)).await,
+        };
+        crate::metrics::host_request("mcp/tools/call", started.elapsed(), result.is_ok());
+        let result = result.map_err(into_host_error)?;
+        let app = connection.has_app(tool);
+        let sorted = if app { app_outcome(&result) } else { outcome(&result) };
+        match sorted {
+            Outcome::Output(output) => {
+                let app_result = app.then(|| crate::mcp::apps::result_for_app(&result));
+                Ok(Read { output, app_result })
             }
+            Outcome::Failed(said) => Err(HostError::ToolFailed(said)),
         }
     }
 }

@@ -26,7 +26,7 @@ use axum::Json;
 use axum::routing::{get, post};
 use common::{cpu_ms, rss_kib};
 use futures::StreamExt;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::sync::watch;
 
 /// The plateau: every stream waiting on the tool, this long at least.
@@ -185,19 +185,24 @@ async fn one_turn(client: &reqwest::Client, url: &str, token: &str, outcomes: &O
 }
 
 /// A tool host whose `lookup` answers only once the gate opens and
-/// [`HOLD`] has passed since the call came.
+/// [`HOLD`] has passed since the call came — a turn's call: the contract
+/// checker's (run when the bench connects the host) is answered at once.
 async fn slow_host(gate: Arc<Gate>) -> SocketAddr {
-    let execute = move || {
+    let execute = move |Json(body): Json<Value>| {
         let gate = gate.clone();
         async move {
+            let answer = Json(
+                json!({"output": {"status": "ok", "display": [{"title": "A result", "url": "https://example.com/a"}]}}),
+            );
+            if body["execution"]["externalUserId"] == server::checker::CHECK_USER {
+                return answer;
+            }
             let came = Instant::now();
             let mut open = gate.open.subscribe();
             gate.waiting.fetch_add(1, Ordering::SeqCst);
             let _ = open.wait_for(|open| *open).await;
             tokio::time::sleep_until((came + HOLD).into()).await;
-            Json(
-                json!({"output": {"status": "ok", "display": [{"title": "A result", "url": "https://example.com/a"}]}}),
-            )
+            answer
         }
     };
     common::serve(

@@ -183,7 +183,8 @@ async fn apply_action(
     actions::record_life(&state.pool, &action, &actions::user_actor(&action), "action.applied", None, detail).await;
     let conversation_id = action.conversation_id.clone();
     let lang = crate::db::conversation_lang(&state.pool, &conversation_id).await?;
-    Ok(stream_turn(&state, slot, caller, conversation_id, turn_id, TurnStart::Applied(action), lang).into_response())
+    Ok(stream_turn(&state, slot, caller, conversation_id, turn_id, TurnStart::Applied(Box::new(action)), lang)
+        .into_response())
 }
 
 /// Admits the turn an answer to an action starts, claims its conversation
@@ -261,6 +262,6 @@ async fn cancel_action(
     actions::record_life(&state.pool, &action, &actions::user_actor(&action), "action.cancelled", None, detail).await;
     let conversation_id = action.conversation_id.clone();
     let lang = crate::db::conversation_lang(&state.pool, &conversation_id).await?;
-    Ok(stream_turn(&state, slot, caller, conversation_id, turn_id, TurnStart::Declined(action, reason), lang)
+    Ok(stream_turn(&state, slot, caller, conversation_id, turn_id, TurnStart::Declined(Box::new(action), reason), lang)
         .into_response())
 }

@@ -283,7 +283,7 @@ impl<'a> CaseRun<'a> {
                 let kind = if self.test.execute { "applied" } else { "would_apply" };
                 self.note(number, kind, format!("{}: {}", action.tool, action.preview));
                 self.pending = None;
-                self.turn(number, turn_id, TurnStart::Applied(action)).await
+                self.turn(number, turn_id, TurnStart::Applied(Box::new(action))).await
             }
             Action::Cancel(reason) => {
                 let action = self.pending_action().await?;
@@ -301,7 +301,7 @@ impl<'a> CaseRun<'a> {
                 .await;
                 self.note(number, "cancelled", reason.clone().unwrap_or_default());
                 self.pending = None;
-                self.turn(number, turn_id, TurnStart::Declined(action, reason.clone())).await
+                self.turn(number, turn_id, TurnStart::Declined(Box::new(action), reason.clone())).await
             }
             Action::Confirm => {
                 let action = self.pending_action().await?;
@@ -444,7 +444,7 @@ impl<'a> CaseRun<'a> {
         // Noted after the step's tool calls, which are read at its end.
         let mut later: Vec<(&str, String)> = Vec::new();
         while let Some(numbered) = running.events.recv().await {
-            match numbered.event {
+            match *numbered.event {
                 TurnEvent::Text(delta) => running.deltas.push_str(&delta.delta),
                 TurnEvent::Message(message) => {
                     running.deltas.clear();

@@ -41,13 +41,15 @@ impl Turn<'_> {
                     CallEvent::Progress { progress, total, message } => {
                         self.events.tool_progress(&call.id, &tool.name, tool.verb, progress, total, message);
                     }
+                    // Boxed, as the answers' hand-over: rare, and the
+                    // call's future holds room for them while it waits.
                     CallEvent::Elicit(request) => {
-                        if let Some(asked) = self.ask(call, tool, request).await {
+                        if let Some(asked) = Box::pin(self.ask(call, tool, *request)).await {
                             open.push(asked);
                         }
                     }
                 },
-                _ = tick.tick(), if !open.is_empty() => self.hand_over_answers(&mut open).await,
+                _ = tick.tick(), if !open.is_empty() => Box::pin(self.hand_over_answers(&mut open)).await,
             }
         };
         if !open.is_empty() {

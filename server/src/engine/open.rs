@@ -42,7 +42,7 @@ impl Turn<'_> {
                         "stale",
                     );
                     self.deliver(&action.call_id, ToolOutcome::answer(content)).await?;
-                    return Ok(Some(action.clone()));
+                    return Ok(Some(ActionRow::clone(action)));
                 }
             },
             TurnStart::Declined(action, reason) => {

@@ -70,11 +70,13 @@ impl Turn<'_> {
         if !admitted.is_empty() {
             self.events.send(TurnEvent::Display(DisplayCards { call_id: call_id.to_owned(), cards: admitted }));
         }
+        // Boxed: only some results have them, and a turn's future holds
+        // room for its largest part while it waits on a tool.
         if let Some(component) = component {
-            self.show_component(call_id, &message_id, component).await;
+            Box::pin(self.show_component(call_id, &message_id, component)).await;
         }
         if let Some(app) = app {
-            self.show_app(call_id, &message_id, app).await;
+            Box::pin(self.show_app(call_id, &message_id, app)).await;
         }
         Ok(content)
     }

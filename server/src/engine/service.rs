@@ -44,9 +44,11 @@ pub enum TurnStart {
     /// now: nothing to supersede, and its time is already the latest.
     FirstMessage(UserMessage),
     /// The user applied this action; its status is already `executing`.
-    Applied(ActionRow),
+    /// (Actions are boxed: a turn holds its start while it runs, and most
+    /// start with a message, a tenth of an action's size.)
+    Applied(Box<ActionRow>),
     /// The user cancelled this action, perhaps saying why.
-    Declined(ActionRow, Option<String>),
+    Declined(Box<ActionRow>, Option<String>),
 }
 
 /// What the user sent: their text and the attachments sent with it (the

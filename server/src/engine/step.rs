@@ -57,7 +57,7 @@ impl Turn<'_> {
             self.events.send(TurnEvent::Text(TextDelta { delta }));
         };
         let model = prepared.model.step(&prepared.messages, &prepared.tools, &mut on_text);
-        let step = clock.waiting(model).await.map_err(Stop::Model)?;
+        let step = clock.waiting(Box::pin(model)).await.map_err(Stop::Model)?;
         tracing::debug!(iteration, duration_ms = clock.waited_ms(), "model step");
         let usage = &self.engine.budgets.usage;
         if testing {
@@ -101,7 +101,7 @@ impl Turn<'_> {
 
         if let Some(change) = change {
             let call = &step.tool_calls[change.index];
-            match clock.waiting(self.propose(call, change.tool, &change.arguments, prepared)).await {
+            match clock.waiting(Box::pin(self.propose(call, change.tool, &change.arguments, prepared))).await {
                 Ok(()) => {
                     self.progress.lock().held_message_id = Some(step_row);
                     return Err(Stop::Limit(StopReason::PendingAction));

@@ -56,7 +56,7 @@ impl Turn<'_> {
         let activity = |status| self.events.tool_activity(&call.id, &tool.name, tool.verb, status);
         activity(ToolStatus::Started);
         // An MCP App is shown as its tool is called: it has the input now.
-        let shown = self.start_app(&call.id, tool, source, arguments).await;
+        let shown = Box::pin(self.start_app(&call.id, tool, source, arguments)).await;
         let started = std::time::Instant::now();
         let result = self.read_observed(call, tool, source, arguments, &prepared.scope.for_call()).await;
         self.count_tool_call();

@@ -32,7 +32,10 @@ impl Turn<'_> {
             turn_id: self.input.turn_id.clone(),
             conversation_id: self.input.conversation_id.clone(),
         }));
-        let stale = match self.open().await {
+        // Boxed, as the other phases' rare or large parts are: a future holds
+        // room for its largest phase while any runs, and a turn waiting on a
+        // tool (thousands may) should hold only what waiting needs.
+        let stale = match Box::pin(self.open()).await {
             Ok(stale) => stale,
             Err(error) => {
                 tracing::error!(error = format!("{error:#}"), "cannot start the turn");
@@ -72,9 +75,9 @@ impl Turn<'_> {
     /// Apply), then model steps until the model answers without calling a
     /// tool or a limit is hit.
     async fn steps(&self, stale: Option<&ActionRow>) -> Result<(), Stop> {
-        let mut prepared = self.prepare().await?;
+        let mut prepared = Box::pin(self.prepare()).await?;
         if let Some(stale) = stale {
-            self.reoffer(stale, &mut prepared).await?;
+            Box::pin(self.reoffer(stale, &mut prepared)).await?;
         }
         for iteration in 1..=self.engine.limits.max_iterations {
             if let StepEnd::Answered = self.step(&mut prepared, iteration).await? {

@@ -71,7 +71,8 @@ pub enum CallEvent {
     Progress { progress: f64, total: Option<f64>, message: Option<String> },
     /// `elicitation/create` (form mode) on the call's own stream: the user's
     /// input is wanted; the call's time stands still until it is answered.
-    Elicit(Elicitation),
+    /// Boxed: every call's channel holds a block of 32 events from its start.
+    Elicit(Box<Elicitation>),
 }
 
 /// A server's request for the user's input during a call. Answered once;
@@ -222,7 +223,7 @@ impl ClientHandler for Handler {
             waiting: route.waiting.clone(),
             answered_at: route.answered_at.clone(),
         };
-        if route.events.send(CallEvent::Elicit(elicitation)).is_err() {
+        if route.events.send(CallEvent::Elicit(Box::new(elicitation))).is_err() {
             return Ok(ElicitResult::new(ElicitationAction::Cancel));
         }
         Ok(tokio::select! {
