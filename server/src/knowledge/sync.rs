@@ -407,10 +407,11 @@ impl Sync<'_> {
         match fetched {
             Ok(Fetched::NotModified) => {
                 let page = known.expect("validators come from a kept page");
+                // Unrecorded, it would be taken for gone and removed.
                 if let Err(error) =
                     store::page_unchanged(self.pool(), &page.id, self.claimed.generation, self.now()).await
                 {
-                    tracing::error!(error = format!("{error:#}"), "cannot record an unchanged page");
+                    self.not_kept(key, error).await;
                 }
                 Read::Read(kept_links(&page))
             }

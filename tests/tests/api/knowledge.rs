@@ -642,10 +642,11 @@ async fn a_replicas_write_waits_for_a_page_being_kept_instead_of_failing_it(db: 
     assert_eq!(after, before + 2);
 }
 
-/// A page read but refused by the database (here a trigger refuses its
-/// passages) is a page error of its own, `not_kept`, and what was kept of
-/// it before stays searchable: before, the sync ended `ready` without a
-/// word and removed the page with the ones gone from the sitemap.
+/// A page read but refused by the database (here a trigger refuses a
+/// changed page's passages, and an unchanged one's record of being seen)
+/// is a page error of its own, `not_kept`, and what was kept of it before
+/// stays searchable: before, the sync ended `ready` without a word and
+/// removed the page with the ones gone from the sitemap.
 async fn a_page_the_database_refuses_is_an_error_and_its_old_text_stays(db: Db) {
     let site = help_site().await;
     site.sitemap(&["/help/delivery", "/help/hours"]);
@@ -661,10 +662,17 @@ async fn a_page_the_database_refuses_is_an_error_and_its_old_text_stays(db: Db) 
                IF NEW.url LIKE '%/help/hours%' THEN RAISE EXCEPTION 'refused by the test'; END IF;
                RETURN NEW; END $$ LANGUAGE plpgsql",
             "CREATE TRIGGER refuse_hours BEFORE INSERT ON knowledge_chunks FOR EACH ROW EXECUTE FUNCTION refuse_hours()",
+            "CREATE FUNCTION refuse_delivery() RETURNS trigger AS $$ BEGIN
+               IF NEW.url LIKE '%/help/delivery' AND NEW.status = 'ok' THEN RAISE EXCEPTION 'refused by the test'; END IF;
+               RETURN NEW; END $$ LANGUAGE plpgsql",
+            "CREATE TRIGGER refuse_delivery BEFORE UPDATE ON knowledge_pages FOR EACH ROW EXECUTE FUNCTION refuse_delivery()",
         ]
     } else {
         vec![
             "CREATE TRIGGER refuse_hours BEFORE INSERT ON knowledge_chunks WHEN NEW.url LIKE '%/help/hours%'
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+            "CREATE TRIGGER refuse_delivery BEFORE UPDATE ON knowledge_pages
+             WHEN NEW.url LIKE '%/help/delivery' AND NEW.status = 'ok'
              BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
         ]
     };
@@ -677,15 +685,22 @@ async fn a_page_the_database_refuses_is_an_error_and_its_old_text_stays(db: Db) 
         rig.app.post_json(&format!("/v1/knowledge/sources/{id}/sync"), &rig.api_key, &json!({})).await;
     assert_eq!(status, 202, "{asked}");
     let second = synced(&rig.app, &rig.api_key, &id, &first["last_synced_at"]).await;
-    assert_eq!(second["failed_pages"], 1, "{second}");
-    assert_eq!(
-        (second["errors"][0]["url"].as_str(), second["errors"][0]["code"].as_str()),
-        (Some(site.url("/help/hours").as_str()), Some("not_kept")),
-        "{second}"
-    );
-    assert_eq!(second["pages"], 2, "the refused page keeps what was kept of it: {second}");
+    assert_eq!(second["failed_pages"], 2, "{second}");
+    let mut errors: Vec<(&str, &str)> = second["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["url"].as_str().unwrap(), e["code"].as_str().unwrap()))
+        .collect();
+    errors.sort();
+    let (delivery, hours) = (site.url("/help/delivery"), site.url("/help/hours"));
+    assert_eq!(errors, [(delivery.as_str(), "not_kept"), (hours.as_str(), "not_kept")], "{second}");
+    assert_eq!(site.count("/help/delivery", 304), 1, "the unchanged page was asked for with its ETag");
+    assert_eq!(second["pages"], 2, "the refused pages keep what was kept of them: {second}");
     let found = search(&rig.app, &rig.api_key, "noon to ten").await;
     assert_eq!(found[0]["url"], site.url("/help/hours#week"), "{found:?}");
+    let found = search(&rig.app, &rig.api_key, "Do you deliver to Brookside?").await;
+    assert_eq!(found[0]["url"], site.url("/help/delivery#area"), "{found:?}");
 }
 
 async fn a_sources_pages_and_a_workspaces_bytes_are_capped(db: Db) {
