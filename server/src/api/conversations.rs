@@ -70,7 +70,7 @@ async fn get_conversation(
     let conversation = db::owned_conversation(&state.pool, &id, &caller.workspace_id, &caller.external_user_id)
         .await?
         .ok_or(ApiError::NotFound)?;
-    let mut messages = transcript(&state, &conversation.id).await?;
+    let mut messages = transcript(&state, &conversation).await?;
     let now = state.clock.now_ms();
     // The owner's browser shows its files by short-lived signed links,
     // drawn under the message's text in the visitor's language.
@@ -137,7 +137,11 @@ fn files_html(text: &str, files: &[widget::wire::AttachmentRef], lang: &str) -> 
 /// A conversation as its user saw it: each user message, then the turn's
 /// answer as one assistant message (its text from every model step, its
 /// cards and components from every tool result; the HTML sanitized).
-pub(super) async fn transcript(state: &ApiState, conversation_id: &str) -> Result<Vec<ConversationMessage>, ApiError> {
+pub(super) async fn transcript(
+    state: &ApiState,
+    conversation: &db::ConversationRow,
+) -> Result<Vec<ConversationMessage>, ApiError> {
+    let conversation_id = conversation.id.as_str();
     let rows = db::messages(&state.pool, conversation_id).await?;
     let feedback = db::feedback::in_conversation(&state.pool, conversation_id).await?;
     // Each answer's last assistant message: its feedback is kept under it.
@@ -220,7 +224,7 @@ pub(super) async fn transcript(state: &ApiState, conversation_id: &str) -> Resul
     messages.retain(|m| m.role == Role::User || !m.text.is_empty() || !m.cards.is_empty() || !m.components.is_empty());
     // A reply's sources are headed in the conversation's language.
     let lang = match messages.iter().any(|m| !m.sources.is_empty()) {
-        true => db::conversation_lang(&state.pool, conversation_id).await?,
+        true => db::reads(conversation.lang.as_deref()),
         false => "en",
     };
     for m in messages.iter_mut().filter(|m| m.role == Role::Assistant) {

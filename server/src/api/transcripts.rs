@@ -130,7 +130,7 @@ async fn get_workspace_conversation(
     Path(id): Path<String>,
 ) -> Result<Json<WorkspaceConversation>, ApiError> {
     let conversation = db::workspace_conversation(&state.pool, &workspace.id, &id).await?.ok_or(ApiError::NotFound)?;
-    let messages = transcript(&state, &conversation.id).await?;
+    let messages = transcript(&state, &conversation).await?;
     Ok(Json(WorkspaceConversation {
         updated_at: rfc3339(conversation.updated_at),
         id: conversation.id,
