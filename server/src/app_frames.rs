@@ -91,6 +91,7 @@ mod tests {
             permissions: vec!["menu:read".into()],
             limits: Default::default(),
             attachment_types: None,
+            setup: None,
         }
     }
 

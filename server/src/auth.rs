@@ -136,6 +136,9 @@ pub struct Caller {
     /// The kinds of attachment the workspace takes, read with it (None:
     /// every one the server takes).
     pub attachment_types: Option<Vec<String>>,
+    /// The workspace's setup as read with it on this call; none: unknown
+    /// (a turn reads its sources and model afresh).
+    pub setup: Option<crate::db::SetupStamp>,
 }
 
 impl Caller {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 
 use crate::crypto::{Vault, hash_api_key};
-use crate::db::{self, NewWorkspace, Pool};
+use crate::db::{self, NewWorkspace, Pool, SetupStamp};
 use crate::host::HostTarget;
 use crate::ids::{new_id, random_bytes};
 use crate::llm::Model;
@@ -29,7 +29,14 @@ pub struct Workspaces {
     /// Each workspace's own model as last read (by its `updated_at`), so
     /// what a model learned about its provider lasts across turns.
     models: Arc<Mutex<HashMap<String, (i64, Model)>>>,
+    /// Each workspace's sources as a turn last opened them, by the
+    /// sources version they were read at or after (see [`Self::turn_sources`]).
+    sources: Arc<Mutex<HashMap<String, Opened>>>,
 }
+
+/// A workspace's sources as opened, and the sources version they were
+/// read at or after.
+type Opened = (i64, Arc<[Source]>);
 
 /// A workspace's own model as it is set.
 pub struct OwnModel<'a> {
@@ -63,7 +70,7 @@ pub struct CreatedWorkspace {
 
 impl Workspaces {
     pub fn new(pool: Pool, vault: Vault, allow_private_models: bool) -> Self {
-        Self { pool, vault, allow_private_models, models: Arc::default() }
+        Self { pool, vault, allow_private_models, models: Arc::default(), sources: Arc::default() }
     }
 
     /// A workspace's own model, as it would be used (not yet saved); the
@@ -122,6 +129,49 @@ impl Workspaces {
         model.accepts_images = row.accepts_images().unwrap_or(model.accepts_images);
         models.insert(workspace_id.to_owned(), (row.updated_at, model.clone()));
         Ok(Some(model))
+    }
+
+    /// The workspace's own model for a turn of a caller whose call read
+    /// `setup` with the workspace: no query when it has none, or when the
+    /// one opened before was set at the same time.
+    pub async fn turn_model(&self, workspace_id: &str, setup: Option<SetupStamp>) -> anyhow::Result<Option<Model>> {
+        match setup.map(|stamp| stamp.model_updated_at) {
+            Some(None) => return Ok(None),
+            Some(Some(set_at)) => {
+                let models = self.models.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if let Some((at, model)) = models.get(workspace_id)
+                    && *at == set_at
+                {
+                    return Ok(Some(model.clone()));
+                }
+            }
+            None => {}
+        }
+        self.model(workspace_id).await
+    }
+
+    /// The workspace's tool sources for a turn of a caller whose call read
+    /// `setup` with the workspace: those opened for an earlier turn while
+    /// its sources version is the same (every change of its integrations
+    /// moves it on, in the same transaction), else read and opened now.
+    /// What is read after the call's own read is at least as new as its
+    /// stamp, so a turn never gets sources older than its call saw.
+    pub async fn turn_sources(&self, workspace_id: &str, setup: Option<SetupStamp>) -> anyhow::Result<Arc<[Source]>> {
+        let version = setup.map(|stamp| stamp.sources_version);
+        if let Some(version) = version {
+            let opened = self.sources.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some((at, sources)) = opened.get(workspace_id)
+                && *at == version
+            {
+                return Ok(sources.clone());
+            }
+        }
+        let sources: Arc<[Source]> = self.sources(workspace_id).await?.into();
+        if let Some(version) = version {
+            let mut opened = self.sources.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            opened.insert(workspace_id.to_owned(), (version, sources.clone()));
+        }
+        Ok(sources)
     }
 
     /// Creates a workspace with fresh secrets.

@@ -196,6 +196,7 @@ pub(super) async fn app_caller(
         permissions: claims.permissions,
         limits: workspace.limits(),
         attachment_types: workspace.attachment_types(),
+        setup: Some(workspace.setup_stamp()),
     };
     Ok((caller, view, workspace.app_permissions()))
 }

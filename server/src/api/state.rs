@@ -96,6 +96,7 @@ impl FromRequestParts<ApiState> for Caller {
             permissions: claims.permissions,
             limits: workspace.limits(),
             attachment_types: workspace.attachment_types(),
+            setup: Some(workspace.setup_stamp()),
         })
     }
 }

@@ -67,6 +67,8 @@ pub async fn run_suite(
                 permissions: case.permissions.clone(),
                 limits: workspace.limits(),
                 attachment_types: workspace.attachment_types(),
+                // A run is long: each case reads the setup as it is then.
+                setup: None,
             };
             let mut runner = CaseRun::new(state, caller, case, suite, options);
             let outcome = runner.run().await;

@@ -37,9 +37,26 @@ pub struct WorkspaceRow {
     /// 1: questions about the host are answered only from its knowledge
     /// sources and tools (issue #45).
     pub knowledge_only: i64,
+    /// One higher at every change of its integrations.
+    pub sources_version: i64,
+    /// When its own model was last set; none: it has none.
+    pub model_updated_at: Option<i64>,
+}
+
+/// What a turn's setup of a workspace depends on, read with the workspace
+/// on every call: while it is the same, the sources and model opened for
+/// an earlier turn are still the workspace's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SetupStamp {
+    pub sources_version: i64,
+    pub model_updated_at: Option<i64>,
 }
 
 impl WorkspaceRow {
+    pub fn setup_stamp(&self) -> SetupStamp {
+        SetupStamp { sources_version: self.sources_version, model_updated_at: self.model_updated_at }
+    }
+
     pub fn allowed_origins(&self) -> Vec<String> {
         serde_json::from_str(&self.allowed_origins).unwrap_or_default()
     }
@@ -218,7 +235,8 @@ pub async fn set_workspace_origins(pool: &Pool, id: &str, origins: &[String]) ->
 const WORKSPACE_COLUMNS: &str = "id, name, allowed_origins, embed_secret_enc, limits,
     (SELECT COUNT(*) FROM caddie_links l WHERE l.workspace_id = workspaces.id) AS caddie_linked,
     embed_secret_prev_enc, embed_secret_prev_until, api_key_prev_until, theme, retention_days, welcome, app_permissions,
-    attachment_types, knowledge_only";
+    attachment_types, knowledge_only, sources_version,
+    (SELECT m.updated_at FROM workspace_models m WHERE m.workspace_id = workspaces.id) AS model_updated_at";
 
 pub async fn workspace(pool: &Pool, id: &str) -> anyhow::Result<Option<WorkspaceRow>> {
     Ok(sqlx::query_as(&format!("SELECT {WORKSPACE_COLUMNS} FROM workspaces WHERE id = $1"))
@@ -383,18 +401,36 @@ pub async fn upsert_integration(pool: &Pool, i: NewIntegration<'_>) -> anyhow::R
     .bind(version)
     .execute(&mut *tx)
     .await?;
+    sources_changed(&mut tx, i.workspace_id).await?;
     tx.commit().await?;
     Ok(())
 }
 
 /// Removes an integration; true when there was one.
 pub async fn delete_integration(pool: &Pool, workspace_id: &str, provider: &str) -> anyhow::Result<bool> {
+    let mut conn = pool.acquire().await?;
+    let mut tx = conn.begin_write().await?;
     let done = sqlx::query("DELETE FROM integrations WHERE workspace_id = $1 AND provider = $2")
         .bind(workspace_id)
         .bind(provider)
-        .execute(pool)
+        .execute(&mut *tx)
         .await?;
-    Ok(done.rows_affected() > 0)
+    let removed = done.rows_affected() > 0;
+    if removed {
+        sources_changed(&mut tx, workspace_id).await?;
+    }
+    tx.commit().await?;
+    Ok(removed)
+}
+
+/// Moves the workspace's sources version on, in the transaction that
+/// changes its integrations: what a replica opened before is read again.
+async fn sources_changed(tx: &mut sqlx::Transaction<'_, sqlx::Any>, workspace_id: &str) -> anyhow::Result<()> {
+    sqlx::query("UPDATE workspaces SET sources_version = sources_version + 1 WHERE id = $1")
+        .bind(workspace_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 /// What to change of an integration; `None` leaves it.
@@ -414,6 +450,8 @@ pub async fn update_integration(
     change: IntegrationChange<'_>,
 ) -> anyhow::Result<bool> {
     let allowed = change.allowed_tools.map(serde_json::to_string).transpose()?;
+    let mut conn = pool.acquire().await?;
+    let mut tx = conn.begin_write().await?;
     let done = sqlx::query(
         "UPDATE integrations SET allowed_tools = COALESCE($1, allowed_tools),
              trust_annotations = COALESCE($2, trust_annotations), verbs = COALESCE($3, verbs)
@@ -424,9 +462,14 @@ pub async fn update_integration(
     .bind(change.verbs)
     .bind(workspace_id)
     .bind(provider)
-    .execute(pool)
+    .execute(&mut *tx)
     .await?;
-    Ok(done.rows_affected() > 0)
+    let changed = done.rows_affected() > 0;
+    if changed {
+        sources_changed(&mut tx, workspace_id).await?;
+    }
+    tx.commit().await?;
+    Ok(changed)
 }
 
 /// Every integration of a workspace, in the order they were connected.
@@ -627,6 +670,13 @@ pub async fn upsert_preset(
             .execute(&mut *tx)
             .await?
             .rows_affected();
+    sqlx::query(
+        "UPDATE workspaces SET sources_version = sources_version + 1
+         WHERE id IN (SELECT workspace_id FROM integrations WHERE preset = $1)",
+    )
+    .bind(name)
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok(following)
 }

@@ -16,7 +16,7 @@ use crate::sources::{Source, offer};
 /// What the model steps work with.
 pub(super) struct Prepared {
     /// The workspace's tool sources, as connected when the turn began.
-    pub sources: Vec<Source>,
+    pub sources: std::sync::Arc<[Source]>,
     /// Who the turn acts for; the turn id is the `requestId`.
     pub scope: ExecutionScope,
     /// The tools the sources offer this user, less those the workspace
@@ -40,7 +40,8 @@ impl Turn<'_> {
     pub(super) async fn prepare(&self) -> Result<Prepared, Stop> {
         let engine = self.engine;
         let scope = self.input.caller.scope(&self.input.turn_id);
-        let sources = engine.workspaces.sources(&self.input.caller.workspace_id).await.map_err(|error| {
+        let caller = &self.input.caller;
+        let sources = engine.workspaces.turn_sources(&caller.workspace_id, caller.setup).await.map_err(|error| {
             tracing::error!(error = format!("{error:#}"), "cannot load the workspace's integrations");
             Stop::Failed("error_setup")
         })?;
@@ -86,7 +87,7 @@ impl Turn<'_> {
                 })
             },
         );
-        let mut model = match engine.workspaces.model(&self.input.caller.workspace_id).await {
+        let mut model = match engine.workspaces.turn_model(&caller.workspace_id, caller.setup).await {
             Ok(own) => own.unwrap_or_else(|| engine.model.clone()),
             Err(error) => {
                 tracing::error!(error = format!("{error:#}"), "cannot load the workspace's model");

@@ -1325,6 +1325,16 @@ async fn a_space_provisioned_with_a_tool_preset_calls_that_tool_server(db: Db) {
     assert_eq!((status, shown["spaces"].as_i64()), (200, Some(1)));
     let integration = server::db::integration(pool, &space, "generic-rest").await.unwrap().unwrap();
     assert_eq!(integration.allowed_tools(), ["list_tasks"]);
+    // It moves to another tool server: the space's next turn asks that one,
+    // though the server opened the old one for the turn before.
+    let moved = HostSpec::new(task_tools()).start().await;
+    let to = json!({"base_url": moved.base_url(), "secret": HOST_SECRET});
+    assert_eq!(rig.app.put_json("/v1/tool-presets/shop", ADMIN_TOKEN, &to).await.0, 200);
+    let (before, old_before) = (moved.count("tools"), host.count("tools"));
+    let events = rig.app.turn(&token, None, "hello again").await;
+    assert_eq!(crate::helpers::of(&events, "done")[0]["stop_reason"], "completed");
+    assert_eq!(moved.count("tools"), before + 1, "the turn asked the preset's new tool server");
+    assert_eq!(host.count("tools"), old_before, "not the old one");
 }
 
 /// The `prompt` of each authorization request on `trail`.

@@ -6,10 +6,80 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Db, HostSpec, Rig, Step, of, start_of_window, task_tools};
+use crate::helpers::{Db, HostSpec, Rig, ScriptedModel, Step, of, replica, start_of_window, task_tools};
 use crate::on_both_databases;
 
-on_both_databases!(a_workspace_sets_its_own_turn_limit_and_gives_it_back);
+on_both_databases!(
+    a_workspace_sets_its_own_turn_limit_and_gives_it_back,
+    a_turn_uses_each_change_of_tools_and_model_made_on_another_replica,
+);
+
+/// The names of the tools the model was offered in request `n`.
+fn offered(model: &ScriptedModel, n: usize) -> Vec<String> {
+    let requests = model.requests.lock().unwrap();
+    let mut names: Vec<String> = requests[n]["tools"]
+        .as_array()
+        .map(|tools| tools.iter().map(|t| t["function"]["name"].as_str().unwrap().to_owned()).collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// A replica keeps the sources and model it opened for a turn while the
+/// workspace's setup stays the same; every change made through another
+/// replica is in force at this one's next turn.
+async fn a_turn_uses_each_change_of_tools_and_model_made_on_another_replica(db: Db) {
+    let private = [("CA_ALLOW_PRIVATE_MODEL_HOSTS", "1")];
+    let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("hi")], &private).await;
+    let (other, _) = replica(&rig.app, &[("CA_ALLOW_PRIVATE_MODEL_HOSTS", "1".into())]).await;
+    let on_other = |method: reqwest::Method, path: &str| {
+        rig.app.client.request(method, format!("http://{other}{path}")).bearer_auth(&rig.api_key)
+    };
+    let asked = || rig.model.requests.lock().unwrap().len();
+    let all = ["create_task", "delete_project", "lookup", "update_task"];
+    for _ in 0..2 {
+        assert_eq!(of(&rig.say("hello").await, "done")[0]["stop_reason"], "completed");
+        assert_eq!(offered(&rig.model, asked() - 1), all);
+    }
+
+    // Narrowed on the other replica.
+    let narrow = json!({"allowed_tools": ["lookup"]});
+    let response = on_other(reqwest::Method::PATCH, "/v1/integrations/generic-rest").json(&narrow).send().await;
+    assert_eq!(response.unwrap().status(), 200);
+    rig.say("hello").await;
+    assert_eq!(offered(&rig.model, asked() - 1), ["lookup"]);
+
+    // Removed there.
+    let response = on_other(reqwest::Method::DELETE, "/v1/integrations/generic-rest").send().await;
+    assert_eq!(response.unwrap().status(), 204);
+    rig.say("hello").await;
+    assert_eq!(offered(&rig.model, asked() - 1), Vec::<String>::new());
+
+    // Connected again there, to another host.
+    let moved = HostSpec::new(task_tools()).start().await;
+    let connect = json!({"base_url": moved.base_url(), "secret": crate::helpers::HOST_SECRET});
+    let response = on_other(reqwest::Method::POST, "/v1/integrations/generic-rest/connect").json(&connect).send().await;
+    assert_eq!(response.unwrap().status(), 200);
+    let listed = moved.count("tools");
+    rig.say("hello").await;
+    assert_eq!(offered(&rig.model, asked() - 1), all);
+    assert_eq!(moved.count("tools"), listed + 1, "the turn listed the new host's tools");
+
+    // Its own model, set there: this replica's next turn asks it; removed
+    // there: the server's model again.
+    let own_model = ScriptedModel::start(vec![Step::Text("from the workspace's model")]).await;
+    let own = json!({"base_url": own_model.base_url(), "api_key": "sk-own", "model": "own"});
+    let response = on_other(reqwest::Method::PUT, "/v1/workspace/model").json(&own).send().await;
+    assert_eq!(response.unwrap().status(), 200);
+    let said = rig.say("hello").await;
+    assert_eq!(of(&said, "message")[0]["text"], "from the workspace's model");
+    let own_asked = own_model.requests.lock().unwrap().len();
+    let response = on_other(reqwest::Method::DELETE, "/v1/workspace/model").send().await;
+    assert!(response.unwrap().status().is_success());
+    let said = rig.say("hello").await;
+    assert_eq!(of(&said, "message")[0]["text"], "hi");
+    assert_eq!(own_model.requests.lock().unwrap().len(), own_asked, "the removed model is not asked");
+}
 
 async fn a_workspace_sets_its_own_turn_limit_and_gives_it_back(db: Db) {
     let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[]).await;
