@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::context::{Stop, Turn};
 use super::prompt;
+use super::service::TurnStart;
 use crate::db;
 use crate::host::{ExecutionScope, ToolSpec};
 use crate::llm::{ChatMessage, Model};
@@ -104,15 +105,24 @@ impl Turn<'_> {
         })?;
         let mut system = prompt::system_prompt(&context, self.input.lang);
         system.push_str(&prompt::knowledge(search_tool.as_deref(), knowledge_only));
-        match db::apps::model_context(&engine.pool, &self.input.conversation_id).await {
-            Ok(Some(told)) => system.push_str(&prompt::app_context(&told)),
-            Ok(None) => {}
-            Err(error) => tracing::warn!(error = format!("{error:#}"), "cannot read what the apps told the model"),
+        // A conversation this turn began, with words only: no app of it has
+        // told the model anything yet, and no file was sent in it.
+        let begun_bare = matches!(&self.input.start, TurnStart::FirstMessage(m) if m.attachments.is_empty());
+        if !begun_bare {
+            match db::apps::model_context(&engine.pool, &self.input.conversation_id).await {
+                Ok(Some(told)) => system.push_str(&prompt::app_context(&told)),
+                Ok(None) => {}
+                Err(error) => tracing::warn!(error = format!("{error:#}"), "cannot read what the apps told the model"),
+            }
         }
-        let sent = db::attachments::sent(&engine.pool, &self.input.conversation_id).await.map_err(|error| {
-            tracing::error!(error = format!("{error:#}"), "cannot read the conversation's attachments");
-            Stop::Failed("error_load")
-        })?;
+        let sent = if begun_bare {
+            Vec::new()
+        } else {
+            db::attachments::sent(&engine.pool, &self.input.conversation_id).await.map_err(|error| {
+                tracing::error!(error = format!("{error:#}"), "cannot read the conversation's attachments");
+                Stop::Failed("error_load")
+            })?
+        };
         let mut messages = vec![ChatMessage::System(system)];
         messages.extend(prompt::transcript(&history, &sent));
         if model.accepts_images {
