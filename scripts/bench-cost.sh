@@ -6,6 +6,8 @@
 # instructions per turn under valgrind's callgrind (slow: about a minute);
 # BENCH_CALLGRIND_KEEP=DIR keeps the profile for callgrind_annotate.
 # BENCH_DATABASE=postgres runs on a fresh PostgreSQL database.
+# BENCH_STATEMENTS=1 also counts the database statements per turn (the
+# server's sqlx statement log over a run, by statement), without timing it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${CA_CACHE:-$HOME/.cache/context-assistant}/target}"
@@ -23,4 +25,35 @@ bin="$CARGO_TARGET_DIR/release/context-assistant"
 "$CARGO_TARGET_DIR/release/examples/turn_cost" "$bin" cpu
 if [[ -n "${BENCH_CALLGRIND:-}" ]]; then
   "$CARGO_TARGET_DIR/release/examples/turn_cost" "$bin" callgrind
+fi
+if [[ -n "${BENCH_STATEMENTS:-}" ]]; then
+  # The benchmark starts the server with a cleared environment: the log
+  # level goes in through a wrapper that stands in for the binary.
+  dir="$(mktemp -d)"
+  printf '#!/bin/sh\nRUST_LOG=info,sqlx::query=debug CA_LOG_FORMAT=json exec "%s" "$@" 2>"%s/server.log"\n' \
+    "$bin" "$dir" >"$dir/server"
+  chmod +x "$dir/server"
+  "$CARGO_TARGET_DIR/release/examples/turn_cost" "$dir/server" cpu >/dev/null
+  python3 - "$dir/server.log" <<'PY'
+import collections, json, sys
+statements, turns = collections.Counter(), 0
+for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
+    try:
+        event = json.loads(line)
+    except ValueError:
+        continue
+    # CA_LOG_FORMAT=json puts an event's fields at the top level.
+    if "db.statement" in event:
+        statements[" ".join(event.get("summary", "?").split())] += 1
+    elif event.get("message") == "turn finished":
+        turns += 1
+if not turns:
+    sys.exit("no turn finished: is the log level passed to the server?")
+total = sum(statements.values())
+print(f"database statements: {total} over {turns} turns, {total / turns:.1f} per turn")
+for summary, count in statements.most_common():
+    if count >= turns:
+        print(f"  {count / turns:4.1f} per turn  {summary}")
+PY
+  rm -rf "$dir"
 fi
