@@ -92,6 +92,7 @@ mod tests {
             limits: Default::default(),
             attachment_types: None,
             setup: None,
+            knowledge: None,
         }
     }
 

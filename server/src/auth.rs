@@ -139,6 +139,9 @@ pub struct Caller {
     /// The workspace's setup as read with it on this call; none: unknown
     /// (a turn reads its sources and model afresh).
     pub setup: Option<crate::db::SetupStamp>,
+    /// The workspace's knowledge settings as read with it on this call;
+    /// none: the turn reads them.
+    pub knowledge: Option<crate::db::knowledge::TurnKnowledge>,
 }
 
 impl Caller {

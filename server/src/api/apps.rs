@@ -197,6 +197,7 @@ pub(super) async fn app_caller(
         limits: workspace.limits(),
         attachment_types: workspace.attachment_types(),
         setup: Some(workspace.setup_stamp()),
+        knowledge: Some(workspace.turn_knowledge()),
     };
     Ok((caller, view, workspace.app_permissions()))
 }

@@ -97,6 +97,7 @@ impl FromRequestParts<ApiState> for Caller {
             limits: workspace.limits(),
             attachment_types: workspace.attachment_types(),
             setup: Some(workspace.setup_stamp()),
+            knowledge: Some(workspace.turn_knowledge()),
         })
     }
 }

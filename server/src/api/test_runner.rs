@@ -69,6 +69,7 @@ pub async fn run_suite(
                 attachment_types: workspace.attachment_types(),
                 // A run is long: each case reads the setup as it is then.
                 setup: None,
+                knowledge: None,
             };
             let mut runner = CaseRun::new(state, caller, case, suite, options);
             let outcome = runner.run().await;

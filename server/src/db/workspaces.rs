@@ -41,6 +41,8 @@ pub struct WorkspaceRow {
     pub sources_version: i64,
     /// When its own model was last set; none: it has none.
     pub model_updated_at: Option<i64>,
+    /// 1 when it has any knowledge to search.
+    pub has_knowledge: i64,
 }
 
 /// What a turn's setup of a workspace depends on, read with the workspace
@@ -55,6 +57,11 @@ pub struct SetupStamp {
 impl WorkspaceRow {
     pub fn setup_stamp(&self) -> SetupStamp {
         SetupStamp { sources_version: self.sources_version, model_updated_at: self.model_updated_at }
+    }
+
+    /// Its knowledge settings, as a turn needs them.
+    pub fn turn_knowledge(&self) -> super::knowledge::TurnKnowledge {
+        super::knowledge::TurnKnowledge { only: self.knowledge_only != 0, any: self.has_knowledge > 0 }
     }
 
     pub fn allowed_origins(&self) -> Vec<String> {
@@ -239,10 +246,13 @@ const WORKSPACE_COLUMNS: &str = "id, name, allowed_origins, embed_secret_enc, li
     (SELECT m.updated_at FROM workspace_models m WHERE m.workspace_id = workspaces.id) AS model_updated_at";
 
 pub async fn workspace(pool: &Pool, id: &str) -> anyhow::Result<Option<WorkspaceRow>> {
-    Ok(sqlx::query_as(&format!("SELECT {WORKSPACE_COLUMNS} FROM workspaces WHERE id = $1"))
-        .bind(id)
-        .fetch_optional(pool)
-        .await?)
+    static STATEMENT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        format!(
+            "SELECT {WORKSPACE_COLUMNS}, {} AS has_knowledge FROM workspaces WHERE id = $1",
+            super::knowledge::HAS_KNOWLEDGE
+        )
+    });
+    Ok(sqlx::query_as(STATEMENT.as_str()).bind(id).fetch_optional(pool).await?)
 }
 
 /// A workspace as the operator's list shows it.

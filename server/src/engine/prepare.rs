@@ -66,12 +66,14 @@ impl Turn<'_> {
             }
         }
         // The workspace's knowledge: the built-in search, when there is something to search.
-        let (knowledge_only, has_knowledge) =
-            db::knowledge::turn_settings(&engine.pool, &self.input.caller.workspace_id).await.map_err(|error| {
+        let knowledge = match caller.knowledge {
+            Some(read) => read,
+            None => db::knowledge::turn_settings(&engine.pool, &caller.workspace_id).await.map_err(|error| {
                 tracing::error!(error = format!("{error:#}"), "cannot read the workspace's knowledge settings");
                 Stop::Failed("error_setup")
-            })?;
-        if has_knowledge {
+            })?,
+        };
+        if knowledge.any {
             lists.push(vec![crate::knowledge::tool_spec()]);
         }
         if let Some(error) = failure.filter(|_| lists.is_empty()) {
@@ -104,7 +106,7 @@ impl Turn<'_> {
             Stop::Failed("error_load")
         })?;
         let mut system = prompt::system_prompt(&context, self.input.lang);
-        system.push_str(&prompt::knowledge(search_tool.as_deref(), knowledge_only));
+        system.push_str(&prompt::knowledge(search_tool.as_deref(), knowledge.only));
         // A conversation this turn began, with words only: no app of it has
         // told the model anything yet, and no file was sent in it.
         let begun_bare = matches!(&self.input.start, TurnStart::FirstMessage(m) if m.attachments.is_empty());
