@@ -346,24 +346,17 @@ impl Application {
             let metrics = ops::metrics_router(self.state.ops.clone());
             let stopping = stopping.clone();
             tokio::spawn(async move {
-                let served = axum::serve(listener, metrics).with_graceful_shutdown(stopping.cancelled_owned()).await;
-                if let Err(error) = served {
-                    tracing::error!(%error, "the metrics listener failed");
-                }
+                crate::serve::http1(listener, metrics, stopping).await;
             });
         }
         if let (Some(listener), Some(sandbox)) = (self.sandbox_listener, sandbox_state(&self.state)) {
             let router = crate::sandbox::sandbox_router(sandbox);
             let stopping = stopping.clone();
             tokio::spawn(async move {
-                let served = axum::serve(listener, router).with_graceful_shutdown(stopping.cancelled_owned()).await;
-                if let Err(error) = served {
-                    tracing::error!(%error, "the sandbox listener failed");
-                }
+                crate::serve::http1(listener, router, stopping).await;
             });
         }
-        let service = self.router.into_make_service_with_connect_info::<SocketAddr>();
-        axum::serve(listener, service).with_graceful_shutdown(stopping.clone().cancelled_owned()).await?;
+        crate::serve::http1(listener, self.router, stopping.clone()).await;
         // No connection is left, but a turn whose browser went away may
         // still run: it too finishes, or is stopped, and is saved.
         let _ = drain.await;

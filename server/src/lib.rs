@@ -47,6 +47,7 @@ pub mod retention;
 pub mod sandbox;
 pub mod schema;
 pub mod secret;
+pub mod serve;
 pub mod sources;
 pub mod suites;
 pub mod telemetry;

@@ -34,6 +34,7 @@ const SERVER_LAYERS: &[(&str, &[&str])] = &[
             "widget_page",
             "auth",
             "http",
+            "serve",
             "precompress",
             "retention",
             "checker",
