@@ -55,8 +55,12 @@ export default defineConfig({
   testDir: "./tests",
   timeout: 60_000,
   expect: { timeout: 15_000 },
+  // Two files at a time (a test's own lines one after another): each test
+  // makes its own workspace and users, and what it counts on the shared
+  // fixtures is its workspace's (hosts.ts `executes`). E2E_WORKERS=1 runs
+  // them one by one.
   fullyParallel: false,
-  workers: 1,
+  workers: Number(process.env.E2E_WORKERS ?? 2),
   retries: 0,
   reporter: [["list"], ["json", { outputFile: "test-results/results.json" }]],
   outputDir: "test-results/artifacts",

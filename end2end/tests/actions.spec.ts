@@ -5,28 +5,28 @@ test("Apply runs a create once and the reply appears in place", async ({ page, r
   const ws = await taskWorkspace(request);
   const host = new TaskHostPage(page, baseURL!);
   await host.goto(ws, "apply_user");
-  const before = await executes(request, "create_task");
+  const before = await executes(request, "create_task", ws);
 
   await host.ask("create task");
 
   await expect(host.card).toBeVisible();
   await expect(host.card).toContainText("Create the task “Untitled” in Apollo");
   await expect(host.card).toBeFocused();
-  expect(await executes(request, "create_task")).toBe(before);
+  expect(await executes(request, "create_task", ws)).toBe(before);
   await host.card.getByRole("button", { name: "Apply" }).click();
 
   await expect(host.lastReply).toContainText("Created the task Untitled.");
   await expect(host.card).toHaveCount(0);
   // The card is gone: focus goes on in the composer, not to the page.
   await expect(host.input).toBeFocused();
-  expect(await executes(request, "create_task")).toBe(before + 1);
+  expect(await executes(request, "create_task", ws)).toBe(before + 1);
 });
 
 test("Cancel with a reason tells the assistant and runs nothing", async ({ page, request, baseURL }) => {
   const ws = await taskWorkspace(request);
   const host = new TaskHostPage(page, baseURL!);
   await host.goto(ws, "cancel_user");
-  const before = await executes(request, "create_task");
+  const before = await executes(request, "create_task", ws);
 
   await host.ask("create task");
   await host.card.getByRole("button", { name: "Cancel" }).click();
@@ -36,26 +36,26 @@ test("Cancel with a reason tells the assistant and runs nothing", async ({ page,
   await expect(host.lastReply).toContainText("declined");
   await expect(host.card).toHaveCount(0);
   await expect(host.input).toBeFocused();
-  expect(await executes(request, "create_task")).toBe(before);
+  expect(await executes(request, "create_task", ws)).toBe(before);
 });
 
 test("a delete needs both steps", async ({ page, request, baseURL }) => {
   const ws = await taskWorkspace(request);
   const host = new TaskHostPage(page, baseURL!);
   await host.goto(ws, "delete_user");
-  const before = await executes(request, "delete_project");
+  const before = await executes(request, "delete_project", ws);
 
   await host.ask("delete project");
   await expect(host.card.getByRole("heading")).toHaveText("Delete this?");
   await host.card.getByRole("button", { name: "Delete…" }).click();
 
   await expect(host.card.getByRole("heading")).toHaveText("This cannot be undone");
-  expect(await executes(request, "delete_project")).toBe(before);
+  expect(await executes(request, "delete_project", ws)).toBe(before);
   await page.screenshot({ path: "test-results/delete-confirm.png" });
   await host.card.getByRole("button", { name: "Yes, delete permanently" }).click();
 
   await expect(host.lastReply).toContainText("Deleted the project Apollo.");
-  expect(await executes(request, "delete_project")).toBe(before + 1);
+  expect(await executes(request, "delete_project", ws)).toBe(before + 1);
 });
 
 test("a reload brings back a pending action, and Apply still works", async ({ page, request, baseURL }) => {

@@ -23,7 +23,7 @@ test("a conversation saved as a test runs and passes, an edit that expects too m
   await expect(host.card).toBeVisible();
   await host.card.getByRole("button", { name: "Apply" }).click();
   await expect(host.lastReply).toContainText("Created the task Untitled.");
-  const executed = await executes(request, "create_task");
+  const executed = await executes(request, "create_task", ws);
 
   await page.goto("/console");
   await page.getByLabel(/api key/).fill(ws.api_key);
@@ -52,7 +52,7 @@ test("a conversation saved as a test runs and passes, an edit that expects too m
   await expect(passed.locator(".mark")).toHaveText("PASS");
   await expect(passed.getByRole("row").filter({ hasText: "Would apply (not made)" })).toContainText("Create the task");
   await axeClean(page);
-  expect(await executes(request, "create_task")).toBe(executed);
+  expect(await executes(request, "create_task", ws)).toBe(executed);
 
   // Edited to expect what the reply does not say: it fails, the expectation marked.
   await page.getByRole("button", { name: "Edit and run again" }).click();

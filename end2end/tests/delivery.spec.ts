@@ -149,7 +149,7 @@ test("a click pressed while the action card is redrawn lands, 100 times out of 1
   const ws = await taskWorkspace(request);
   const host = new TaskHostPage(page, baseURL!);
   await host.goto(ws, "redraw_user");
-  const before = await executes(request, "create_task");
+  const before = await executes(request, "create_task", ws);
   await host.ask("create task");
   await expect(host.card).toBeVisible();
   const reason = host.card.getByRole("textbox", { name: "Reason (optional)" });
@@ -160,9 +160,9 @@ test("a click pressed while the action card is redrawn lands, 100 times out of 1
     await pressWhileRedrawn(page, context, host.card, host.card.getByRole("button", { name: "Back" }));
     await expect(reason).toHaveCount(0);
   }
-  expect(await executes(request, "create_task")).toBe(before);
+  expect(await executes(request, "create_task", ws)).toBe(before);
 
   await pressWhileRedrawn(page, context, host.card, host.card.getByRole("button", { name: "Apply" }));
   await expect(host.lastReply).toContainText("Created the task Untitled.");
-  expect(await executes(request, "create_task")).toBe(before + 1);
+  expect(await executes(request, "create_task", ws)).toBe(before + 1);
 });

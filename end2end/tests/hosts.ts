@@ -27,9 +27,15 @@ export async function taskWorkspace(request: APIRequestContext, origins: string[
   return ws;
 }
 
-export async function executes(request: APIRequestContext, tool: string): Promise<number> {
-  const calls = (await (await request.get(`${taskHost}/_calls`)).json()) as { kind: string; tool: string }[];
-  return calls.filter((c) => c.kind === "execute" && c.tool === tool).length;
+/** How many times the task host executed `tool` for workspace `ws` (its own:
+ * tests in other files run beside it and call the same host). */
+export async function executes(request: APIRequestContext, tool: string, ws: Workspace): Promise<number> {
+  const calls = (await (await request.get(`${taskHost}/_calls`)).json()) as {
+    kind: string;
+    tool: string;
+    workspace?: string;
+  }[];
+  return calls.filter((c) => c.kind === "execute" && c.tool === tool && c.workspace === ws.id).length;
 }
 
 /** The task host's page with the assistant embedded. */
