@@ -141,7 +141,7 @@ pub struct Caller {
     pub setup: Option<crate::db::SetupStamp>,
     /// The workspace's knowledge settings as read with it on this call;
     /// none: the turn reads them.
-    pub knowledge: Option<crate::db::knowledge::TurnKnowledge>,
+    pub knowledge: Option<crate::db::TurnKnowledge>,
 }
 
 impl Caller {

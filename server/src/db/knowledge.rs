@@ -510,32 +510,6 @@ pub async fn revision(pool: &Pool, workspace_id: &str) -> anyhow::Result<i64> {
     Ok(found.map_or(0, |(revision,)| revision))
 }
 
-/// What a turn needs to know of the workspace's knowledge: whether
-/// answers about the host come only from its sources and tools, and
-/// whether it has anything to search.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TurnKnowledge {
-    pub only: bool,
-    pub any: bool,
-}
-
-/// Whether the workspace has any knowledge to search, as a column of a
-/// statement on `workspaces` (an index probe: `knowledge_chunks` is keyed
-/// by workspace).
-pub const HAS_KNOWLEDGE: &str =
-    "(SELECT COUNT(*) FROM (SELECT 1 FROM knowledge_chunks c WHERE c.workspace_id = workspaces.id LIMIT 1) one)";
-
-/// [`TurnKnowledge`] read on its own, for a turn whose caller was not
-/// checked against the workspace's row just before (the test runner's).
-pub async fn turn_settings(pool: &Pool, workspace_id: &str) -> anyhow::Result<TurnKnowledge> {
-    let found: Option<(i64, i64)> =
-        sqlx::query_as(&format!("SELECT knowledge_only, {HAS_KNOWLEDGE} FROM workspaces WHERE id = $1"))
-            .bind(workspace_id)
-            .fetch_optional(pool)
-            .await?;
-    Ok(found.map_or_else(TurnKnowledge::default, |(only, any)| TurnKnowledge { only: only != 0, any: any > 0 }))
-}
-
 /// A chunk as the index reads it.
 #[derive(Debug, FromRow)]
 pub struct IndexedChunk {

@@ -54,14 +54,23 @@ pub struct SetupStamp {
     pub model_updated_at: Option<i64>,
 }
 
+/// What a turn needs to know of the workspace's knowledge: whether
+/// answers about the host come only from its sources and tools, and
+/// whether it has anything to search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TurnKnowledge {
+    pub only: bool,
+    pub any: bool,
+}
+
 impl WorkspaceRow {
     pub fn setup_stamp(&self) -> SetupStamp {
         SetupStamp { sources_version: self.sources_version, model_updated_at: self.model_updated_at }
     }
 
     /// Its knowledge settings, as a turn needs them.
-    pub fn turn_knowledge(&self) -> super::knowledge::TurnKnowledge {
-        super::knowledge::TurnKnowledge { only: self.knowledge_only != 0, any: self.has_knowledge > 0 }
+    pub fn turn_knowledge(&self) -> TurnKnowledge {
+        TurnKnowledge { only: self.knowledge_only != 0, any: self.has_knowledge > 0 }
     }
 
     pub fn allowed_origins(&self) -> Vec<String> {
@@ -243,16 +252,15 @@ const WORKSPACE_COLUMNS: &str = "id, name, allowed_origins, embed_secret_enc, li
     (SELECT COUNT(*) FROM caddie_links l WHERE l.workspace_id = workspaces.id) AS caddie_linked,
     embed_secret_prev_enc, embed_secret_prev_until, api_key_prev_until, theme, retention_days, welcome, app_permissions,
     attachment_types, knowledge_only, sources_version,
-    (SELECT m.updated_at FROM workspace_models m WHERE m.workspace_id = workspaces.id) AS model_updated_at";
+    (SELECT m.updated_at FROM workspace_models m WHERE m.workspace_id = workspaces.id) AS model_updated_at,
+    (SELECT COUNT(*) FROM (SELECT 1 FROM knowledge_chunks c WHERE c.workspace_id = workspaces.id LIMIT 1) one)
+      AS has_knowledge";
 
 pub async fn workspace(pool: &Pool, id: &str) -> anyhow::Result<Option<WorkspaceRow>> {
-    static STATEMENT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-        format!(
-            "SELECT {WORKSPACE_COLUMNS}, {} AS has_knowledge FROM workspaces WHERE id = $1",
-            super::knowledge::HAS_KNOWLEDGE
-        )
-    });
-    Ok(sqlx::query_as(STATEMENT.as_str()).bind(id).fetch_optional(pool).await?)
+    Ok(sqlx::query_as(&format!("SELECT {WORKSPACE_COLUMNS} FROM workspaces WHERE id = $1"))
+        .bind(id)
+        .fetch_optional(pool)
+        .await?)
 }
 
 /// A workspace as the operator's list shows it.

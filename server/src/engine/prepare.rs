@@ -68,10 +68,15 @@ impl Turn<'_> {
         // The workspace's knowledge: the built-in search, when there is something to search.
         let knowledge = match caller.knowledge {
             Some(read) => read,
-            None => db::knowledge::turn_settings(&engine.pool, &caller.workspace_id).await.map_err(|error| {
-                tracing::error!(error = format!("{error:#}"), "cannot read the workspace's knowledge settings");
-                Stop::Failed("error_setup")
-            })?,
+            // Not read with the caller (the test runner's): its row, as now.
+            None => db::workspace(&engine.pool, &caller.workspace_id)
+                .await
+                .map_err(|error| {
+                    tracing::error!(error = format!("{error:#}"), "cannot read the workspace's knowledge settings");
+                    Stop::Failed("error_setup")
+                })?
+                .map(|row| row.turn_knowledge())
+                .unwrap_or_default(),
         };
         if knowledge.any {
             lists.push(vec![crate::knowledge::tool_spec()]);
