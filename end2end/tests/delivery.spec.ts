@@ -166,3 +166,25 @@ test("a click pressed while the action card is redrawn lands, 100 times out of 1
   await expect(host.lastReply).toContainText("Created the task Untitled.");
   expect(await executes(request, "create_task", ws)).toBe(before + 1);
 });
+
+test("words written as the chat opens, before its code has loaded, are sent by Enter", async ({ page, request, baseURL }) => {
+  const ws = await taskWorkspace(request);
+  const host = new TaskHostPage(page, baseURL!);
+  // The widget's code is held back, as on a slow network: the field the
+  // server drew waits for it instead of taking words Enter cannot send.
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  await page.route("**/*.wasm", async (route) => {
+    await held;
+    await route.continue();
+  });
+  await host.load(ws, "pia");
+  await page.locator("button.ca-launcher").click();
+  await expect(host.input).toBeVisible();
+  await expect(host.input).not.toBeEditable();
+  const sent = host.input.fill("written at once").then(() => host.input.press("Enter"));
+  release();
+  await sent;
+  await expect(host.lastReply.locator(".ca-md")).toBeVisible();
+  expect(await userTexts(host)).toEqual(["written at once"]);
+});

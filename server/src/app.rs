@@ -326,6 +326,7 @@ impl Application {
         });
         let stopping = tokio_util::sync::CancellationToken::new();
         let (turns, grace) = (self.state.api.turns.clone(), self.state.config.shutdown_grace);
+        let idle = self.state.config.idle_connection;
         let usage = self.state.api.limits.usage.clone();
         let knowledge = self.state.api.engine.knowledge.clone();
         let drain = tokio::spawn({
@@ -346,17 +347,17 @@ impl Application {
             let metrics = ops::metrics_router(self.state.ops.clone());
             let stopping = stopping.clone();
             tokio::spawn(async move {
-                crate::serve::http1(listener, metrics, stopping).await;
+                crate::serve::http1(listener, metrics, idle, stopping).await;
             });
         }
         if let (Some(listener), Some(sandbox)) = (self.sandbox_listener, sandbox_state(&self.state)) {
             let router = crate::sandbox::sandbox_router(sandbox);
             let stopping = stopping.clone();
             tokio::spawn(async move {
-                crate::serve::http1(listener, router, stopping).await;
+                crate::serve::http1(listener, router, idle, stopping).await;
             });
         }
-        crate::serve::http1(listener, self.router, stopping.clone()).await;
+        crate::serve::http1(listener, self.router, idle, stopping.clone()).await;
         // No connection is left, but a turn whose browser went away may
         // still run: it too finishes, or is stopped, and is saved.
         let _ = drain.await;

@@ -80,6 +80,11 @@ pub struct Config {
     /// `CA_SHUTDOWN_GRACE_MS`: how long running turns may go on after a
     /// SIGTERM before they are stopped (default 20000).
     pub shutdown_grace: Duration,
+    /// `CA_IDLE_CONNECTION_SECS`: a connection that sends no complete
+    /// request head for this long — from its opening, or from the end of
+    /// its last answer — is closed (default 620; 0: never). A streaming
+    /// answer is never cut by it.
+    pub idle_connection: Option<Duration>,
     /// `CA_METRICS_TOKEN`: `/metrics` on the main listener asks for this
     /// bearer (at least 32 characters); without it there is no `/metrics`
     /// there.
@@ -655,6 +660,14 @@ impl Config {
                 None => None,
             },
             shutdown_grace: Duration::from_millis(number("CA_SHUTDOWN_GRACE_MS", 20_000, 0)?),
+            // Longer than the keep-alive of the load balancers that may
+            // stand in front (Google's 600 s, AWS's and nginx's 60 s), so
+            // none sends a request down a connection this server has just
+            // closed.
+            idle_connection: match number("CA_IDLE_CONNECTION_SECS", 620, 0)? {
+                0 => None,
+                secs => Some(Duration::from_secs(secs)),
+            },
             mcp_idle: Duration::from_secs(number("CA_MCP_IDLE_SECS", 300, 1)?),
             trusted_proxies: parse_networks(&get("CA_TRUSTED_PROXIES").unwrap_or_default())
                 .map_err(|reason| bad("CA_TRUSTED_PROXIES", reason))?,

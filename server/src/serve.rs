@@ -8,18 +8,22 @@
 //! doubles it to 16 KiB for as long as the connection lives (heaptrack:
 //! 16.4 KB of every waiting stream). This server speaks HTTP/1 only
 //! (axum's `http2` feature is off), so it serves HTTP/1 directly.
-//! Otherwise it does what `axum::serve` did: no timer (an idle keep-alive
-//! connection stays open until its client closes it, so a proxy that keeps
-//! upstream connections never sends a request down one this server has
-//! just closed), the peer's address for `ConnectInfo`, and a graceful end.
+//! Otherwise it does what `axum::serve` did — the peer's address for
+//! `ConnectInfo`, and a graceful end — and one thing it did not: a
+//! connection that sends no request head for `CA_IDLE_CONNECTION_SECS`
+//! is closed (hyper's header-read timeout, which runs from the
+//! connection's opening and again from the end of each answer, never while
+//! one streams), so connections that never ask for anything (slowloris)
+//! or sit idle after their answer do not hold the node's sockets forever.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::ConnectInfo;
 use axum::serve::Listener;
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
@@ -27,12 +31,15 @@ use tower::ServiceExt;
 /// no new connection, asks each open one to close after its request in
 /// flight, and returns once all have closed. Handlers see the peer's
 /// address as `ConnectInfo<SocketAddr>`, as with
-/// `into_make_service_with_connect_info`.
-pub async fn http1<L>(mut listener: L, router: Router, stop: CancellationToken)
+/// `into_make_service_with_connect_info`. A connection that sends no
+/// complete request head within `idle` of its opening or of its last
+/// answer's end is closed (`None`: never).
+pub async fn http1<L>(mut listener: L, router: Router, idle: Option<Duration>, stop: CancellationToken)
 where
     L: Listener<Addr = SocketAddr>,
 {
-    let builder = hyper::server::conn::http1::Builder::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(idle);
     // Every connection's task holds a receiver: all have ended when the
     // sender sees none left.
     let (open, _) = tokio::sync::watch::channel(());

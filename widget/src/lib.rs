@@ -46,5 +46,9 @@ pub fn hydrate() {
         provide_context(boot);
         view! { <App/> }
     });
+    // The composer's field opens for writing now that Enter sends.
+    if let Some(field) = leptos::prelude::document().get_element_by_id("ca-input") {
+        let _ = field.remove_attribute("readonly");
+    }
     client::mark("ca:hydrated");
 }

@@ -60,6 +60,10 @@ async fn the_widget_page_may_be_framed_only_by_allowed_origins() {
     assert!(html.contains(r#"name="ca-boot""#), "{html}");
     assert!(html.contains("Demo model (offline)"));
     assert!(html.contains(r#"role="log""#));
+    // The composer's field is drawn read-only: Enter sends nothing until
+    // the browser code has taken over, and opens it.
+    let field = &html[html.find(r#"<textarea id="ca-input""#).expect("the composer's field")..];
+    assert!(field[..field.find('>').unwrap()].contains("readonly"), "{field}");
 
     let unknown = app.client.get(app.url("/widget?ws=ws_unknown")).send().await.unwrap();
     assert_eq!(unknown.status(), 404);

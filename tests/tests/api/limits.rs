@@ -238,3 +238,46 @@ async fn shutting_down_lets_turns_finish_within_the_grace_period_and_stops_the_r
         .unwrap();
     assert_eq!(reason.as_deref(), Some("cancelled"), "the stopped turn's end is saved");
 }
+
+/// `CA_IDLE_CONNECTION_SECS`: a connection that sends no complete request
+/// head in time is closed — one that sends nothing (slowloris), one that
+/// stops halfway through its head, one kept alive after its answer — and
+/// a stream that lasts longer than that is not cut.
+#[tokio::test]
+async fn a_connection_that_asks_for_nothing_is_closed_and_a_long_stream_is_not() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let host = HostSpec::new(task_tools()).delay(2500);
+    let script = vec![Step::Call("lookup", json!({})), Step::Text("found it")];
+    let rig = Rig::start(Db::Sqlite, host, script, &[("CA_IDLE_CONNECTION_SECS", "1")]).await;
+    let address = rig.app.address;
+
+    /// Writes `sent`, then reads until the server closes the connection:
+    /// what it answered, and how long the connection lasted.
+    async fn until_closed(address: std::net::SocketAddr, sent: &'static [u8]) -> (String, Duration) {
+        let opened = Instant::now();
+        let mut connection = tokio::net::TcpStream::connect(address).await.unwrap();
+        connection.write_all(sent).await.unwrap();
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(20), connection.read_to_end(&mut answer)).await;
+        assert!(read.is_ok(), "the server closed the connection sending {:?}", String::from_utf8_lossy(sent));
+        (String::from_utf8_lossy(&answer).into_owned(), opened.elapsed())
+    }
+
+    let (stream, silent, partial, kept) = tokio::join!(
+        rig.say("look it up"),
+        until_closed(address, b""),
+        until_closed(address, b"GET /health HTTP/1.1\r\nHost: assistant\r\n"),
+        until_closed(address, b"GET /health HTTP/1.1\r\nHost: assistant\r\n\r\n"),
+    );
+    // The turn waited 2.5 s on its tool, its stream open all along.
+    assert_eq!(of(&stream, "done")[0]["stop_reason"], "completed");
+    assert_eq!(of(&stream, "message")[0]["text"], "found it");
+    for (what, (answer, lasted)) in [("silent", &silent), ("partial", &partial), ("kept alive", &kept)] {
+        assert!(*lasted >= Duration::from_millis(1000), "{what}: closed after {lasted:?}, before its time");
+        if what == "kept alive" {
+            assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("ok"), "{what}: {answer}");
+        } else {
+            assert!(!answer.contains(" 200 "), "{what}: nothing was asked, nothing answered: {answer}");
+        }
+    }
+}

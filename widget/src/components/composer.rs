@@ -56,7 +56,10 @@ pub fn Composer() -> impl IntoView {
             submit();
         }>
             <label class="ca-sr-only" for="ca-input">{t(Msg::MessageLabel)}</label>
-            <textarea id="ca-input" class="ca-input" rows="1" maxlength="8000" node_ref=field
+            // Read-only as the server draws it: written in before the browser
+            // code has taken the page over, Enter would only add a line and
+            // the words would never go. `crate::hydrate` opens it.
+            <textarea id="ca-input" class="ca-input" rows="1" maxlength="8000" node_ref=field readonly=true
                 placeholder=move || t(if chat.token.with(Option::is_some) { Msg::Placeholder } else { Msg::Connecting })
                 on:keydown=move |ev: leptos::ev::KeyboardEvent| {
                     if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() {
