@@ -189,29 +189,29 @@ async fn start_turn(
     let asked = request.lang.as_deref().and_then(widget::wire::i18n::spoken);
     // The language the conversation is read in: the one this request
     // names (kept for later turns), else the one kept.
-    let (conversation_id, start, lang, changed) = match request.conversation_id {
+    let (conversation_id, turn_id, start, lang) = match request.conversation_id {
         Some(id) => {
             let owned = db::owned_conversation(&state.pool, &id, &caller.workspace_id, &caller.external_user_id)
                 .await?
                 .ok_or(ApiError::NotFound)?;
+            let turn_id = claim(state, &owned.id).await?;
             let kept = owned.lang.as_deref().and_then(widget::wire::i18n::spoken);
-            let changed = asked.filter(|asked| Some(*asked) != kept);
-            (owned.id, TurnStart::Message(message), asked.or(kept), changed)
+            if let Some(lang) = asked.filter(|asked| Some(*asked) != kept) {
+                db::set_conversation_lang(&state.pool, &owned.id, lang).await?;
+            }
+            (owned.id, turn_id, TurnStart::Message(message), asked.or(kept))
         }
         None => {
             // A photo sent alone names the conversation by its file.
             let named = message.attachments.first().filter(|_| message.text.is_empty()).map(|a| a.name.as_str());
             let title: String = named.unwrap_or(&message.text).chars().take(60).collect();
             let (workspace, user) = (&caller.workspace_id, &caller.external_user_id);
-            let id = db::create_conversation(&state.pool, workspace, user, &title, asked).await?;
-            (id, TurnStart::FirstMessage(message), asked, None)
+            // Its first turn is claimed as it is written.
+            let turn_id = new_id("turn");
+            let id = db::create_conversation_with_turn(&state.pool, workspace, user, &title, asked, &turn_id).await?;
+            (id, turn_id, TurnStart::FirstMessage(message), asked)
         }
     };
-
-    let turn_id = claim(state, &conversation_id).await?;
-    if let Some(lang) = changed {
-        db::set_conversation_lang(&state.pool, &conversation_id, lang).await?;
-    }
     let lang = lang.unwrap_or_else(|| db::reads(None));
     Ok((stream_turn(state, slot, caller, conversation_id, turn_id.clone(), start, lang), turn_id))
 }

@@ -64,7 +64,32 @@ pub async fn create_conversation(
     Ok(id)
 }
 
-/// The columns of a [`ConversationRow`].
+/// Starts a conversation with its first turn (`turn_id`) running, in one
+/// write: a new conversation has no other turn to wait for. Returns its id.
+pub async fn create_conversation_with_turn(
+    pool: &Pool,
+    workspace_id: &str,
+    external_user_id: &str,
+    title: &str,
+    lang: Option<&str>,
+    turn_id: &str,
+) -> anyhow::Result<String> {
+    const POSTGRES: &str = "WITH conversation AS (
+           INSERT INTO conversations (id, workspace_id, external_user_id, title, created_at, updated_at, lang)
+           VALUES ($1, $2, $3, $4, $5, $5, $6))
+         INSERT INTO turns (id, conversation_id, started_at) VALUES ($7, $1, $5)";
+    const SQLITE: &str = "BEGIN IMMEDIATE;
+         INSERT INTO conversations (id, workspace_id, external_user_id, title, created_at, updated_at, lang)
+         VALUES ($1, $2, $3, $4, $5, $5, $6);
+         INSERT INTO turns (id, conversation_id, started_at) VALUES ($7, $1, $5);
+         COMMIT";
+    let id = new_id("conv");
+    let query = sqlx::query(if pool.is_postgres() { POSTGRES } else { SQLITE });
+    let query = query.bind(&id).bind(workspace_id).bind(external_user_id).bind(title).bind(now_ms()).bind(lang);
+    pool.write_together(query.bind(turn_id)).await?;
+    Ok(id)
+}
+
 /// Keeps the language the conversation's user reads.
 pub async fn set_conversation_lang(pool: &Pool, id: &str, lang: &str) -> anyhow::Result<()> {
     sqlx::query("UPDATE conversations SET lang = $1 WHERE id = $2 AND (lang IS NULL OR lang <> $1)")
@@ -169,26 +194,43 @@ impl<'a> NewMessage<'a> {
     }
 }
 
+/// The statement that appends a message (`$1`–`$9`, bound by
+/// [`bind_message`]) at the end of its conversation's transcript.
+macro_rules! insert_message {
+    () => {
+        "INSERT INTO messages (id, conversation_id, seq, role, content, tool_calls, tool_call_id, cards, created_at,
+           sources)
+         SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3, $4, $5, $6, $7, $8, $9 FROM messages WHERE conversation_id = $2"
+    };
+}
+pub(super) use insert_message;
+
+/// Binds `insert_message!`'s parameters: the message `m` with its new
+/// `id`, written at `now`.
+pub(super) fn bind_message<'q>(
+    query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    id: &'q str,
+    conversation_id: &'q str,
+    m: NewMessage<'q>,
+    now: i64,
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    query
+        .bind(id)
+        .bind(conversation_id)
+        .bind(m.role.as_str())
+        .bind(m.content)
+        .bind(m.tool_calls)
+        .bind(m.tool_call_id)
+        .bind(m.cards)
+        .bind(now)
+        .bind(m.sources)
+}
+
 /// Appends a message at the end of the transcript; returns its id. One
 /// statement (atomic on its own): the hot path of every turn.
 pub async fn append_message(pool: &Pool, conversation_id: &str, m: NewMessage<'_>) -> anyhow::Result<String> {
     let id = new_id("msg");
-    sqlx::query(
-        "INSERT INTO messages (id, conversation_id, seq, role, content, tool_calls, tool_call_id, cards, created_at,
-           sources)
-         SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3, $4, $5, $6, $7, $8, $9 FROM messages WHERE conversation_id = $2",
-    )
-    .bind(&id)
-    .bind(conversation_id)
-    .bind(m.role.as_str())
-    .bind(m.content)
-    .bind(m.tool_calls)
-    .bind(m.tool_call_id)
-    .bind(m.cards)
-    .bind(now_ms())
-    .bind(m.sources)
-    .execute(pool)
-    .await?;
+    bind_message(sqlx::query(insert_message!()), &id, conversation_id, m, now_ms()).execute(pool).await?;
     Ok(id)
 }
 

@@ -104,6 +104,33 @@ impl Pool {
         }
     }
 
+    /// Writes that go together, in one call to the database and one
+    /// commit (issue #47: each call is a round trip to SQLite's thread,
+    /// each commit a write of its log). Choose `query`'s text with
+    /// [`Pool::is_postgres`], both numbering their parameters alike: on
+    /// PostgreSQL one statement, whose data-modifying `WITH`s make it
+    /// atomic; on SQLite, which has no data-modifying `WITH`, several
+    /// statements between `BEGIN IMMEDIATE` and `COMMIT` in one string. If
+    /// one of them fails, or the caller goes away before they end, what
+    /// they began is rolled back before anyone else may use the connection.
+    pub async fn write_together<'q>(
+        &self,
+        query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
+    ) -> Result<AnyQueryResult, sqlx::Error> {
+        let mut conn = self.acquire().await?;
+        if let Conn::Pooled(_) = conn {
+            return conn.execute(query).await;
+        }
+        let mut open = Unfinished(Some(conn));
+        let result = open.0.as_mut().expect("the connection is held").execute(query).await;
+        let mut conn = open.0.take().expect("the connection is held");
+        if result.is_err() {
+            // Refused when the failure came before `BEGIN` took: nothing to undo.
+            let _ = conn.execute("ROLLBACK").await;
+        }
+        result
+    }
+
     /// Whether this is PostgreSQL (else SQLite).
     pub fn is_postgres(&self) -> bool {
         matches!(self.shared, Shared::Pooled(_))
@@ -182,6 +209,24 @@ impl<'p> Executor<'p> for &'_ Pool {
     {
         let pool = self.clone();
         Box::pin(async move { pool.acquire().await?.describe(sql).await })
+    }
+}
+
+/// SQLite's connection while statements sent by [`Pool::write_together`]
+/// may have begun a transaction they did not end: dropped so (its caller
+/// gone mid-way), the connection goes to a task that rolls the
+/// transaction back, holding the lock until it has.
+struct Unfinished(Option<Conn>);
+
+impl Drop for Unfinished {
+    fn drop(&mut self) {
+        if let Some(mut conn) = self.0.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                let _ = conn.execute("ROLLBACK").await;
+            });
+        }
     }
 }
 

@@ -3,8 +3,9 @@
 
 use widget::wire::StopReason;
 
+use super::conversations::{NewMessage, bind_message, insert_message};
 use super::pool::Pool;
-use crate::ids::now_ms;
+use crate::ids::{new_id, now_ms};
 
 /// The conversation counts as updated now (a turn started; its row was
 /// written when it claimed the conversation, `limits::claim_turn`).
@@ -50,6 +51,36 @@ pub async fn stop_requests(pool: &Pool) -> anyhow::Result<Vec<String>> {
     Ok(rows.into_iter().map(|(id,)| id).collect())
 }
 
+/// Saves the turn's reply `m` at the end of the conversation's transcript
+/// and records the turn's end, in one write; returns the reply's id.
+pub async fn finish_turn_with_reply(
+    pool: &Pool,
+    conversation_id: &str,
+    m: NewMessage<'_>,
+    turn_id: &str,
+    stop_reason: StopReason,
+    iterations: u32,
+    tokens: u64,
+) -> anyhow::Result<String> {
+    const POSTGRES: &str = concat!(
+        "WITH reply AS (",
+        insert_message!(),
+        ") UPDATE turns SET stop_reason = $10, iterations = $11, tokens = $12, finished_at = $8 WHERE id = $13"
+    );
+    const SQLITE: &str = concat!(
+        "BEGIN IMMEDIATE; ",
+        insert_message!(),
+        "; UPDATE turns SET stop_reason = $10, iterations = $11, tokens = $12, finished_at = $8 WHERE id = $13; COMMIT"
+    );
+    let id = new_id("msg");
+    let query = sqlx::query(if pool.is_postgres() { POSTGRES } else { SQLITE });
+    let query = bind_message(query, &id, conversation_id, m, now_ms());
+    let query = query.bind(stop_reason.as_str()).bind(i64::from(iterations)).bind(tokens as i64).bind(turn_id);
+    pool.write_together(query).await?;
+    Ok(id)
+}
+
+/// Records the turn's end (its reply, if any, already saved).
 pub async fn finish_turn(
     pool: &Pool,
     turn_id: &str,

@@ -36,24 +36,46 @@ impl Turn<'_> {
                 t.push_str(&format!("_{notice}_"));
             }
         }
+        // The reply and the turn's end are written together where there is a
+        // reply to save; the end alone otherwise, or when that write fails.
+        let (turn_id, conversation_id) = (&self.input.turn_id, &self.input.conversation_id);
+        let mut finished = false;
         let message_id = match held_message_id {
             Some(id) => Some(id),
             None if !step_text.is_empty() => {
                 let reply = NewMessage::new(Role::Assistant, &step_text).with_sources(&sources);
-                let saved = db::append_message(&engine.pool, &self.input.conversation_id, reply).await;
-                saved.map_err(|e| tracing::error!(error = format!("{e:#}"), "cannot save the reply")).ok()
+                match db::finish_turn_with_reply(
+                    &engine.pool,
+                    conversation_id,
+                    reply,
+                    turn_id,
+                    reason,
+                    iterations,
+                    tokens,
+                )
+                .await
+                {
+                    Ok(id) => {
+                        finished = true;
+                        Some(id)
+                    }
+                    Err(error) => {
+                        tracing::error!(error = format!("{error:#}"), "cannot save the reply");
+                        None
+                    }
+                }
             }
             None => None,
         };
+        if !finished && let Err(error) = db::finish_turn(&engine.pool, turn_id, reason, iterations, tokens).await {
+            tracing::error!(error = format!("{error:#}"), "cannot record the end of the turn");
+        }
         if let Some(message_id) = message_id
             && !text.is_empty()
         {
             let html =
                 crate::markdown::render(&text) + &crate::knowledge::cite::sources_html(&sources, self.input.lang);
             self.events.send(TurnEvent::Message(FinishedMessage { message_id, html, text }));
-        }
-        if let Err(error) = db::finish_turn(&engine.pool, &self.input.turn_id, reason, iterations, tokens).await {
-            tracing::error!(error = format!("{error:#}"), "cannot record the end of the turn");
         }
         tracing::info!(stop_reason = reason.as_str(), iterations, tokens, "turn finished");
         if testing {

@@ -2,6 +2,7 @@
 //! persistence and who may see what.
 
 use serde_json::{Value, json};
+use sqlx::Connection;
 
 use crate::helpers::{
     Db, FakeHost, ScriptedModel, Step, lookup_tool, names, of, spawn_app, token, workspace_with_host,
@@ -13,6 +14,8 @@ on_both_databases!(
     a_conversation_is_restored_and_continued,
     a_failing_host_is_reported_generically,
     the_iteration_limit_ends_the_turn_cleanly,
+    a_reply_the_database_refuses_still_ends_its_turn_and_the_next_turn_runs,
+    writes_cut_off_midway_leave_all_or_nothing_and_the_next_write_goes_in,
 );
 
 async fn the_demo_answers_show_me_the_menu_with_cards(db: Db) {
@@ -200,4 +203,99 @@ async fn the_public_url_is_the_assistants_own_origin_behind_a_proxy() {
     assert!(cards[0]["url"].as_str().unwrap().starts_with("https://assistant.example/bistro/menu#"), "{cards}");
 
     assert_eq!(turn("https://evil.example").await.unwrap().status(), 403);
+}
+
+/// A turn's reply and its end are written together: when the reply is
+/// refused, the turn's end is still recorded (by another write), and
+/// nothing of the refused write holds the database — the next turn runs
+/// and is saved, seen from a connection of its own.
+async fn a_reply_the_database_refuses_still_ends_its_turn_and_the_next_turn_runs(db: Db) {
+    let app = spawn_app(db).start().await;
+    let pool = &app.state.pool;
+    let refuse = if pool.is_postgres() {
+        vec![
+            "CREATE FUNCTION refuse_hello() RETURNS trigger AS $$ BEGIN
+               IF NEW.role = 'assistant' AND NEW.content LIKE 'Hello!%' THEN RAISE EXCEPTION 'refused by the test'; END IF;
+               RETURN NEW; END $$ LANGUAGE plpgsql",
+            "CREATE TRIGGER refuse_hello BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION refuse_hello()",
+        ]
+    } else {
+        vec![
+            "CREATE TRIGGER refuse_hello BEFORE INSERT ON messages
+             WHEN NEW.role = 'assistant' AND NEW.content LIKE 'Hello!%'
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+        ]
+    };
+    for statement in refuse {
+        sqlx::query(statement).execute(pool).await.unwrap();
+    }
+    let token = app.demo_token("guest_refused").await;
+    let first = app.turn(&token, None, "hello").await;
+    assert_eq!(of(&first, "done")[0]["stop_reason"], "completed");
+    assert!(of(&first, "message").is_empty(), "a reply not saved is not announced as saved");
+    let conversation = of(&first, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+    let first_turn = of(&first, "turn")[0]["turn_id"].as_str().unwrap().to_owned();
+
+    let second = app.turn(&token, Some(&conversation), "show me the menu").await;
+    assert_eq!(of(&second, "done")[0]["stop_reason"], "completed");
+    let second_turn = of(&second, "turn")[0]["turn_id"].as_str().unwrap().to_owned();
+
+    // Committed: another connection sees both turns ended and the second reply.
+    let mut other = sqlx::AnyConnection::connect(&app.database_url).await.unwrap();
+    for turn in [&first_turn, &second_turn] {
+        let (reason,): (Option<String>,) = sqlx::query_as("SELECT stop_reason FROM turns WHERE id = $1")
+            .bind(turn)
+            .fetch_one(&mut other)
+            .await
+            .unwrap();
+        assert_eq!(reason.as_deref(), Some("completed"), "{turn}");
+    }
+    let roles: Vec<(String,)> = sqlx::query_as("SELECT role FROM messages WHERE conversation_id = $1 ORDER BY seq")
+        .bind(&conversation)
+        .fetch_all(&mut other)
+        .await
+        .unwrap();
+    let roles: Vec<&str> = roles.iter().map(|(r,)| r.as_str()).collect();
+    assert_eq!(roles, ["user", "user", "assistant", "tool", "assistant"]);
+}
+
+/// Writes that go together and are cut off midway (their caller gone while
+/// the database waits on another writer) leave all of themselves or
+/// nothing, and the database takes the next write at once.
+async fn writes_cut_off_midway_leave_all_or_nothing_and_the_next_write_goes_in(db: Db) {
+    let app = spawn_app(db).start().await;
+    let pool = &app.state.pool;
+    let demo = server::demo::DEMO_WORKSPACE;
+    // Another connection holds the write lock (SQLite) or the turns table
+    // (PostgreSQL): the writes wait on it.
+    let mut other = sqlx::AnyConnection::connect(&app.database_url).await.unwrap();
+    if pool.is_postgres() {
+        sqlx::query("BEGIN").execute(&mut other).await.unwrap();
+        sqlx::query("LOCK TABLE turns IN EXCLUSIVE MODE").execute(&mut other).await.unwrap();
+    } else {
+        sqlx::query("BEGIN IMMEDIATE").execute(&mut other).await.unwrap();
+    }
+    let mut cut = Box::pin(server::db::create_conversation_with_turn(pool, demo, "cut", "cut off", None, "turn_cut"));
+    assert!(futures::poll!(cut.as_mut()).is_pending(), "the writes wait on the other connection");
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    drop(cut);
+    sqlx::query("COMMIT").execute(&mut other).await.unwrap();
+
+    let next = server::db::create_conversation_with_turn(pool, demo, "next", "goes in", None, "turn_next");
+    let next = tokio::time::timeout(std::time::Duration::from_secs(10), next).await.expect("in time");
+    next.expect("the next write goes in");
+    let count = |sql: &'static str, bind: &'static str| {
+        let database_url = app.database_url.clone();
+        async move {
+            let mut fresh = sqlx::AnyConnection::connect(&database_url).await.unwrap();
+            let (n,): (i64,) = sqlx::query_as(sql).bind(bind).fetch_one(&mut fresh).await.unwrap();
+            n
+        }
+    };
+    assert_eq!(count("SELECT COUNT(*) FROM turns WHERE id = $1", "turn_next").await, 1);
+    assert_eq!(count("SELECT COUNT(*) FROM conversations WHERE external_user_id = $1", "next").await, 1);
+    // The cut-off writes: both, or neither.
+    let turn = count("SELECT COUNT(*) FROM turns WHERE id = $1", "turn_cut").await;
+    let conversation = count("SELECT COUNT(*) FROM conversations WHERE external_user_id = $1", "cut").await;
+    assert_eq!(turn, conversation, "all or nothing");
 }
