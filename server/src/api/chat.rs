@@ -185,7 +185,7 @@ async fn start_turn(
         attachments.push(found.ok_or(ApiError::NotFound)?);
     }
     let slot = admit(state, &caller, client).await?;
-    let message = UserMessage { text, attachments };
+    let mut message = UserMessage { text, attachments, saved_as: None };
     let asked = request.lang.as_deref().and_then(widget::wire::i18n::spoken);
     // The language the conversation is read in: the one this request
     // names (kept for later turns), else the one kept.
@@ -206,9 +206,12 @@ async fn start_turn(
             let named = message.attachments.first().filter(|_| message.text.is_empty()).map(|a| a.name.as_str());
             let title: String = named.unwrap_or(&message.text).chars().take(60).collect();
             let (workspace, user) = (&caller.workspace_id, &caller.external_user_id);
-            // Its first turn is claimed as it is written.
+            // Written with its first turn claimed and the user's message.
             let turn_id = new_id("turn");
-            let id = db::create_conversation_with_turn(&state.pool, workspace, user, &title, asked, &turn_id).await?;
+            let (id, message_id) =
+                db::create_conversation_with_turn(&state.pool, workspace, user, &title, asked, &turn_id, &message.text)
+                    .await?;
+            message.saved_as = Some(message_id);
             (id, turn_id, TurnStart::FirstMessage(message), asked)
         }
     };

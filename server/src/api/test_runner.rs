@@ -240,7 +240,7 @@ impl<'a> CaseRun<'a> {
             Action::User { text, files } => {
                 self.note(number, "user", text.clone());
                 let attachments = self.files(files).await?;
-                let message = UserMessage { text: text.trim().to_owned(), attachments };
+                let message = UserMessage { text: text.trim().to_owned(), attachments, saved_as: None };
                 let (conversation_id, start) = match &self.conversation_id {
                     Some(id) => (id.clone(), TurnStart::Message(message)),
                     None => {

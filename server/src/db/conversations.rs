@@ -64,8 +64,10 @@ pub async fn create_conversation(
     Ok(id)
 }
 
-/// Starts a conversation with its first turn (`turn_id`) running, in one
-/// write: a new conversation has no other turn to wait for. Returns its id.
+/// Starts a conversation with its first turn (`turn_id`) running and the
+/// user's first message (`text`) in its transcript, in one write: a new
+/// conversation has no other turn to wait for. Returns its id and the
+/// message's.
 pub async fn create_conversation_with_turn(
     pool: &Pool,
     workspace_id: &str,
@@ -73,21 +75,24 @@ pub async fn create_conversation_with_turn(
     title: &str,
     lang: Option<&str>,
     turn_id: &str,
-) -> anyhow::Result<String> {
+    text: &str,
+) -> anyhow::Result<(String, String)> {
     const POSTGRES: &str = "WITH conversation AS (
            INSERT INTO conversations (id, workspace_id, external_user_id, title, created_at, updated_at, lang)
-           VALUES ($1, $2, $3, $4, $5, $5, $6))
-         INSERT INTO turns (id, conversation_id, started_at) VALUES ($7, $1, $5)";
+           VALUES ($1, $2, $3, $4, $5, $5, $6)),
+         turn AS (INSERT INTO turns (id, conversation_id, started_at) VALUES ($7, $1, $5))
+         INSERT INTO messages (id, conversation_id, seq, role, content, created_at) VALUES ($8, $1, 1, 'user', $9, $5)";
     const SQLITE: &str = "BEGIN IMMEDIATE;
          INSERT INTO conversations (id, workspace_id, external_user_id, title, created_at, updated_at, lang)
          VALUES ($1, $2, $3, $4, $5, $5, $6);
          INSERT INTO turns (id, conversation_id, started_at) VALUES ($7, $1, $5);
+         INSERT INTO messages (id, conversation_id, seq, role, content, created_at) VALUES ($8, $1, 1, 'user', $9, $5);
          COMMIT";
-    let id = new_id("conv");
+    let (id, message_id) = (new_id("conv"), new_id("msg"));
     let query = sqlx::query(if pool.is_postgres() { POSTGRES } else { SQLITE });
     let query = query.bind(&id).bind(workspace_id).bind(external_user_id).bind(title).bind(now_ms()).bind(lang);
-    pool.write_together(query.bind(turn_id)).await?;
-    Ok(id)
+    pool.write_together(query.bind(turn_id).bind(&message_id).bind(text)).await?;
+    Ok((id, message_id))
 }
 
 /// Keeps the language the conversation's user reads.

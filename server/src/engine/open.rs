@@ -55,11 +55,15 @@ impl Turn<'_> {
         Ok(None)
     }
 
-    /// Saves the user's message with its attachments, each with the text
-    /// the model is given of it (read once, here).
+    /// Saves the user's message (unless it was saved with the turn's
+    /// claim) with its attachments, each with the text the model is given
+    /// of it (read once, here).
     async fn save_message(&self, message: &UserMessage) -> anyhow::Result<()> {
         let (pool, conversation_id) = (&self.engine.pool, &self.input.conversation_id);
-        let id = db::append_message(pool, conversation_id, NewMessage::new(Role::User, &message.text)).await?;
+        let id = match &message.saved_as {
+            Some(id) => id.clone(),
+            None => db::append_message(pool, conversation_id, NewMessage::new(Role::User, &message.text)).await?,
+        };
         let mut linked = Vec::with_capacity(message.attachments.len());
         for attachment in &message.attachments {
             linked.push((attachment.id.clone(), self.engine.attachments.text_of(attachment).await?));

@@ -57,6 +57,9 @@ pub enum TurnStart {
 pub struct UserMessage {
     pub text: String,
     pub attachments: Vec<crate::db::attachments::Attachment>,
+    /// The message's id when it was saved as the turn was claimed (a new
+    /// conversation's first); `None`: the turn saves it.
+    pub saved_as: Option<String>,
 }
 
 /// One turn to run.
