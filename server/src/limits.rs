@@ -179,6 +179,19 @@ impl Limits {
         Ok(Self::all_within(&budgets, &totals))
     }
 
+    /// What [`Budgets::spend`] would add for `tokens` of `caller`'s, for a
+    /// write that carries it with others: the day (UTC) and each budget's
+    /// key with the tokens — none when no budget applies or nothing was
+    /// spent.
+    pub fn spending(&self, caller: &Caller, tokens: u64) -> (i64, Vec<(String, i64)>) {
+        let day = self.clock.now_ms().div_euclid(DAY_MS);
+        let tokens = i64::try_from(tokens).unwrap_or(i64::MAX);
+        if tokens == 0 {
+            return (day, Vec::new());
+        }
+        (day, self.budgets(caller).into_iter().map(|(key, _)| (key, tokens)).collect())
+    }
+
     /// True when every budget's total (absent: nothing used) is below it.
     fn all_within(budgets: &[(String, u64)], totals: &[(String, i64)]) -> bool {
         budgets.iter().all(|(key, budget)| {

@@ -40,18 +40,24 @@ pub async fn hit_all(pool: &Pool, keys: &[String], window_start: i64) -> anyhow:
 /// Adds each key's tokens to its use on `day` (one statement); each key's
 /// total for the day so far.
 pub async fn add_tokens(pool: &Pool, spent: &[(String, i64)], day: i64) -> anyhow::Result<Vec<(String, i64)>> {
-    let values: Vec<String> = (0..spent.len()).map(|i| format!("(${}, $1, ${})", 2 * i + 2, 2 * i + 3)).collect();
-    let sql = format!(
-        "INSERT INTO token_usage (key, day, tokens) VALUES {}
-         ON CONFLICT (key, day) DO UPDATE SET tokens = token_usage.tokens + excluded.tokens
-         RETURNING key, tokens",
-        values.join(", ")
-    );
+    let sql = format!("{} RETURNING key, tokens", add_tokens_sql(1, spent.len()));
     let mut query = sqlx::query_as(&sql).bind(day);
     for (key, tokens) in spent {
         query = query.bind(key).bind(tokens);
     }
     Ok(query.fetch_all(pool).await?)
+}
+
+/// The statement that adds `keys` keys' tokens to their use on a day: the
+/// day is parameter `$first`, then each key and its tokens.
+pub(super) fn add_tokens_sql(first: usize, keys: usize) -> String {
+    let values: Vec<String> =
+        (0..keys).map(|i| format!("(${}, ${first}, ${})", first + 2 * i + 1, first + 2 * i + 2)).collect();
+    format!(
+        "INSERT INTO token_usage (key, day, tokens) VALUES {}
+         ON CONFLICT (key, day) DO UPDATE SET tokens = token_usage.tokens + excluded.tokens",
+        values.join(", ")
+    )
 }
 
 /// Tokens each of `keys` used on `day` (one statement; a key that used

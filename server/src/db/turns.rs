@@ -4,6 +4,7 @@
 use widget::wire::StopReason;
 
 use super::conversations::{NewMessage, bind_message, insert_message};
+use super::limits::add_tokens_sql;
 use super::pool::Pool;
 use crate::ids::{new_id, now_ms};
 
@@ -51,31 +52,60 @@ pub async fn stop_requests(pool: &Pool) -> anyhow::Result<Vec<String>> {
     Ok(rows.into_iter().map(|(id,)| id).collect())
 }
 
-/// Saves the turn's reply `m` at the end of the conversation's transcript
-/// and records the turn's end, in one write; returns the reply's id.
+/// A turn's end, as recorded.
+pub struct TurnEnd<'a> {
+    pub turn_id: &'a str,
+    pub stop_reason: StopReason,
+    pub iterations: u32,
+    pub tokens: u64,
+}
+
+/// Tokens counted against the day's budgets (`day`, UTC): each budget's
+/// key with its tokens (none: nothing to count).
+pub struct Spending<'a> {
+    pub day: i64,
+    pub counts: &'a [(String, i64)],
+}
+
+/// Saves the turn's reply `m` at the end of the conversation's transcript,
+/// counts the tokens of its last step against the budgets and records the
+/// turn's end, in one write; returns the reply's id.
 pub async fn finish_turn_with_reply(
     pool: &Pool,
     conversation_id: &str,
     m: NewMessage<'_>,
-    turn_id: &str,
-    stop_reason: StopReason,
-    iterations: u32,
-    tokens: u64,
+    end: &TurnEnd<'_>,
+    spent: &Spending<'_>,
 ) -> anyhow::Result<String> {
-    const POSTGRES: &str = concat!(
-        "WITH reply AS (",
-        insert_message!(),
-        ") UPDATE turns SET stop_reason = $10, iterations = $11, tokens = $12, finished_at = $8 WHERE id = $13"
-    );
-    const SQLITE: &str = concat!(
-        "BEGIN IMMEDIATE; ",
-        insert_message!(),
-        "; UPDATE turns SET stop_reason = $10, iterations = $11, tokens = $12, finished_at = $8 WHERE id = $13; COMMIT"
-    );
+    macro_rules! finish {
+        () => {
+            "UPDATE turns SET stop_reason = $10, iterations = $11, tokens = $12, finished_at = $8 WHERE id = $13"
+        };
+    }
+    const POSTGRES: &str = concat!("WITH reply AS (", insert_message!(), ") ", finish!());
+    const SQLITE: &str = concat!("BEGIN IMMEDIATE; ", insert_message!(), "; ", finish!(), "; COMMIT");
+    // With tokens to count, their statement goes between (its parameters
+    // from $14): the text depends on how many budgets count them.
+    let sql: std::borrow::Cow<'static, str> = match (spent.counts.len(), pool.is_postgres()) {
+        (0, true) => POSTGRES.into(),
+        (0, false) => SQLITE.into(),
+        (n, true) => {
+            format!("WITH reply AS ({}), spent AS ({}) {}", insert_message!(), add_tokens_sql(14, n), finish!()).into()
+        }
+        (n, false) => {
+            format!("BEGIN IMMEDIATE; {}; {}; {}; COMMIT", insert_message!(), add_tokens_sql(14, n), finish!()).into()
+        }
+    };
     let id = new_id("msg");
-    let query = sqlx::query(if pool.is_postgres() { POSTGRES } else { SQLITE });
-    let query = bind_message(query, &id, conversation_id, m, now_ms());
-    let query = query.bind(stop_reason.as_str()).bind(i64::from(iterations)).bind(tokens as i64).bind(turn_id);
+    let query = bind_message(sqlx::query(&sql), &id, conversation_id, m, now_ms());
+    let mut query =
+        query.bind(end.stop_reason.as_str()).bind(i64::from(end.iterations)).bind(end.tokens as i64).bind(end.turn_id);
+    if !spent.counts.is_empty() {
+        query = query.bind(spent.day);
+        for (key, tokens) in spent.counts {
+            query = query.bind(key.as_str()).bind(*tokens);
+        }
+    }
     pool.write_together(query).await?;
     Ok(id)
 }

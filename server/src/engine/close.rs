@@ -14,8 +14,17 @@ use crate::db::{self, NewMessage};
 impl Turn<'_> {
     pub(super) async fn close(&self, reason: StopReason) {
         let engine = self.engine;
-        let Progress { mut text, mut step_text, iterations, tokens, held_message_id, running_apps, retrieved, .. } =
-            std::mem::take(&mut *self.progress.lock());
+        let Progress {
+            mut text,
+            mut step_text,
+            iterations,
+            tokens,
+            held_message_id,
+            running_apps,
+            retrieved,
+            unspent,
+            ..
+        } = std::mem::take(&mut *self.progress.lock());
         // Citations of what this turn's searches returned become numbered
         // sources; any other is dropped before anything is kept or shown.
         let sources = retrieved.resolve(&mut [&mut text, &mut step_text]);
@@ -36,27 +45,20 @@ impl Turn<'_> {
                 t.push_str(&format!("_{notice}_"));
             }
         }
-        // The reply and the turn's end are written together where there is a
-        // reply to save; the end alone otherwise, or when that write fails.
-        let (turn_id, conversation_id) = (&self.input.turn_id, &self.input.conversation_id);
-        let mut finished = false;
+        // The reply, its step's tokens and the turn's end are written
+        // together where there is a reply to save; each alone otherwise, or
+        // when that write fails.
+        let (day, counts) = engine.budgets.spending(&self.input.caller, unspent);
+        let spent = db::Spending { day, counts: &counts };
+        let end = db::TurnEnd { turn_id: &self.input.turn_id, stop_reason: reason, iterations, tokens };
+        let mut together = false;
         let message_id = match held_message_id {
             Some(id) => Some(id),
             None if !step_text.is_empty() => {
                 let reply = NewMessage::new(Role::Assistant, &step_text).with_sources(&sources);
-                match db::finish_turn_with_reply(
-                    &engine.pool,
-                    conversation_id,
-                    reply,
-                    turn_id,
-                    reason,
-                    iterations,
-                    tokens,
-                )
-                .await
-                {
+                match db::finish_turn_with_reply(&engine.pool, &self.input.conversation_id, reply, &end, &spent).await {
                     Ok(id) => {
-                        finished = true;
+                        together = true;
                         Some(id)
                     }
                     Err(error) => {
@@ -67,8 +69,15 @@ impl Turn<'_> {
             }
             None => None,
         };
-        if !finished && let Err(error) = db::finish_turn(&engine.pool, turn_id, reason, iterations, tokens).await {
-            tracing::error!(error = format!("{error:#}"), "cannot record the end of the turn");
+        if !together {
+            if !counts.is_empty()
+                && let Err(error) = db::limits::add_tokens(&engine.pool, &counts, day).await
+            {
+                tracing::error!(error = format!("{error:#}"), "cannot count the step's tokens");
+            }
+            if let Err(error) = db::finish_turn(&engine.pool, &self.input.turn_id, reason, iterations, tokens).await {
+                tracing::error!(error = format!("{error:#}"), "cannot record the end of the turn");
+            }
         }
         if let Some(message_id) = message_id
             && !text.is_empty()

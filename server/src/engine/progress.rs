@@ -20,6 +20,10 @@ pub(super) struct Progress {
     /// Whether today's token budgets had room after this turn's last step
     /// (the totals its spend returned); unknown before the first step.
     pub within_budget: Option<bool>,
+    /// The tokens of the turn's last step, not yet counted against the
+    /// budgets: no later step reads their totals, so they are counted with
+    /// the reply and the turn's end (`close`).
+    pub unspent: u64,
     /// MCP Apps shown while their tool runs (component ids): those still
     /// here when the turn ends are told their tool was cancelled.
     pub running_apps: Vec<String>,

@@ -66,9 +66,15 @@ impl Turn<'_> {
             crate::metrics::tokens(&caller.workspace_id, step.input_tokens, step.output_tokens);
             usage.count(&caller.workspace_id, Metric::InputTokens, step.input_tokens);
             usage.count(&caller.workspace_id, Metric::OutputTokens, step.output_tokens);
-            match self.engine.budgets.spend(caller, step.tokens).await {
-                Ok(within) => self.progress.lock().within_budget = Some(within),
-                Err(error) => tracing::error!(error = format!("{error:#}"), "cannot count the step's tokens"),
+            if step.tool_calls.is_empty() && step.finish != Some(Finish::ContentFilter) {
+                // The turn's last step: no later step reads the totals, so
+                // its tokens are counted with its reply (`close`).
+                self.progress.lock().unspent = step.tokens;
+            } else {
+                match self.engine.budgets.spend(caller, step.tokens).await {
+                    Ok(within) => self.progress.lock().within_budget = Some(within),
+                    Err(error) => tracing::error!(error = format!("{error:#}"), "cannot count the step's tokens"),
+                }
             }
         }
         let tokens = self.progress.add_tokens(step.tokens);

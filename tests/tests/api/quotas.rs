@@ -10,7 +10,11 @@ use serde_json::{Value, json};
 use crate::helpers::{Db, HostSpec, Rig, Step, of, parse_sse, restart, start_of_window, task_tools, token};
 use crate::on_both_databases;
 
-on_both_databases!(a_users_turn_limit_holds_across_two_replicas, one_turn_runs_per_conversation_on_any_replica);
+on_both_databases!(
+    a_users_turn_limit_holds_across_two_replicas,
+    one_turn_runs_per_conversation_on_any_replica,
+    every_steps_tokens_count_against_the_budgets_with_the_reply_or_on_their_own,
+);
 
 /// POSTs a turn to `base`: the status, the `Retry-After`, and the body.
 async fn post_turn(base: &str, token: &str, conversation: Option<&str>, message: &str) -> (u16, Option<u64>, String) {
@@ -245,4 +249,53 @@ async fn beyond_the_processes_cap_on_open_streams_a_resume_is_shed_with_retry_af
     let resumed = resume().await.unwrap();
     assert_eq!(resumed.status(), 200);
     assert!(resumed.text().await.unwrap().contains("event: done"));
+}
+
+/// Every model step's tokens count against the day's budgets: the last
+/// one's are written with the reply and the turn's end, and on their own
+/// when the reply is refused.
+async fn every_steps_tokens_count_against_the_budgets_with_the_reply_or_on_their_own(db: Db) {
+    let lookup = || Step::Call("lookup", json!({}));
+    let script = vec![lookup(), Step::Text("kept"), lookup(), Step::Text("refused")];
+    let budgets = [("CA_USER_DAILY_TOKENS", "100000"), ("CA_WORKSPACE_DAILY_TOKENS", "100000")];
+    let rig = Rig::start(db, HostSpec::new(task_tools()), script, &budgets).await;
+    start_of_window(&rig.app.clock, 86_400_000);
+    let pool = &rig.app.state.pool;
+    let used = || async {
+        let rows: Vec<(String, i64)> =
+            sqlx::query_as("SELECT key, tokens FROM token_usage ORDER BY key").fetch_all(pool).await.unwrap();
+        rows
+    };
+    let expect = |tokens: i64| {
+        vec![
+            (format!("tokens:user:{}:user_42", rig.workspace), tokens),
+            (format!("tokens:ws:{}", rig.workspace), tokens),
+        ]
+    };
+
+    // Two steps of 50 tokens each.
+    let events = rig.say("look it up").await;
+    assert_eq!(of(&events, "message")[0]["text"], "kept");
+    assert_eq!(used().await, expect(100));
+
+    let refuse = if pool.is_postgres() {
+        vec![
+            "CREATE FUNCTION refuse_reply() RETURNS trigger AS $$ BEGIN
+               IF NEW.content = 'refused' THEN RAISE EXCEPTION 'refused by the test'; END IF;
+               RETURN NEW; END $$ LANGUAGE plpgsql",
+            "CREATE TRIGGER refuse_reply BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION refuse_reply()",
+        ]
+    } else {
+        vec![
+            "CREATE TRIGGER refuse_reply BEFORE INSERT ON messages WHEN NEW.content = 'refused'
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+        ]
+    };
+    for statement in refuse {
+        sqlx::query(statement).execute(pool).await.unwrap();
+    }
+    let events = rig.say("look again").await;
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "completed");
+    assert!(of(&events, "message").is_empty(), "the reply was not saved");
+    assert_eq!(used().await, expect(200), "the refused reply's step counted all the same");
 }
