@@ -192,6 +192,12 @@ impl Limits {
         (day, self.budgets(caller).into_iter().map(|(key, _)| (key, tokens)).collect())
     }
 
+    /// True while `totals` (each budget's for the day, as a count of
+    /// [`Budgets::spending`] returned them) leave `caller`'s budgets room.
+    pub fn within(&self, caller: &Caller, totals: &[(String, i64)]) -> bool {
+        Self::all_within(&self.budgets(caller), totals)
+    }
+
     /// True when every budget's total (absent: nothing used) is below it.
     fn all_within(budgets: &[(String, u64)], totals: &[(String, i64)]) -> bool {
         budgets.iter().all(|(key, budget)| {

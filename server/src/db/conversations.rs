@@ -164,7 +164,7 @@ pub async fn messages(pool: &Pool, conversation_id: &str) -> anyhow::Result<Vec<
 }
 
 /// A message to append to a conversation's transcript.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct NewMessage<'a> {
     role: Role,
     content: &'a str,

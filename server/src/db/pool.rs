@@ -113,16 +113,17 @@ impl Pool {
     /// statements between `BEGIN IMMEDIATE` and `COMMIT` in one string. If
     /// one of them fails, or the caller goes away before they end, what
     /// they began is rolled back before anyone else may use the connection.
+    /// Returns the rows its statements return (`RETURNING`).
     pub async fn write_together<'q>(
         &self,
         query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
-    ) -> Result<AnyQueryResult, sqlx::Error> {
+    ) -> Result<Vec<AnyRow>, sqlx::Error> {
         let mut conn = self.acquire().await?;
         if let Conn::Pooled(_) = conn {
-            return conn.execute(query).await;
+            return conn.fetch_all(query).await;
         }
         let mut open = Unfinished(Some(conn));
-        let result = open.0.as_mut().expect("the connection is held").execute(query).await;
+        let result = open.0.as_mut().expect("the connection is held").fetch_all(query).await;
         let mut conn = open.0.take().expect("the connection is held");
         if result.is_err() {
             // Refused when the failure came before `BEGIN` took: nothing to undo.

@@ -110,6 +110,33 @@ pub async fn finish_turn_with_reply(
     Ok(id)
 }
 
+/// Appends the message of a model step that called tools, `m`, and counts
+/// the step's tokens against the day's budgets, in one write; returns the
+/// message's id and each budget's total for the day so far (the next step
+/// checks them).
+pub async fn append_step_spending(
+    pool: &Pool,
+    conversation_id: &str,
+    m: NewMessage<'_>,
+    spent: &Spending<'_>,
+) -> anyhow::Result<(String, Vec<(String, i64)>)> {
+    use sqlx::Row;
+    let n = spent.counts.len();
+    let sql = if pool.is_postgres() {
+        format!("WITH asked AS ({}) {} RETURNING key, tokens", insert_message!(), add_tokens_sql(10, n))
+    } else {
+        format!("BEGIN IMMEDIATE; {}; {} RETURNING key, tokens; COMMIT", insert_message!(), add_tokens_sql(10, n))
+    };
+    let id = new_id("msg");
+    let mut query = bind_message(sqlx::query(&sql), &id, conversation_id, m, now_ms()).bind(spent.day);
+    for (key, tokens) in spent.counts {
+        query = query.bind(key.as_str()).bind(*tokens);
+    }
+    let rows = pool.write_together(query).await?;
+    let totals = rows.iter().map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).collect::<Result<_, sqlx::Error>>()?;
+    Ok((id, totals))
+}
+
 /// Records the turn's end (its reply, if any, already saved).
 pub async fn finish_turn(
     pool: &Pool,

@@ -66,16 +66,14 @@ impl Turn<'_> {
             crate::metrics::tokens(&caller.workspace_id, step.input_tokens, step.output_tokens);
             usage.count(&caller.workspace_id, Metric::InputTokens, step.input_tokens);
             usage.count(&caller.workspace_id, Metric::OutputTokens, step.output_tokens);
-            if step.tool_calls.is_empty() && step.finish != Some(Finish::ContentFilter) {
+            if step.finish == Some(Finish::ContentFilter) {
+                self.spend(step.tokens).await;
+            } else if step.tool_calls.is_empty() {
                 // The turn's last step: no later step reads the totals, so
                 // its tokens are counted with its reply (`close`).
                 self.progress.lock().unspent = step.tokens;
-            } else {
-                match self.engine.budgets.spend(caller, step.tokens).await {
-                    Ok(within) => self.progress.lock().within_budget = Some(within),
-                    Err(error) => tracing::error!(error = format!("{error:#}"), "cannot count the step's tokens"),
-                }
             }
+            // A step that called tools counts its tokens with its message (below).
         }
         let tokens = self.progress.add_tokens(step.tokens);
         if step.finish == Some(Finish::ContentFilter) {
@@ -87,8 +85,7 @@ impl Turn<'_> {
 
         let calls_json = serde_json::to_string(&step.tool_calls).expect("tool calls serialize");
         let asked = NewMessage::new(Role::Assistant, &step.text).with_tool_calls(calls_json);
-        let step_row =
-            db::append_message(&self.engine.pool, &self.input.conversation_id, asked).await.map_err(Stop::unsaved)?;
+        let step_row = self.save_step(asked, if testing { 0 } else { step.tokens }).await.map_err(Stop::unsaved)?;
         self.progress.lock().step_text.clear();
         prepared.messages.push(ChatMessage::Assistant { text: step.text.clone(), tool_calls: step.tool_calls.clone() });
 
@@ -122,5 +119,39 @@ impl Turn<'_> {
             return Err(Stop::Limit(StopReason::TokenLimit));
         }
         Ok(StepEnd::Continue)
+    }
+}
+
+impl Turn<'_> {
+    /// Counts a step's tokens against the day's budgets on their own; the
+    /// totals tell the next step whether it may run.
+    async fn spend(&self, tokens: u64) {
+        match self.engine.budgets.spend(&self.input.caller, tokens).await {
+            Ok(within) => self.progress.lock().within_budget = Some(within),
+            Err(error) => tracing::error!(error = format!("{error:#}"), "cannot count the step's tokens"),
+        }
+    }
+
+    /// Saves the message of a step that called tools with its `tokens`
+    /// counted against the budgets, in one write where budgets count them;
+    /// each alone when that write fails. Returns the message's id.
+    async fn save_step(&self, asked: NewMessage<'_>, tokens: u64) -> anyhow::Result<String> {
+        let (pool, conversation_id) = (&self.engine.pool, &self.input.conversation_id);
+        let (day, counts) = self.engine.budgets.spending(&self.input.caller, tokens);
+        if counts.is_empty() {
+            return db::append_message(pool, conversation_id, asked).await;
+        }
+        let spent = db::Spending { day, counts: &counts };
+        match db::append_step_spending(pool, conversation_id, asked.clone(), &spent).await {
+            Ok((id, totals)) => {
+                self.progress.lock().within_budget = Some(self.engine.budgets.within(&self.input.caller, &totals));
+                Ok(id)
+            }
+            Err(error) => {
+                tracing::error!(error = format!("{error:#}"), "cannot save the step with its tokens");
+                self.spend(tokens).await;
+                db::append_message(pool, conversation_id, asked).await
+            }
+        }
     }
 }

@@ -14,6 +14,7 @@ on_both_databases!(
     a_users_turn_limit_holds_across_two_replicas,
     one_turn_runs_per_conversation_on_any_replica,
     every_steps_tokens_count_against_the_budgets_with_the_reply_or_on_their_own,
+    a_step_that_spends_the_budget_is_the_turns_last,
 );
 
 /// POSTs a turn to `base`: the status, the `Retry-After`, and the body.
@@ -298,4 +299,22 @@ async fn every_steps_tokens_count_against_the_budgets_with_the_reply_or_on_their
     assert_eq!(of(&events, "done")[0]["stop_reason"], "completed");
     assert!(of(&events, "message").is_empty(), "the reply was not saved");
     assert_eq!(used().await, expect(200), "the refused reply's step counted all the same");
+}
+
+/// A step that called tools and spent the day's budget is the turn's
+/// last: its tool runs, the model is not asked again.
+async fn a_step_that_spends_the_budget_is_the_turns_last(db: Db) {
+    let script = vec![Step::Call("lookup", json!({})), Step::Text("never said")];
+    let rig = Rig::start(db, HostSpec::new(task_tools()), script, &[("CA_USER_DAILY_TOKENS", "40")]).await;
+    start_of_window(&rig.app.clock, 86_400_000);
+    // The first step's 50 tokens are more than the day's 40.
+    let events = rig.say("look it up").await;
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "budget_exhausted");
+    assert_eq!(rig.model.requests.lock().unwrap().len(), 1, "the model was not asked after the budget was spent");
+    assert_eq!(rig.host.count("execute"), 1, "the tool the spending step called ran");
+    let (used,): (i64,) = sqlx::query_as("SELECT tokens FROM token_usage WHERE key LIKE 'tokens:user:%'")
+        .fetch_one(&rig.app.state.pool)
+        .await
+        .unwrap();
+    assert_eq!(used, 50);
 }
