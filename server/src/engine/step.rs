@@ -120,9 +120,7 @@ impl Turn<'_> {
         }
         Ok(StepEnd::Continue)
     }
-}
 
-impl Turn<'_> {
     /// Counts a step's tokens against the day's budgets on their own; the
     /// totals tell the next step whether it may run.
     async fn spend(&self, tokens: u64) {
