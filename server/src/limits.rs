@@ -44,9 +44,11 @@ impl Limits {
     }
 
     /// Counts a new turn of `caller` from `ip` against the per-user, per
-    /// address and per-workspace minute (one statement); refused when any
-    /// is used up.
-    pub async fn admit_turn(&self, caller: &Caller, ip: IpAddr) -> anyhow::Result<Result<(), Refusal>> {
+    /// address and per-workspace minute; refused when any is used up.
+    /// Admitted, whether the caller may still spend model tokens today
+    /// (UTC), read in the same call (issue #47: a turn's admission is one
+    /// round trip to the database; its first step need not read them).
+    pub async fn admit_turn(&self, caller: &Caller, ip: IpAddr) -> anyhow::Result<Result<bool, Refusal>> {
         let c = &self.config.for_workspace(&caller.limits);
         let windows = [
             (
@@ -59,14 +61,17 @@ impl Limits {
         ];
         let (now, start) = self.window(MINUTE_MS);
         let keys: Vec<String> = windows.iter().map(|(_, key, _)| key.clone()).collect();
-        let counts = db::limits::hit_all(&self.pool, &keys, start).await?;
+        let budgets = self.budgets(caller);
+        let budget_keys: Vec<String> = budgets.iter().map(|(key, _)| key.clone()).collect();
+        let day = now.div_euclid(DAY_MS);
+        let (counts, used) = db::limits::hit_all_reading_tokens(&self.pool, &keys, start, &budget_keys, day).await?;
         for (limit, key, allowed) in &windows {
             let count = counts.iter().find(|(k, _)| k == key).map_or(0, |(_, n)| *n);
             if u64::try_from(count).unwrap_or(u64::MAX) > *allowed {
                 return Ok(Err(self.refuse(limit, Some(&caller.workspace_id), now, start + MINUTE_MS)));
             }
         }
-        Ok(Ok(()))
+        Ok(Ok(Self::all_within(&budgets, &used)))
     }
 
     /// Now, and the start of the window of `window_ms` it falls in.
@@ -149,19 +154,6 @@ impl Limits {
         if let Some(limit) = crate::metrics::limit_of(reason) {
             self.refused(workspace_id, limit);
         }
-    }
-
-    /// True while the workspace (and the user) may still spend model
-    /// tokens today (UTC).
-    pub async fn within_budget(&self, caller: &Caller) -> anyhow::Result<bool> {
-        let day = self.clock.now_ms().div_euclid(DAY_MS);
-        let budgets = self.budgets(caller);
-        if budgets.is_empty() {
-            return Ok(true);
-        }
-        let keys: Vec<String> = budgets.iter().map(|(key, _)| key.clone()).collect();
-        let used = db::limits::tokens_used(&self.pool, &keys, day).await?;
-        Ok(Self::all_within(&budgets, &used))
     }
 
     /// Counts a step's tokens against today's budgets (one statement);

@@ -8,6 +8,9 @@
 //!
 //! Run: `scripts/bench-cost.sh` (`BENCH_CALLGRIND=1` adds the instruction
 //! count; `BENCH_DATABASE=postgres` runs on a fresh PostgreSQL database).
+//! Each turn begins a conversation of its own unless
+//! `BENCH_TURNS_PER_CONVERSATION=N` (a conversation's first turn, then
+//! N − 1 later turns in it, each sent once the one before has ended).
 
 #[path = "common/mod.rs"]
 mod common;
@@ -54,10 +57,17 @@ async fn main() {
     common::wait_ready(&client, &base, ready_within).await;
     let (workspace, secret) = common::connected_workspace(&client, &base, host).await;
     let pid = server.id();
-    println!("server: {binary}; database: {}", std::env::var("BENCH_DATABASE_URL").map_or("sqlite", |_| "postgres"));
+    let per_conversation: usize =
+        std::env::var("BENCH_TURNS_PER_CONVERSATION").map_or(1, |n| n.parse().expect("a number of turns"));
+    assert!(per_conversation >= 1, "BENCH_TURNS_PER_CONVERSATION is at least 1");
+    println!(
+        "server: {binary}; database: {}; turns per conversation: {per_conversation}",
+        std::env::var("BENCH_DATABASE_URL").map_or("sqlite", |_| "postgres")
+    );
+    let run = |concurrency, turns| run(&client, &base, &workspace, &secret, concurrency, turns, per_conversation);
 
     // Warm up connections, caches and the database.
-    run(&client, &base, &workspace, &secret, 4, 40).await;
+    run(4, 40).await;
 
     match mode.as_str() {
         "cpu" => {
@@ -66,7 +76,7 @@ async fn main() {
             for (concurrency, turns) in [(1, 1000), (10, 3000)] {
                 let (user, system) = user_system_ms(pid);
                 let started = Instant::now();
-                run(&client, &base, &workspace, &secret, concurrency, turns).await;
+                run(concurrency, turns).await;
                 let elapsed = started.elapsed();
                 let (user_after, system_after) = user_system_ms(pid);
                 let per_turn = |ms: f64| ms / turns as f64;
@@ -86,7 +96,7 @@ async fn main() {
         _ => {
             let turns = 200;
             callgrind_control(&["--zero", &pid.to_string()]);
-            run(&client, &base, &workspace, &secret, 1, turns).await;
+            run(1, turns).await;
             callgrind_control(&["--dump", &pid.to_string()]);
             let instructions = dumped_instructions(data.path(), pid);
             println!(
@@ -126,30 +136,50 @@ fn dumped_instructions(dir: &Path, pid: u32) -> u64 {
         .expect("the dump has a summary")
 }
 
-/// Runs `turns` turns, `concurrency` conversations at a time, each a new
-/// conversation of its own user in English (the widget names the
-/// visitor's language with every turn); checks that every one completed.
-async fn run(client: &reqwest::Client, base: &str, workspace: &str, secret: &str, concurrency: usize, turns: usize) {
+/// Runs `turns` turns, `concurrency` conversations at a time, each of
+/// its own user in English (the widget names the visitor's language with
+/// every turn), `per_conversation` turns to a conversation; checks that
+/// every one completed.
+async fn run(
+    client: &reqwest::Client,
+    base: &str,
+    workspace: &str,
+    secret: &str,
+    concurrency: usize,
+    turns: usize,
+    per_conversation: usize,
+) {
     let per_worker = turns / concurrency;
     let workers = (0..concurrency).map(|w| {
         let client = client.clone();
         let token = server::auth::mint(workspace, secret, &format!("cost_{w}"), &[], 3600);
         let url = format!("{base}/v1/chat/turns");
         async move {
-            for _ in 0..per_worker {
-                let body = client
-                    .post(&url)
-                    .bearer_auth(&token)
-                    .json(&json!({"message": "look it up", "lang": "en"}))
-                    .send()
-                    .await
-                    .unwrap()
-                    .text()
-                    .await
-                    .unwrap();
+            let mut conversation: Option<String> = None;
+            for turn in 0..per_worker {
+                let mut request = json!({"message": "look it up", "lang": "en"});
+                if turn % per_conversation != 0 {
+                    request["conversation_id"] = json!(conversation.as_deref().expect("the first turn named it"));
+                }
+                let body =
+                    client.post(&url).bearer_auth(&token).json(&request).send().await.unwrap().text().await.unwrap();
                 assert!(body.contains(r#""stop_reason":"completed""#), "{body}");
+                if turn % per_conversation == 0 {
+                    conversation = Some(conversation_of(&body));
+                }
             }
         }
     });
     futures::future::join_all(workers).await;
+}
+
+/// The conversation a turn's stream names in its `turn` event.
+fn conversation_of(stream: &str) -> String {
+    let data = stream
+        .lines()
+        .skip_while(|line| *line != "event: turn")
+        .find_map(|line| line.strip_prefix("data: "))
+        .expect("the stream has a turn event");
+    let event: serde_json::Value = serde_json::from_str(data).expect("the turn event is JSON");
+    event["conversation_id"].as_str().expect("the turn event names its conversation").to_owned()
 }

@@ -13,7 +13,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use widget::wire::{ActionStatus, PendingAction};
 
-use super::chat::{admit, claim, release, stream_turn};
+use super::chat::{Admitted, admit, claim, release, stream_turn};
 use super::state::ApiState;
 use crate::auth::Caller;
 use crate::client_addr::ClientAddr;
@@ -175,7 +175,8 @@ async fn apply_action(
     let action = owned_action(&state, &caller, &id).await?;
     let from = if action.needs_confirmation() { ActionStatus::ConfirmedOnce } else { ActionStatus::Pending };
     ensure_bound(&state, &action, from, &caller.scope(&action.id)).await?;
-    let (slot, turn_id) = begin(&state, &caller, client.as_deref(), &action, &[from], ActionStatus::Executing).await?;
+    let (admitted, turn_id) =
+        begin(&state, &caller, client.as_deref(), &action, &[from], ActionStatus::Executing).await?;
     let mut action = action;
     action.status = ActionStatus::Executing;
     tracing::info!(action_id = %id, "action applied");
@@ -183,7 +184,7 @@ async fn apply_action(
     actions::record_life(&state.pool, &action, &actions::user_actor(&action), "action.applied", None, detail).await;
     let conversation_id = action.conversation_id.clone();
     let lang = crate::db::conversation_lang(&state.pool, &conversation_id).await?;
-    Ok(stream_turn(&state, slot, caller, conversation_id, turn_id, TurnStart::Applied(Box::new(action)), lang)
+    Ok(stream_turn(&state, admitted, caller, conversation_id, turn_id, TurnStart::Applied(Box::new(action)), lang)
         .into_response())
 }
 
@@ -197,13 +198,13 @@ async fn begin(
     action: &ActionRow,
     from: &[ActionStatus],
     to: ActionStatus,
-) -> Result<(crate::limits::TurnSlot, String), ApiError> {
-    let slot = admit(state, caller, client).await?;
+) -> Result<(Admitted, String), ApiError> {
+    let admitted = admit(state, caller, client).await?;
     let Ok(turn_id) = claim(state, &action.conversation_id).await else {
         return Err(refusal(state, &action.id).await);
     };
     match actions::transition(&state.pool, &action.id, from, to, state.clock.now_ms()).await {
-        Ok(true) => Ok((slot, turn_id)),
+        Ok(true) => Ok((admitted, turn_id)),
         moved => {
             release(state, &turn_id).await;
             moved?;
@@ -251,7 +252,8 @@ async fn cancel_action(
     };
     let action = owned_action(&state, &caller, &id).await?;
     let open = [ActionStatus::Pending, ActionStatus::ConfirmedOnce];
-    let (slot, turn_id) = begin(&state, &caller, client.as_deref(), &action, &open, ActionStatus::Cancelled).await?;
+    let (admitted, turn_id) =
+        begin(&state, &caller, client.as_deref(), &action, &open, ActionStatus::Cancelled).await?;
     let reason = request
         .reason
         .map(|r| r.chars().filter(|c| !c.is_control()).take(MAX_REASON_CHARS).collect::<String>())
@@ -262,6 +264,14 @@ async fn cancel_action(
     actions::record_life(&state.pool, &action, &actions::user_actor(&action), "action.cancelled", None, detail).await;
     let conversation_id = action.conversation_id.clone();
     let lang = crate::db::conversation_lang(&state.pool, &conversation_id).await?;
-    Ok(stream_turn(&state, slot, caller, conversation_id, turn_id, TurnStart::Declined(Box::new(action), reason), lang)
-        .into_response())
+    Ok(stream_turn(
+        &state,
+        admitted,
+        caller,
+        conversation_id,
+        turn_id,
+        TurnStart::Declined(Box::new(action), reason),
+        lang,
+    )
+    .into_response())
 }

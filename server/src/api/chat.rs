@@ -184,7 +184,7 @@ async fn start_turn(
         };
         attachments.push(found.ok_or(ApiError::NotFound)?);
     }
-    let slot = admit(state, &caller, client).await?;
+    let admitted = admit(state, &caller, client).await?;
     let mut message = UserMessage { text, attachments, saved_as: None };
     let asked = request.lang.as_deref().and_then(widget::wire::i18n::spoken);
     // The language the conversation is read in: the one this request
@@ -216,22 +216,29 @@ async fn start_turn(
         }
     };
     let lang = lang.unwrap_or_else(|| db::reads(None));
-    Ok((stream_turn(state, slot, caller, conversation_id, turn_id.clone(), start, lang), turn_id))
+    Ok((stream_turn(state, admitted, caller, conversation_id, turn_id.clone(), start, lang), turn_id))
+}
+
+/// A turn let in: its place among the turns this process runs (held
+/// until the turn ends), and whether its caller may still spend model
+/// tokens today (read with the minute's counts).
+pub struct Admitted {
+    pub slot: TurnSlot,
+    pub within_budget: bool,
 }
 
 /// Admits a new turn of `caller`, before anything is written: its place
-/// among the turns this process runs (held until the turn ends: pass it to
-/// [`stream_turn`]); `503` when they are as many as it may run, `429` when
-/// the user, the client address or the workspace has used its minute (both
-/// with `Retry-After`).
-pub async fn admit(state: &ApiState, caller: &Caller, client: Option<&ClientAddr>) -> Result<TurnSlot, ApiError> {
+/// among the turns this process runs (pass it to [`stream_turn`]); `503`
+/// when they are as many as it may run, `429` when the user, the client
+/// address or the workspace has used its minute (both with `Retry-After`).
+pub async fn admit(state: &ApiState, caller: &Caller, client: Option<&ClientAddr>) -> Result<Admitted, ApiError> {
     let Some(slot) = state.turn_slots.try_take() else {
         state.limits.refused(&caller.workspace_id, "concurrent_turns");
         return Err(ApiError::Overloaded(Duration::from_secs(5)));
     };
     let ip = client.map_or(std::net::IpAddr::from([0, 0, 0, 0]), |c| c.ip);
     match state.limits.admit_turn(caller, ip).await? {
-        Ok(()) => Ok(slot),
+        Ok(within_budget) => Ok(Admitted { slot, within_budget }),
         Err(Refusal::TooMany { retry_after, .. }) => Err(ApiError::TooManyRequests(retry_after)),
     }
 }
@@ -261,7 +268,7 @@ pub async fn release(state: &ApiState, turn_id: &str) {
 /// no` keeps a buffering proxy (nginx) from holding events back.
 pub fn stream_turn(
     state: &ApiState,
-    slot: TurnSlot,
+    admitted: Admitted,
     caller: Caller,
     conversation_id: String,
     turn_id: String,
@@ -270,7 +277,8 @@ pub fn stream_turn(
 ) -> Response {
     let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
     let cancel = state.turns.start(&turn_id, &caller.workspace_id, &caller.external_user_id);
-    let input = TurnInput { caller, conversation_id, turn_id: turn_id.clone(), start, lang, test: None };
+    let Admitted { slot, within_budget } = admitted;
+    let input = TurnInput { caller, conversation_id, turn_id: turn_id.clone(), start, lang, test: None, within_budget };
     let engine = state.engine.clone();
     let turns = state.turns.clone();
     tokio::spawn(async move {

@@ -419,6 +419,8 @@ impl<'a> CaseRun<'a> {
             start,
             lang: self.lang,
             test: Some(self.test.clone()),
+            // A test run spends no visitor's budget, and none stops it.
+            within_budget: true,
         };
         let engine = self.state.engine.clone();
         let turns = self.state.turns.clone();

@@ -21,20 +21,58 @@ pub async fn hit(pool: &Pool, key: &str, window_start: i64) -> anyhow::Result<i6
     Ok(count)
 }
 
-/// [`hit`] for several keys in one statement; each key's count so far.
-pub async fn hit_all(pool: &Pool, keys: &[String], window_start: i64) -> anyhow::Result<Vec<(String, i64)>> {
+/// [`hit`] for several keys, with the tokens each of `budgets` used on
+/// `day` read in the same call (issue #47: a turn's admission is one round
+/// trip to the database): each key's count so far, and each budget's use
+/// (a budget that used none is absent).
+pub async fn hit_all_reading_tokens(
+    pool: &Pool,
+    keys: &[String],
+    window_start: i64,
+    budgets: &[String],
+    day: i64,
+) -> anyhow::Result<(Vec<(String, i64)>, Vec<(String, i64)>)> {
+    use sqlx::Row;
     let values: Vec<String> = (0..keys.len()).map(|i| format!("(${}, $1, 1)", i + 2)).collect();
-    let sql = format!(
+    let hit = format!(
         "INSERT INTO rate_windows (key, window_start, count) VALUES {}
-         ON CONFLICT (key, window_start) DO UPDATE SET count = rate_windows.count + 1
-         RETURNING key, count",
+         ON CONFLICT (key, window_start) DO UPDATE SET count = rate_windows.count + 1",
         values.join(", ")
     );
-    let mut query = sqlx::query_as(&sql).bind(window_start);
+    let day_at = keys.len() + 2;
+    let places: Vec<String> = (0..budgets.len()).map(|i| format!("${}", day_at + 1 + i)).collect();
+    // Each row says which it is: a window's count or a budget's use.
+    let used = format!(
+        "SELECT 'used' AS kind, key, tokens FROM token_usage WHERE day = ${day_at} AND key IN ({})",
+        places.join(", ")
+    );
+    let sql = match (budgets.is_empty(), pool.is_postgres()) {
+        (true, _) => format!("{hit} RETURNING 'count' AS kind, key, count"),
+        (false, true) => format!(
+            "WITH hit AS ({hit} RETURNING key, count) SELECT 'count' AS kind, key, count FROM hit UNION ALL {used}"
+        ),
+        (false, false) => format!("BEGIN IMMEDIATE; {hit} RETURNING 'count' AS kind, key, count; {used}; COMMIT"),
+    };
+    let mut query = sqlx::query(&sql).bind(window_start);
     for key in keys {
         query = query.bind(key);
     }
-    Ok(query.fetch_all(pool).await?)
+    let rows = if budgets.is_empty() {
+        query.fetch_all(pool).await?
+    } else {
+        query = query.bind(day);
+        for key in budgets {
+            query = query.bind(key);
+        }
+        pool.write_together(query).await?
+    };
+    let (mut counts, mut used) = (Vec::with_capacity(keys.len()), Vec::with_capacity(budgets.len()));
+    for row in rows {
+        let kind: String = row.try_get(0)?;
+        let pair = (row.try_get(1)?, row.try_get(2)?);
+        if kind == "count" { counts.push(pair) } else { used.push(pair) }
+    }
+    Ok((counts, used))
 }
 
 /// Adds each key's tokens to its use on `day` (one statement); each key's
@@ -58,18 +96,6 @@ pub(super) fn add_tokens_sql(first: usize, keys: usize) -> String {
          ON CONFLICT (key, day) DO UPDATE SET tokens = token_usage.tokens + excluded.tokens",
         values.join(", ")
     )
-}
-
-/// Tokens each of `keys` used on `day` (one statement; a key that used
-/// none is absent).
-pub async fn tokens_used(pool: &Pool, keys: &[String], day: i64) -> anyhow::Result<Vec<(String, i64)>> {
-    let places: Vec<String> = (0..keys.len()).map(|i| format!("${}", i + 2)).collect();
-    let sql = format!("SELECT key, tokens FROM token_usage WHERE day = $1 AND key IN ({})", places.join(", "));
-    let mut query = sqlx::query_as(&sql).bind(day);
-    for key in keys {
-        query = query.bind(key);
-    }
-    Ok(query.fetch_all(pool).await?)
 }
 
 /// Claims the conversation for a new turn: false when a turn of it is

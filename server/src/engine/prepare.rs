@@ -106,37 +106,45 @@ impl Turn<'_> {
         if let Some(name) = self.input.test.as_ref().and_then(|test| test.model.as_deref()) {
             model = model.named(name);
         }
-        let history = db::messages(&engine.pool, &self.input.conversation_id).await.map_err(|error| {
+        let mut system = prompt::system_prompt(&context, self.input.lang);
+        system.push_str(&prompt::knowledge(search_tool.as_deref(), knowledge.only));
+        let messages = match &self.input.start {
+            // A conversation this turn began, with words only: its transcript
+            // is those words (issue #47: not read back), no app of it has
+            // told the model anything yet, and no file was sent in it.
+            TurnStart::FirstMessage(m) if m.attachments.is_empty() => {
+                vec![ChatMessage::System(system), ChatMessage::User(m.text.clone())]
+            }
+            _ => self.transcript(system, model.accepts_images).await?,
+        };
+        model.policy.history_tokens = engine.limits.max_history_tokens;
+        Ok(Prepared { sources, scope, tools, messages, model })
+    }
+
+    /// The system prompt, what the conversation's apps told the model, and
+    /// its transcript as saved, with what was attached (the current
+    /// message's images too, for a model that takes them).
+    async fn transcript(&self, mut system: String, accepts_images: bool) -> Result<Vec<ChatMessage>, Stop> {
+        let (engine, conversation_id) = (self.engine, &self.input.conversation_id);
+        let history = db::messages(&engine.pool, conversation_id).await.map_err(|error| {
             tracing::error!(error = format!("{error:#}"), "cannot read the conversation");
             Stop::Failed("error_load")
         })?;
-        let mut system = prompt::system_prompt(&context, self.input.lang);
-        system.push_str(&prompt::knowledge(search_tool.as_deref(), knowledge.only));
-        // A conversation this turn began, with words only: no app of it has
-        // told the model anything yet, and no file was sent in it.
-        let begun_bare = matches!(&self.input.start, TurnStart::FirstMessage(m) if m.attachments.is_empty());
-        if !begun_bare {
-            match db::apps::model_context(&engine.pool, &self.input.conversation_id).await {
-                Ok(Some(told)) => system.push_str(&prompt::app_context(&told)),
-                Ok(None) => {}
-                Err(error) => tracing::warn!(error = format!("{error:#}"), "cannot read what the apps told the model"),
-            }
+        match db::apps::model_context(&engine.pool, conversation_id).await {
+            Ok(Some(told)) => system.push_str(&prompt::app_context(&told)),
+            Ok(None) => {}
+            Err(error) => tracing::warn!(error = format!("{error:#}"), "cannot read what the apps told the model"),
         }
-        let sent = if begun_bare {
-            Vec::new()
-        } else {
-            db::attachments::sent(&engine.pool, &self.input.conversation_id).await.map_err(|error| {
-                tracing::error!(error = format!("{error:#}"), "cannot read the conversation's attachments");
-                Stop::Failed("error_load")
-            })?
-        };
+        let sent = db::attachments::sent(&engine.pool, conversation_id).await.map_err(|error| {
+            tracing::error!(error = format!("{error:#}"), "cannot read the conversation's attachments");
+            Stop::Failed("error_load")
+        })?;
         let mut messages = vec![ChatMessage::System(system)];
         messages.extend(prompt::transcript(&history, &sent));
-        if model.accepts_images {
+        if accepts_images {
             with_images(&engine.attachments, &history, &sent, &mut messages).await;
         }
-        model.policy.history_tokens = engine.limits.max_history_tokens;
-        Ok(Prepared { sources, scope, tools, messages, model })
+        Ok(messages)
     }
 }
 

@@ -17,9 +17,9 @@ pub(super) struct Progress {
     pub tokens: u64,
     /// The saved row that already holds the step's text (a pending action's).
     pub held_message_id: Option<String>,
-    /// Whether today's token budgets had room after this turn's last step
-    /// (the totals its spend returned); unknown before the first step.
-    pub within_budget: Option<bool>,
+    /// Whether today's token budgets have room: as read when the turn was
+    /// admitted, then as the totals of each step's spending returned.
+    pub within_budget: bool,
     /// The tokens of the turn's last step, not yet counted against the
     /// budgets: no later step reads their totals, so they are counted with
     /// the reply and the turn's end (`close`).

@@ -73,6 +73,9 @@ pub struct TurnInput {
     pub lang: &'static str,
     /// Set when an assistant test runs the turn, not a visitor.
     pub test: Option<Arc<TestTurn>>,
+    /// Whether the caller may still spend model tokens today, as read when
+    /// the turn was admitted (a test run's: always, it spends no budget).
+    pub within_budget: bool,
 }
 
 /// A turn of an assistant test run (issue #46): the same prompt, model,

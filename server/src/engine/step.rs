@@ -37,16 +37,7 @@ impl Turn<'_> {
     async fn run_step(&self, prepared: &mut Prepared, iteration: u32, clock: &mut StepClock) -> Result<StepEnd, Stop> {
         let caller = &self.input.caller;
         let testing = self.input.test.is_some();
-        let known = self.progress.lock().within_budget;
-        let within = match known {
-            Some(within) => within,
-            // A test run spends no visitor's budget, and none stops it.
-            None if testing => true,
-            None => self.engine.budgets.within_budget(caller).await.map_err(|error| {
-                tracing::error!(error = format!("{error:#}"), "cannot read the token budget");
-                Stop::Failed("error_allowance")
-            })?,
-        };
+        let within = self.progress.lock().within_budget;
         if !within {
             self.engine.budgets.refused(&caller.workspace_id, "daily_tokens");
             return Err(Stop::Limit(StopReason::BudgetExhausted));
@@ -125,7 +116,7 @@ impl Turn<'_> {
     /// totals tell the next step whether it may run.
     async fn spend(&self, tokens: u64) {
         match self.engine.budgets.spend(&self.input.caller, tokens).await {
-            Ok(within) => self.progress.lock().within_budget = Some(within),
+            Ok(within) => self.progress.lock().within_budget = within,
             Err(error) => tracing::error!(error = format!("{error:#}"), "cannot count the step's tokens"),
         }
     }
@@ -142,7 +133,7 @@ impl Turn<'_> {
         let spent = db::Spending { day, counts: &counts };
         match db::append_step_spending(pool, conversation_id, asked.clone(), &spent).await {
             Ok((id, totals)) => {
-                self.progress.lock().within_budget = Some(self.engine.budgets.within(&self.input.caller, &totals));
+                self.progress.lock().within_budget = self.engine.budgets.within(&self.input.caller, &totals);
                 Ok(id)
             }
             Err(error) => {

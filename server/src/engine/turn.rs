@@ -21,7 +21,9 @@ impl Engine {
     pub async fn run_turn(&self, input: TurnInput, events: EventSink, cancel: CancellationToken) {
         let span = tracing::info_span!("turn", turn_id = %input.turn_id, conversation_id = %input.conversation_id,
             workspace_id = %input.caller.workspace_id);
-        let turn = Turn { engine: self, input: &input, events: &events, progress: SharedProgress::default() };
+        let progress = SharedProgress::default();
+        progress.lock().within_budget = input.within_budget;
+        let turn = Turn { engine: self, input: &input, events: &events, progress };
         turn.run(cancel).instrument(span).await;
     }
 }

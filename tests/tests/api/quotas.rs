@@ -15,6 +15,8 @@ on_both_databases!(
     one_turn_runs_per_conversation_on_any_replica,
     every_steps_tokens_count_against_the_budgets_with_the_reply_or_on_their_own,
     a_step_that_spends_the_budget_is_the_turns_last,
+    a_workspaces_daily_tokens_are_checked_before_every_model_step,
+    a_users_daily_tokens_leave_other_users_alone,
 );
 
 /// POSTs a turn to `base`: the status, the `Retry-After`, and the body.
@@ -135,16 +137,13 @@ async fn a_turn_left_running_by_a_dead_process_does_not_hold_its_conversation() 
     assert_eq!(reason, "interrupted");
 }
 
-#[tokio::test]
-async fn a_workspaces_daily_tokens_are_checked_before_every_model_step() {
+/// The first step's check is read with the turn's admission (issue #47),
+/// the later ones from the totals each step's spending returned.
+async fn a_workspaces_daily_tokens_are_checked_before_every_model_step(db: Db) {
     // Each model step reports 50 tokens of usage.
-    let rig = Rig::start(
-        Db::Sqlite,
-        HostSpec::new(task_tools()),
-        vec![Step::Text("hi")],
-        &[("CA_WORKSPACE_DAILY_TOKENS", "60")],
-    )
-    .await;
+    let rig =
+        Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[("CA_WORKSPACE_DAILY_TOKENS", "60")])
+            .await;
     start_of_window(&rig.app.clock, 86_400_000);
     for _ in 0..2 {
         assert_eq!(of(&rig.say("hello").await, "done")[0]["stop_reason"], "completed");
@@ -159,16 +158,20 @@ async fn a_workspaces_daily_tokens_are_checked_before_every_model_step() {
     assert_eq!(of(&rig.say("hello").await, "done")[0]["stop_reason"], "completed");
 }
 
-#[tokio::test]
-async fn a_users_daily_tokens_leave_other_users_alone() {
-    let rig =
-        Rig::start(Db::Sqlite, HostSpec::new(task_tools()), vec![Step::Text("hi")], &[("CA_USER_DAILY_TOKENS", "10")])
-            .await;
+async fn a_users_daily_tokens_leave_other_users_alone(db: Db) {
+    let budgets = [("CA_USER_DAILY_TOKENS", "10"), ("CA_TURNS_PER_USER_PER_MINUTE", "3")];
+    let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("hi")], &budgets).await;
     start_of_window(&rig.app.clock, 86_400_000);
     assert_eq!(of(&rig.say("hello").await, "done")[0]["stop_reason"], "completed");
     assert_eq!(of(&rig.say("hello").await, "done")[0]["stop_reason"], "budget_exhausted");
+    // The budget and the minute's counts are read in one call: a turn the
+    // budget stops still counts in its user's minute.
+    assert_eq!(of(&rig.say("hello").await, "done")[0]["stop_reason"], "budget_exhausted");
+    let (status, retry, body) = post_turn(&rig.app.url(""), &rig.token, None, "hello").await;
+    assert_eq!((status, retry.is_some()), (429, true), "the user's fourth turn in the minute: {body}");
     let other = token(&rig.workspace, &rig.secret, "another");
     assert_eq!(of(&rig.app.turn(&other, None, "hello").await, "done")[0]["stop_reason"], "completed");
+    assert_eq!(rig.model.requests.lock().unwrap().len(), 2, "the model was called for the completed turns only");
 }
 
 /// A rig whose process runs at most `cap` turns at once, each held 1.5 s
