@@ -191,15 +191,26 @@ async fn start_turn(
     // names (kept for later turns), else the one kept.
     let (conversation_id, turn_id, start, lang) = match request.conversation_id {
         Some(id) => {
-            let owned = db::owned_conversation(&state.pool, &id, &caller.workspace_id, &caller.external_user_id)
-                .await?
-                .ok_or(ApiError::NotFound)?;
-            let turn_id = claim(state, &owned.id).await?;
-            let kept = owned.lang.as_deref().and_then(widget::wire::i18n::spoken);
-            if let Some(lang) = asked.filter(|asked| Some(*asked) != kept) {
-                db::set_conversation_lang(&state.pool, &owned.id, lang).await?;
+            let (workspace, user) = (&caller.workspace_id, &caller.external_user_id);
+            // Claimed, touched and the user's message written in one call,
+            // when the conversation is theirs and free; else one step at a time.
+            let turn_id = new_id("turn");
+            let continued =
+                db::continue_conversation(&state.pool, &id, workspace, user, asked, &turn_id, &message.text).await?;
+            if let db::Continued::Claimed { lang, message_id } = continued {
+                message.saved_as = message_id;
+                let lang = lang.as_deref().and_then(widget::wire::i18n::spoken);
+                (id, turn_id, TurnStart::Message(message), lang)
+            } else {
+                let owned =
+                    db::owned_conversation(&state.pool, &id, workspace, user).await?.ok_or(ApiError::NotFound)?;
+                let turn_id = claim(state, &owned.id).await?;
+                let kept = owned.lang.as_deref().and_then(widget::wire::i18n::spoken);
+                if let Some(lang) = asked.filter(|asked| Some(*asked) != kept) {
+                    db::set_conversation_lang(&state.pool, &owned.id, lang).await?;
+                }
+                (owned.id, turn_id, TurnStart::Message(message), asked.or(kept))
             }
-            (owned.id, turn_id, TurnStart::Message(message), asked.or(kept))
         }
         None => {
             // A photo sent alone names the conversation by its file.

@@ -95,6 +95,83 @@ pub async fn create_conversation_with_turn(
     Ok((id, message_id))
 }
 
+/// A later turn of a conversation, as [`continue_conversation`] left it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Continued {
+    /// The turn is claimed and the conversation touched: the language it
+    /// is read in from now on, and the user's message's id, unless an
+    /// action waited for an answer (the message goes after the answers).
+    Claimed { lang: Option<String>, message_id: Option<String> },
+    /// Nothing written: the conversation is not this user's, or a turn of
+    /// it is running (or was left running by a process that died).
+    NotClaimed,
+}
+
+/// Claims the user's conversation `id` for a later turn (`turn_id`),
+/// touches it, keeps the language this request names (`lang`) and, when
+/// no action waits for the user's answer, appends their message (`text`):
+/// in one write (issue #47: a turn of a conversation was four calls
+/// before its first model step). Nothing is written unless the turn is
+/// claimed.
+#[allow(clippy::too_many_arguments)]
+pub async fn continue_conversation(
+    pool: &Pool,
+    id: &str,
+    workspace_id: &str,
+    external_user_id: &str,
+    lang: Option<&str>,
+    turn_id: &str,
+    text: &str,
+) -> anyhow::Result<Continued> {
+    use sqlx::Row;
+    // An aggregate over no rows is still a row: the message's condition is
+    // on the row that carries its number.
+    const MESSAGE: &str = "INSERT INTO messages (id, conversation_id, seq, role, content, created_at)
+         SELECT $7, $3, n.seq, 'user', $8, $2
+         FROM (SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM messages WHERE conversation_id = $3) n
+         WHERE EXISTS (SELECT 1 FROM turns WHERE id = $1)
+           AND NOT EXISTS (SELECT 1 FROM actions WHERE conversation_id = $3
+                           AND status IN ('pending', 'confirmed_once') AND app_component_id IS NULL)";
+    const CLAIM: &str = "INSERT INTO turns (id, conversation_id, started_at)
+         SELECT $1, id, $2 FROM conversations WHERE id = $3 AND workspace_id = $4 AND external_user_id = $5
+         ON CONFLICT (conversation_id) WHERE finished_at IS NULL DO NOTHING";
+    let sql = if pool.is_postgres() {
+        // The statement's parts see the tables as they were before it: the
+        // claim is seen through its own RETURNING.
+        format!(
+            "WITH claimed AS ({CLAIM} RETURNING conversation_id),
+             touched AS (UPDATE conversations SET updated_at = $2, lang = COALESCE($6, lang)
+                         WHERE id IN (SELECT conversation_id FROM claimed) RETURNING lang),
+             said AS ({} RETURNING id)
+             SELECT 'lang' AS kind, lang AS value FROM touched UNION ALL SELECT 'message', id FROM said",
+            MESSAGE.replace("EXISTS (SELECT 1 FROM turns WHERE id = $1)", "EXISTS (SELECT 1 FROM claimed)")
+        )
+    } else {
+        format!(
+            "BEGIN IMMEDIATE; {CLAIM};
+             UPDATE conversations SET updated_at = $2, lang = COALESCE($6, lang)
+             WHERE id = $3 AND EXISTS (SELECT 1 FROM turns WHERE id = $1) RETURNING 'lang' AS kind, lang AS value;
+             {MESSAGE} RETURNING 'message' AS kind, id AS value; COMMIT"
+        )
+    };
+    let message_id = new_id("msg");
+    let query = sqlx::query(&sql).bind(turn_id).bind(now_ms()).bind(id).bind(workspace_id).bind(external_user_id);
+    let rows = pool.write_together(query.bind(lang).bind(&message_id).bind(text)).await?;
+    let (mut claimed, mut kept_lang, mut said) = (false, None, None);
+    for row in rows {
+        let kind: String = row.try_get(0)?;
+        let value: Option<String> = row.try_get(1)?;
+        match kind.as_str() {
+            "lang" => (claimed, kept_lang) = (true, value),
+            _ => said = value,
+        }
+    }
+    Ok(match claimed {
+        true => Continued::Claimed { lang: kept_lang, message_id: said },
+        false => Continued::NotClaimed,
+    })
+}
+
 /// Keeps the language the conversation's user reads.
 pub async fn set_conversation_lang(pool: &Pool, id: &str, lang: &str) -> anyhow::Result<()> {
     sqlx::query("UPDATE conversations SET lang = $1 WHERE id = $2 AND (lang IS NULL OR lang <> $1)")

@@ -58,7 +58,8 @@ pub struct UserMessage {
     pub text: String,
     pub attachments: Vec<crate::db::attachments::Attachment>,
     /// The message's id when it was saved as the turn was claimed (a new
-    /// conversation's first); `None`: the turn saves it.
+    /// conversation's first, or a later one no action waited on); `None`:
+    /// the turn saves it.
     pub saved_as: Option<String>,
 }
 

@@ -9,6 +9,7 @@ use crate::on_both_databases;
 
 on_both_databases!(
     a_create_is_previewed_then_applied_exactly_once,
+    a_new_message_supersedes_a_pending_action,
     a_delete_needs_a_confirmation_before_apply,
     fifty_concurrent_applies_execute_once,
     an_action_survives_a_restart,
@@ -201,10 +202,9 @@ async fn an_expired_action_answers_410_and_is_no_longer_pending() {
     assert_eq!(rig.host.count("execute"), 0);
 }
 
-#[tokio::test]
-async fn a_new_message_supersedes_a_pending_action() {
+async fn a_new_message_supersedes_a_pending_action(db: Db) {
     let script = vec![Step::Call("create_task", json!({"title": "x"})), Step::Text("fine")];
-    let rig = Rig::start(Db::Sqlite, HostSpec::new(task_tools()), script, &[]).await;
+    let rig = Rig::start(db, HostSpec::new(task_tools()), script, &[]).await;
     let first = rig.say("create x").await;
     let id = pending(&first)["action_id"].as_str().unwrap().to_owned();
     let conversation = of(&first, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
@@ -215,6 +215,17 @@ async fn a_new_message_supersedes_a_pending_action() {
     let (status, _, body) = rig.act(&id, "apply", None).await;
     assert_eq!((status, body["code"].as_str()), (409, Some("action_cancelled")));
     assert!(rig.model.last_tool_messages().iter().any(|m| m.contains("superseded")));
+    // The action's answer is saved before the message that superseded it.
+    let rows: Vec<(String, String)> =
+        sqlx::query_as("SELECT role, content FROM messages WHERE conversation_id = $1 ORDER BY seq")
+            .bind(&conversation)
+            .fetch_all(&rig.app.state.pool)
+            .await
+            .unwrap();
+    let roles: Vec<&str> = rows.iter().map(|(role, _)| role.as_str()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "user", "assistant"], "{rows:?}");
+    assert!(rows[2].1.contains("superseded"), "{rows:?}");
+    assert_eq!((rows[3].1.as_str(), rows[4].1.as_str()), ("never mind", "fine"));
 }
 
 #[tokio::test]

@@ -74,9 +74,29 @@ async fn a_conversation_is_restored_and_continued(db: Db) {
     let stranger = app.demo_token("guest_3").await;
     let response = app.get(&format!("/v1/conversations/{conversation}"), &stranger).await;
     assert_eq!(response.status(), 404);
-    let response =
-        app.post("/v1/chat/turns", &stranger, &json!({"conversation_id": conversation, "message": "hi"})).await;
+    let written = || async {
+        let row: (i64, i64, i64, Option<String>) = sqlx::query_as(
+            "SELECT (SELECT COUNT(*) FROM turns WHERE conversation_id = $1),
+                    (SELECT COUNT(*) FROM messages WHERE conversation_id = $1), updated_at, lang
+             FROM conversations WHERE id = $1",
+        )
+        .bind(&conversation)
+        .fetch_one(&app.state.pool)
+        .await
+        .unwrap();
+        row
+    };
+    let before = written().await;
+    let response = app
+        .post("/v1/chat/turns", &stranger, &json!({"conversation_id": conversation, "message": "hi", "lang": "de"}))
+        .await;
     assert_eq!(response.status(), 404);
+    assert_eq!(
+        written().await,
+        before,
+        "nothing of the stranger's is written in it: no turn, message, time or language"
+    );
+    assert_eq!(before.0, 2, "the owner's two turns");
     let list: Value = app.get("/v1/conversations", &stranger).await.json().await.unwrap();
     assert_eq!(list["conversations"], json!([]));
 }

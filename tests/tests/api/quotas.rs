@@ -109,11 +109,22 @@ async fn one_turn_runs_per_conversation_on_any_replica(db: Db) {
         assert_eq!(status, 409, "{body}");
         assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["code"], "turn_in_progress");
     }
+    let said = || async {
+        let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM messages WHERE conversation_id = $1 AND content = $2")
+            .bind(&conversation)
+            .bind("and now?")
+            .fetch_one(&rig.app.state.pool)
+            .await
+            .unwrap();
+        n
+    };
+    assert_eq!(said().await, 0, "a turn refused its conversation writes nothing in it");
     let (status, _, body) = slow.await.unwrap();
     assert_eq!(status, 200);
     assert_eq!(of(&parse_sse(&body), "done")[0]["stop_reason"], "completed");
     let (status, _, body) = post_turn(&other, &rig.token, Some(&conversation), "and now?").await;
     assert_eq!((status, of(&parse_sse(&body), "message")[0]["text"].as_str()), (200, Some("third")));
+    assert_eq!(said().await, 1);
 }
 
 #[tokio::test]
