@@ -6,6 +6,8 @@
 # instructions per turn under valgrind's callgrind (slow: about a minute);
 # BENCH_CALLGRIND_KEEP=DIR keeps the profile for callgrind_annotate.
 # BENCH_DATABASE=postgres runs on a fresh PostgreSQL database.
+# BENCH_TURNS_PER_CONVERSATION=N runs conversations of N turns (the first,
+# then N - 1 later ones) instead of one turn each.
 # BENCH_STATEMENTS=1 also counts the database statements per turn (the
 # server's sqlx statement log over a run, by statement), without timing it.
 set -euo pipefail
