@@ -96,7 +96,7 @@ pub async fn create_conversation_with_turn(
 }
 
 /// A later turn of a conversation, as [`continue_conversation`] left it.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Continued {
     /// The turn is claimed and the conversation touched: the language it
     /// is read in from now on, and the user's message's id, unless an
@@ -113,7 +113,6 @@ pub enum Continued {
 /// in one write (issue #47: a turn of a conversation was four calls
 /// before its first model step). Nothing is written unless the turn is
 /// claimed.
-#[allow(clippy::too_many_arguments)]
 pub async fn continue_conversation(
     pool: &Pool,
     id: &str,

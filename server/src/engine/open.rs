@@ -20,16 +20,16 @@ impl Turn<'_> {
     /// host found it stale (a fresh preview of it is offered).
     pub(super) async fn open(&self) -> anyhow::Result<Option<ActionRow>> {
         let (pool, conversation_id) = (&self.engine.pool, &self.input.conversation_id);
-        // A message saved with the turn's claim was saved with its
-        // conversation touched, and when no action waited for an answer.
-        let saved = matches!(&self.input.start, TurnStart::FirstMessage(_))
+        // A conversation this turn began, or one touched with the turn's
+        // claim (its message saved then: no action waited for an answer).
+        let touched = matches!(&self.input.start, TurnStart::FirstMessage(_))
             || matches!(&self.input.start, TurnStart::Message(m) if m.saved_as.is_some());
-        if !saved {
+        if !touched {
             db::touch_conversation(pool, conversation_id).await?;
         }
         match &self.input.start {
             TurnStart::FirstMessage(message) => self.save_message(message).await?,
-            TurnStart::Message(message) if saved => self.save_message(message).await?,
+            TurnStart::Message(message) if touched => self.save_message(message).await?,
             TurnStart::Message(message) => {
                 for action in db::actions::supersede_open(pool, conversation_id).await? {
                     let content = tool_error("not run: the user sent a new message instead of answering", "superseded");
