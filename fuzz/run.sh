@@ -6,7 +6,7 @@
 #   fuzz/run.sh --smoke     each target for a fixed, seeded number of inputs
 #                           from the committed seeds only: the same inputs
 #                           every run (./dev test runs this)
-#   FUZZ_TARGETS="markdown sse_widget" fuzz/run.sh 600   only these targets
+#   FUZZ_TARGETS="markdown sse_provider" fuzz/run.sh 600   only these targets
 #
 # A crash stops the run: libFuzzer prints the input, the script prints where
 # it was saved and how to replay it. Each crash becomes a regression test

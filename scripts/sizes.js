@@ -23,9 +23,10 @@ const widget = (site) => [
   ["widget CSS", path.join(site, "pkg/context-assistant.css")],
 ];
 // `--budget [site-root]`: only the opened widget, failing when it is over
-// issue #19's 100 KB brotli (./dev test runs it on the release build).
+// issue #47's 92 KB brotli (was issue #19's 100 KB; ./dev test runs it on the
+// release build): 8 KB of room under issue #19's budget for what comes next.
 if (process.argv[2] === "--budget") {
-  const budget = 100 * 1024;
+  const budget = 92 * 1024;
   const opened = widget(process.argv[3] || path.join(root, "target/site"))
     .map(([, file]) => brotli(fs.readFileSync(file)))
     .reduce((a, b) => a + b, 0);

@@ -137,6 +137,43 @@ test("an MCP App fits a phone-sized panel", async ({ page, request, baseURL }) =
   await page.screenshot({ path: "test-results/mcp-app-375.png" });
 });
 
+// The messages are one part of markup redrawn in place (components/
+// messages.rs): a later reply streaming in must not replace the elements
+// of those before it, so an app's frame is neither replaced nor reloaded.
+test("an app keeps its frame, and what it shows, while a later reply streams in", async ({
+  page,
+  request,
+  baseURL,
+}) => {
+  const { host, app } = await showClock(page, request, baseURL!, "keep_user");
+  const time = await app.locator("#server-time").textContent();
+  await expect(host.widget.locator("button.ca-send")).toBeVisible();
+  const finished = host.widget.locator(".ca-assistant .ca-md");
+  const before = await finished.count();
+  const frame = host.widget.locator("iframe.ca-app");
+  const asked = host.widget.locator(".ca-user").first();
+  // Marks only these elements hold (a redraw that replaced them would lose
+  // them), and the frame's loads from now on.
+  await frame.evaluate((el) => {
+    (el as any).caMark = true;
+    (window as any).caLoads = 0;
+    el.addEventListener("load", () => (window as any).caLoads++);
+  });
+  await asked.evaluate((el) => ((el as any).caMark = true));
+  // The height the app's bridge gave its frame.
+  await expect.poll(() => frame.evaluate((el) => (el as HTMLElement).style.height)).not.toBe("");
+  const height = await frame.evaluate((el) => (el as HTMLElement).style.height);
+
+  await host.ask("thanks, and what else can you do?");
+  await expect(finished).toHaveCount(before + 1);
+  await expect(host.widget.locator(".ca-user")).toHaveCount(2);
+  expect(
+    await frame.evaluate((el) => [(el as any).caMark, (window as any).caLoads, (el as HTMLElement).style.height]),
+  ).toEqual([true, 0, height]);
+  expect(await asked.evaluate((el) => (el as any).caMark)).toBe(true);
+  await expect(app.locator("#server-time")).toHaveText(time!);
+});
+
 // A hostile MCP App of ours (tests/mcp/hostile_app.py, started by
 // playwright.config.ts): an order board whose buttons each try something
 // a bad app could. Its orders and what its page managed to send out are

@@ -103,3 +103,38 @@ test("a field shows a new value unless the visitor is typing in it", async ({ pa
   await expect(page.locator(".note")).toHaveValue("no onions");
   await expect(page.locator(".typing")).toHaveValue("typed");
 });
+
+test("a message redrawn as a whole keeps its element, and its frame the size and class its page gave it", async ({
+  page,
+}) => {
+  await withMorph(
+    page,
+    `<div class="ca-msg" data-bubble="3"><p>Here is the board</p>` +
+      `<iframe class="ca-app" src="about:blank#a" title="Board"></iframe></div>`,
+  );
+  const result = await page.evaluate(() => {
+    const message = document.querySelector(".ca-msg")!;
+    const frame = message.querySelector("iframe")!;
+    // What the app's bridge does to its own frame.
+    frame.style.height = "320px";
+    frame.classList.add("ca-app-full");
+    (window as any).morph(
+      message,
+      `<div class="ca-msg" data-bubble="3" data-stopped="true"><p>Here is the board, and more</p>` +
+        `<iframe class="ca-app" src="about:blank#a" title="Order board"></iframe></div>`,
+      true,
+    );
+    return {
+      same: document.querySelector(".ca-msg") === message && message.querySelector("iframe") === frame,
+      stopped: message.getAttribute("data-stopped"),
+      text: message.querySelector("p")!.textContent,
+      frame: [frame.style.height, frame.className, frame.title],
+    };
+  });
+  expect(result).toEqual({
+    same: true,
+    stopped: "true",
+    text: "Here is the board, and more",
+    frame: ["320px", "ca-app ca-app-full", "Order board"],
+  });
+});

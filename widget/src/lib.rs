@@ -6,7 +6,7 @@
 //! - `components/`: one file per part of the screen;
 //! - `client/` (browser only): the token hand-off with the host page, the
 //!   chat API, the turn's event stream, and their errors;
-//! - `js`: the JSON reader the browser runs; `sse`: the stream's framing;
+//! - `js`: the JSON and event-stream readers the browser runs (`js/dom.js`);
 //! - `mount` (browser only): hydration without Leptos' serialized-data reader;
 //! - `wire`: the types and words the server and the widget share.
 
@@ -26,7 +26,6 @@ pub mod html;
 mod js;
 #[cfg(feature = "hydrate")]
 mod mount;
-pub mod sse;
 pub mod wire;
 
 pub use components::{App, shell};

@@ -1,6 +1,6 @@
 //! The chat's state: every message on screen, the conversation and turn
 //! ids, the token, busy flags, errors and the pending action — all signals,
-//! so a streamed token redraws only its own message. The components read
+//! so a streamed token changes only its own message on screen. The components read
 //! it from context; the browser-only client (`client/`) writes it.
 
 use leptos::prelude::*;

@@ -20,7 +20,6 @@ pub mod launch_token;
 pub mod markdown;
 pub mod pdf;
 pub mod sse_provider;
-pub mod sse_widget;
 
 /// A target's rule: panics when the input breaks it.
 pub type Check = fn(&[u8]);
@@ -34,7 +33,6 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("markdown", markdown::check),
     ("pdf", pdf::check),
     ("sse_provider", sse_provider::check),
-    ("sse_widget", sse_widget::check),
 ];
 
 /// Keys the readers under test look for, and a few neighbours.

@@ -54,7 +54,7 @@ const WIDGET_LAYERS: &[(&str, &[&str])] = &[
     ("screen", &["components"]),
     ("intents", &["intents"]),
     ("client", &["client"]),
-    ("base", &["state", "js", "sse", "html", "form", "wire", "mount"]),
+    ("base", &["state", "js", "html", "form", "wire", "mount"]),
 ];
 
 #[test]

@@ -148,11 +148,6 @@ fn replay(target: &str) {
 }
 
 #[test]
-fn the_turn_stream_reader_gives_the_same_events_however_the_bytes_are_cut() {
-    replay("sse_widget");
-}
-
-#[test]
 fn the_provider_stream_gives_the_same_events_however_cut_and_merges_within_bounds() {
     replay("sse_provider");
 }

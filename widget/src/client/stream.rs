@@ -1,15 +1,13 @@
 //! A turn's event stream (assistant-api.md §3), read chunk by chunk into
 //! the chat: each event by its [`EventKind`], unknown ones ignored.
 
-use js_sys::{Reflect, Uint8Array};
 use leptos::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{ReadableStreamDefaultReader, Response};
+use web_sys::Response;
 
 use super::{WidgetError, api, host_page};
 use crate::js;
-use crate::sse::SseParser;
 use crate::state::{Bubble, Chat};
 use crate::wire::i18n::Msg;
 use crate::wire::{EventKind, Role, ToolStatus};
@@ -65,29 +63,25 @@ pub async fn sleep(ms: i32) {
 /// Reads one stream of the turn's events into `reply`, noting how far it got.
 async fn read(chat: Chat, reply: Bubble, response: Response, progress: &mut Progress) -> Result<(), WidgetError> {
     let body = response.body().ok_or(WidgetError::NoBody)?;
-    let reader: ReadableStreamDefaultReader = body.get_reader().unchecked_into();
-    let mut parser = SseParser::default();
+    let events = js::events(&body);
     loop {
-        let chunk = JsFuture::from(reader.read()).await.map_err(|_| WidgetError::Lost)?;
-        if Reflect::get(&chunk, &"done".into()).ok().and_then(|d| d.as_bool()).unwrap_or(true) {
+        let event = JsFuture::from(events.next()).await.map_err(|_| WidgetError::Lost)?;
+        if event.is_null() {
             break;
         }
-        let bytes = Reflect::get(&chunk, &"value".into()).map_err(|_| WidgetError::Lost)?;
-        for event in parser.feed(&Uint8Array::new(&bytes).to_vec()) {
-            if event.id.is_some() {
-                progress.last_id = event.id.clone();
+        if let Some(id) = js::string(&event, "id") {
+            progress.last_id = Some(id);
+        }
+        let Some(kind) = js::string(&event, "event").as_deref().and_then(EventKind::parse) else { continue };
+        let data = js::get(&event, "data");
+        match kind {
+            EventKind::Error => progress.failure = js::string(&data, "message").or(progress.failure.take()),
+            EventKind::Done => {
+                let reason = js::string(&data, "stop_reason");
+                reply.state.update(|s| s.stopped = reason.as_deref() == Some("cancelled"));
+                progress.finished |= reason.is_some();
             }
-            let Some(kind) = EventKind::parse(&event.event) else { continue };
-            let data = js::parse(&event.data);
-            match kind {
-                EventKind::Error => progress.failure = js::string(&data, "message").or(progress.failure.take()),
-                EventKind::Done => {
-                    let reason = js::string(&data, "stop_reason");
-                    reply.state.update(|s| s.stopped = reason.as_deref() == Some("cancelled"));
-                    progress.finished |= reason.is_some();
-                }
-                _ => apply(chat, reply, kind, &data),
-            }
+            _ => apply(chat, reply, kind, &data),
         }
     }
     if let Some(message) = progress.failure.clone() {

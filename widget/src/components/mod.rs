@@ -99,11 +99,14 @@ pub fn App() -> impl IntoView {
             top::markup(&top, &t)
         })
     });
-    let on_top = move |ev: leptos::ev::MouseEvent| match region::action_of(&ev).map(|(_, a)| a).as_deref() {
+    // The top's and the alert's controls, by one listener (each costs the
+    // WASM a kilobyte); the other parts answer their own, by other names.
+    let on_click = move |ev: leptos::ev::MouseEvent| match region::action_of(&ev).map(|(_, a)| a).as_deref() {
         Some("history") => intents::show_history(chat),
         Some("new") => intents::reset(chat),
         Some("close") => intents::close(),
         Some("skip") => touring.set(false),
+        Some("retry") => intents::retry(chat),
         _ => {}
     };
     let alert = NodeRef::new();
@@ -113,19 +116,14 @@ pub fn App() -> impl IntoView {
     });
     #[cfg(feature = "hydrate")]
     alert::count_down(chat, alert);
-    let on_alert = move |ev: leptos::ev::MouseEvent| {
-        if region::action_of(&ev).is_some_and(|(_, action)| action == "retry") {
-            intents::retry(chat);
-        }
-    };
     view! {
-        <div class="ca-widget" class:ca-full-page=full_page class:ca-embedded=framed>
-            <div class="ca-part" node_ref=top inner_html=first_top on:click=on_top></div>
+        <div class="ca-widget" class:ca-full-page=full_page class:ca-embedded=framed on:click=on_click>
+            <div class="ca-part" node_ref=top inner_html=first_top></div>
             // The log stays (hidden) while the list is open: no second copy of its views in the WASM.
             <MessageList/>
             <HistoryPanel/>
             <p class="ca-activity" aria-hidden="true">{move || chat.activity.get()}</p>
-            <div class="ca-part" node_ref=alert inner_html=first_alert on:click=on_alert></div>
+            <div class="ca-part" node_ref=alert inner_html=first_alert></div>
             <Composer/>
             <p class="ca-sr-only" aria-live="polite" aria-atomic="true">{move || chat.announce.get()}</p>
         </div>

@@ -19,31 +19,51 @@ use leptos::wasm_bindgen::JsCast;
 /// the server's page carries it, and the browser does not draw that again
 /// on hydrating.
 pub fn region(node: NodeRef<leptos::html::Div>, html: impl Fn() -> String + Send + Sync + 'static) -> String {
-    drawn(node, Box::new(html))
+    #[cfg(feature = "hydrate")]
+    let target: Target = Box::new(move || node.get().map(|div| (div.into(), false)));
+    #[cfg(not(feature = "hydrate"))]
+    let (target, _) = ((), node);
+    drawn(target, Box::new(html), true)
 }
 
-/// [`region`] for any markup: one memo and one effect in the WASM, not one
-/// per part.
-fn drawn(node: NodeRef<leptos::html::Div>, html: Box<dyn Fn() -> String + Send + Sync>) -> String {
+/// Draws `element` itself (its attributes and children: `html` is its own
+/// markup, one element) whenever that changes, from now on: a message of
+/// the list (messages.rs), created by the browser.
+#[cfg(feature = "hydrate")]
+pub fn element(element: leptos::web_sys::HtmlElement, html: impl Fn() -> String + Send + Sync + 'static) {
+    drawn(Box::new(move || Some((element.clone(), true))), Box::new(html), false);
+}
+
+/// Where a redraw goes: the element, and whether the markup is the
+/// element's own (else its children's); none while it is not in the page.
+#[cfg(feature = "hydrate")]
+type Target = Box<dyn Fn() -> Option<(leptos::web_sys::HtmlElement, bool)>>;
+#[cfg(not(feature = "hydrate"))]
+type Target = ();
+
+/// [`region`] and [`element`] for any markup: one memo and one effect in
+/// the WASM, not one per part. `shown`: the first markup is in the page
+/// already (the server drew it).
+fn drawn(target: Target, html: Box<dyn Fn() -> String + Send + Sync>, shown: bool) -> String {
     let html = Memo::new(move |_| html());
     let first = html.get_untracked();
     #[cfg(not(feature = "hydrate"))]
-    let _ = node;
+    let _ = (target, shown);
     #[cfg(feature = "hydrate")]
     {
-        let drawn = first.clone();
+        let drawn = if shown { first.clone() } else { String::new() };
         Effect::new(move |last: Option<String>| {
             let html = html.get();
             let last = last.unwrap_or_else(|| drawn.clone());
             if html == last {
                 return last;
             }
-            match node.get() {
-                Some(element) => {
-                    redraw(&element, &html);
+            match target() {
+                Some((element, outer)) => {
+                    redraw(&element, &html, outer);
                     html
                 }
-                // Not in the page yet: drawn once it is (`node` is tracked).
+                // Not in the page yet: drawn once it is (a part's `node` is tracked).
                 None => last,
             }
         });
@@ -64,16 +84,17 @@ pub fn action_of(ev: &leptos::web_sys::Event) -> Option<(leptos::web_sys::Elemen
     Some((control, action))
 }
 
-/// Redraws `root` to `html` in place (`js/dom.js`): elements still there
+/// Redraws `root` (with `outer`, `root` itself; else its children) to
+/// `html` in place (`js/dom.js`): elements still there
 /// stay the same nodes, so the control under the pointer, focus, typed
 /// text and its caret survive. When the focused control went away or
 /// became disabled, focus goes to its row's `+` for a `−`
 /// (`…remove-N` → `…add-N`), else to the part's own home.
 #[cfg(feature = "hydrate")]
-pub fn redraw(root: &leptos::web_sys::HtmlElement, html: &str) {
+pub fn redraw(root: &leptos::web_sys::HtmlElement, html: &str, outer: bool) {
     use leptos::web_sys::HtmlElement;
     let focused = document().active_element().filter(|a| root.contains(Some(a)));
-    crate::js::morph(root, html);
+    crate::js::morph(root, html, outer);
     let Some(focused) = focused else { return };
     if focused.is_connected() && !focused.has_attribute("disabled") {
         return;

@@ -5,7 +5,9 @@
 // part is redrawn before the button is released; focus, an input
 // method's composition, a screen reader's place and an app's frame (which
 // would reload) survive. Elements match by tag and by their `id` or
-// `data-focus` key, else by position.
+// `data-focus` key, else by position. With `outer`, the markup is the
+// root's own (one element, a message: components/messages.rs) and its
+// attributes are patched too.
 //
 // Written here rather than taken from morphdom or idiomorph (3–12 KB
 // minified): the widget's opened weight is a budget of 100 KB brotli
@@ -13,10 +15,10 @@
 
 const key = (n) => n.nodeName + (n.nodeType == 1 ? n.id || n.getAttribute("data-focus") || "" : "");
 
-export function morph(root, html) {
+export function morph(root, html, outer) {
   const t = document.createElement("template");
   t.innerHTML = html;
-  children(root, t.content);
+  outer ? patch(root, t.content.firstChild) : children(root, t.content);
 }
 
 function children(into, from) {
@@ -49,6 +51,15 @@ function children(into, from) {
 function patch(el, to) {
   if (el.nodeType != 1) {
     if (el.nodeValue != to.nodeValue) el.nodeValue = to.nodeValue;
+    return;
+  }
+  // A frame's page sizes its frame (an MCP App's bridge sets its height
+  // and class): of a frame, only its address and title are the markup's.
+  if (el.nodeName == "IFRAME") {
+    for (const name of ["src", "title"]) {
+      const value = to.getAttribute(name);
+      if (value != null && el.getAttribute(name) != value) el.setAttribute(name, value);
+    }
     return;
   }
   for (const { name, value } of to.attributes) {
@@ -209,3 +220,60 @@ function save() {
 // text's paragraph; "" for a message without files.
 export const filesOf = (m) =>
   m.attachments?.length ? JSON.stringify({ ids: m.attachments.map((a) => a.id), html: m.html.slice(m.html.indexOf("<ul")) }) : "";
+
+// A turn's event stream (assistant-api.md §3; client/stream.rs): the
+// server-sent events of a `fetch` body (EventSource cannot send an
+// Authorization header), one at a time. `next()` resolves to `{event,
+// data, id}` — `event` named `message` when unnamed, `data` parsed as
+// JSON (undefined when it is not), `id` when it has one — or to null at
+// the stream's end, and rejects when the connection is lost. An event or
+// a character split across chunks waits for the rest; lines end with LF
+// or CRLF; an event without `data` is none. Past 1 MiB without an event's
+// end what waits is dropped: a hostile stream cannot grow it without
+// bound. Read here rather than in Rust, where the same reading weighed
+// 1.8 KB brotli of the widget's WASM (0.3 KB here; docs/benchmarks.md).
+export function events(body) {
+  const reader = body.getReader(),
+    utf8 = new TextDecoder(),
+    ready = [];
+  let rest = "";
+  return {
+    async next() {
+      while (!ready.length) {
+        const { done, value } = await reader.read();
+        if (done) return null;
+        rest += utf8.decode(value, { stream: true });
+        for (let end; (end = /\r?\n\r?\n/.exec(rest)); ) {
+          const event = block(rest.slice(0, end.index));
+          rest = rest.slice(end.index + end[0].length);
+          if (event) ready.push(event);
+        }
+        if (rest.length > 1 << 20) rest = "";
+      }
+      return ready.shift();
+    },
+  };
+}
+
+function block(text) {
+  let event = "message",
+    data,
+    id;
+  for (const line of text.split(/\r?\n/)) {
+    const colon = line.indexOf(":");
+    // A comment (`: ping`) or an empty line names nothing.
+    if (!colon || !line) continue;
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? "" : line.slice(colon + (line[colon + 1] == " " ? 2 : 1));
+    if (field == "event") event = value || "message";
+    else if (field == "data") data = data == null ? value : data + "\n" + value;
+    else if (field == "id") id = value;
+  }
+  if (data == null) return;
+  try {
+    data = JSON.parse(data);
+  } catch {
+    data = undefined;
+  }
+  return id == null ? { event, data } : { event, data, id };
+}

@@ -15,8 +15,9 @@ use crate::wire::{
 
 #[wasm_bindgen::prelude::wasm_bindgen(module = "/src/js/dom.js")]
 extern "C" {
-    /// Redraws `root` to `html` in place, keeping the elements still there.
-    pub fn morph(root: &web_sys::HtmlElement, html: &str);
+    /// Redraws `root` to `html` in place, keeping the elements still there:
+    /// its children, or with `outer` the root itself (`html` is its markup).
+    pub fn morph(root: &web_sys::HtmlElement, html: &str, outer: bool);
     /// A question's form's values by field name; `undefined` while invalid.
     #[wasm_bindgen(js_name = formValues)]
     pub fn form_values(form: &web_sys::Element) -> JsValue;
@@ -40,6 +41,14 @@ extern "C" {
     /// Keeps a value, or forgets it (`None`).
     #[wasm_bindgen(js_name = keepSet)]
     pub fn keep_set(name: &str, value: Option<&str>);
+    /// A turn's events, read from a `fetch` body one at a time.
+    pub type Events;
+    /// The server-sent events of `body` (`js/dom.js` says how they are read).
+    pub fn events(body: &web_sys::ReadableStream) -> Events;
+    /// The next event (`{event, data, id}`, `data` parsed), or null at the
+    /// stream's end; rejects when the connection is lost.
+    #[wasm_bindgen(method)]
+    pub fn next(this: &Events) -> js_sys::Promise;
 }
 
 /// Shares a string with the widget's own scripts on its window: the token

@@ -1,4 +1,4 @@
-//! The JSON reader, tested where it runs.
+//! The JSON reader and the turn stream's reader, tested where they run.
 
 use wasm_bindgen_test::wasm_bindgen_test;
 
@@ -165,5 +165,130 @@ fn a_menu_cart_reads_whole_or_not_at_all() {
         r#"{"items": [], "cart": {"lines": [{"quantity": 1}]}}"#,
     ] {
         assert_eq!(menu_cart(&json(broken)), None, "{broken}");
+    }
+}
+
+// The turn stream's reader (`events` in dom.js). Its bytes come as a
+// network cuts them: any cut gives the same events.
+
+#[wasm_bindgen::prelude::wasm_bindgen(inline_js = "export function streamOf(chunks, lost) {
+  let i = 0;
+  return new ReadableStream({ pull(c) {
+    if (i < chunks.length) c.enqueue(chunks[i++]); else if (lost) c.error(new TypeError('lost')); else c.close();
+  } });
+}")]
+extern "C" {
+    /// A body that gives `chunks` one read at a time, then ends (or breaks,
+    /// when `lost`).
+    #[wasm_bindgen(js_name = streamOf)]
+    fn stream_of(chunks: &Array, lost: bool) -> web_sys::ReadableStream;
+}
+
+/// One event as read: its name, its data as JSON text ("" when the data
+/// was not JSON), its id.
+type Read = (String, String, Option<String>);
+
+fn reader(chunks: &[&[u8]], lost: bool) -> Events {
+    let array = Array::new();
+    for chunk in chunks {
+        array.push(&js_sys::Uint8Array::from(*chunk));
+    }
+    events(&stream_of(&array, lost))
+}
+
+async fn next(events: &Events) -> Result<Option<Read>, JsValue> {
+    let event = wasm_bindgen_futures::JsFuture::from(events.next()).await?;
+    if event.is_null() {
+        return Ok(None);
+    }
+    Ok(Some((string(&event, "event").unwrap(), stringify(&get(&event, "data")), string(&event, "id"))))
+}
+
+async fn read_all(chunks: &[&[u8]]) -> Vec<Read> {
+    let events = reader(chunks, false);
+    let mut all = Vec::new();
+    while let Some(event) = next(&events).await.expect("the stream is not lost") {
+        all.push(event);
+    }
+    all
+}
+
+fn read(event: &str, data: &str, id: Option<&str>) -> Read {
+    (event.to_owned(), data.to_owned(), id.map(str::to_owned))
+}
+
+#[wasm_bindgen_test]
+async fn events_split_across_chunks_are_reassembled() {
+    let events = read_all(&[b"event: text\ndata: {\"delta\":\"Hel", b"lo\"}\n\nevent: done\ndata: {}\n\n"]).await;
+    assert_eq!(events, [read("text", r#"{"delta":"Hello"}"#, None), read("done", "{}", None)]);
+}
+
+#[wasm_bindgen_test]
+async fn a_character_split_across_chunks_survives() {
+    let bytes = "event: text\ndata: \"café\"\n\n".as_bytes();
+    let cut = bytes.iter().position(|&b| b == 0xC3).unwrap() + 1;
+    assert_eq!(read_all(&[&bytes[..cut], &bytes[cut..]]).await, [read("text", "\"café\"", None)]);
+}
+
+#[wasm_bindgen_test]
+async fn comments_heartbeats_and_events_without_data_are_not_events() {
+    let events = read_all(&[b": ping\n\nevent: text\n\ndata: [1,\r\ndata: 2]\r\n\r\n"]).await;
+    assert_eq!(events, [read("message", "[1,2]", None)], "lines joined by a newline, CRLF or LF");
+}
+
+#[wasm_bindgen_test]
+async fn an_events_id_is_kept_for_resuming_and_data_that_is_not_json_is_nothing() {
+    let events = read_all(&[b"id: 7\nevent: text\ndata: {}\n\nevent: text\ndata: {\"a\n\n"]).await;
+    assert_eq!(events, [read("text", "{}", Some("7")), read("text", "", None)]);
+}
+
+#[wasm_bindgen_test]
+async fn a_lost_connection_rejects_after_the_events_that_came() {
+    let events = reader(&[b"event: text\ndata: {}\n\nevent: done\ndata: {\"stop"], true);
+    assert_eq!(next(&events).await.unwrap(), Some(read("text", "{}", None)));
+    assert!(next(&events).await.is_err(), "a broken body is not an end");
+}
+
+#[wasm_bindgen_test]
+async fn an_event_past_a_mebibyte_is_dropped_and_the_next_comes_whole() {
+    let huge = format!("event: text\ndata: \"{}", "x".repeat((1 << 20) + 10));
+    let events = read_all(&[huge.as_bytes(), b"\"\n\nevent: done\ndata: {}\n\n"]).await;
+    assert_eq!(events, [read("done", "{}", None)]);
+}
+
+#[wasm_bindgen_test]
+async fn however_the_bytes_are_cut_the_same_events_come_out() {
+    let stream = "event: turn\ndata: {\"turn_id\":\"t1\"}\n\n: ping\n\nid: 3\nevent: text\ndata: {\"delta\":\"hé 🦀\"}\r\n\r\n\
+                  event: text\ndata: [1,\ndata: 2]\n\nevent:\ndata: \"unnamed\"\n\n\
+                  event: done\ndata: {\"stop_reason\":\"completed\"}\n\n";
+    let bytes = stream.as_bytes();
+    let whole = read_all(&[bytes]).await;
+    assert_eq!(
+        whole,
+        [
+            read("turn", r#"{"turn_id":"t1"}"#, None),
+            read("text", r#"{"delta":"hé 🦀"}"#, Some("3")),
+            read("text", "[1,2]", None),
+            read("message", "\"unnamed\"", None),
+            read("done", r#"{"stop_reason":"completed"}"#, None),
+        ]
+    );
+    // Every single cut, then three cuts at a time where a fixed sequence says.
+    for cut in 0..=bytes.len() {
+        assert_eq!(read_all(&[&bytes[..cut], &bytes[cut..]]).await, whole, "cut at {cut}");
+    }
+    let mut seed = 0x2545_f491_u32;
+    for _ in 0..300 {
+        let mut cuts: Vec<usize> = (0..3)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 17;
+                seed ^= seed << 5;
+                seed as usize % (bytes.len() + 1)
+            })
+            .collect();
+        cuts.sort_unstable();
+        let pieces = [&bytes[..cuts[0]], &bytes[cuts[0]..cuts[1]], &bytes[cuts[1]..cuts[2]], &bytes[cuts[2]..]];
+        assert_eq!(read_all(&pieces).await, whole, "cuts at {cuts:?}");
     }
 }
