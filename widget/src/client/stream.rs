@@ -1,5 +1,6 @@
-//! A turn's event stream (assistant-api.md §3), read chunk by chunk into
-//! the chat: each event by its [`EventKind`], unknown ones ignored.
+//! A turn's event stream (assistant-api.md §3), read event by event into
+//! the chat (`js/dom.js` frames them from the response's bytes): each
+//! event by its [`EventKind`], unknown ones ignored.
 
 use leptos::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
