@@ -132,6 +132,19 @@ pub async fn finish(pool: &Pool, id: &str, ended: Ended<'_>, now: i64) -> anyhow
 
 /// Closes the workspace's runs whose server stopped running them.
 pub async fn close_lapsed(pool: &Pool, workspace_id: &str, now: i64) -> anyhow::Result<()> {
+    // Read first: runs are listed and read while runs write (the console
+    // polls them), and an update waits for the write lock (SQLite's one
+    // writer, a locked table on PostgreSQL) even when it changes nothing.
+    let (lapsed,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM test_runs WHERE workspace_id = $1 AND status = 'running' AND lease_until < $2",
+    )
+    .bind(workspace_id)
+    .bind(now)
+    .fetch_one(pool)
+    .await?;
+    if lapsed == 0 {
+        return Ok(());
+    }
     sqlx::query(
         "UPDATE test_runs SET status = 'error', error = 'interrupted: the server running it stopped',
            finished_at = $1, lease_owner = NULL

@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use sqlx::Connection;
 
 use crate::helpers::{Db, HostSpec, Rig, Step, of, parse_sse, pending, task_tools};
 use crate::on_both_databases;
@@ -21,6 +22,7 @@ on_both_databases!(
     runs_go_one_at_a_time_stream_their_cases_and_refuse_a_bad_suite,
     a_conversation_saved_as_a_test_replays_and_passes,
     files_and_another_model_reach_the_model,
+    runs_are_read_while_another_writer_holds_the_database_and_a_lapsed_one_ends_interrupted,
 );
 
 /// Starts a run of `suite`; its id.
@@ -473,4 +475,42 @@ async fn files_and_another_model_reach_the_model(db: Db) {
         .await
         .unwrap();
     assert_eq!(left, 0, "a run's files are erased with its conversation");
+}
+
+/// Runs are listed and read while another writer holds the database (the
+/// console polls them while runs write; SQLite has one writer): a listing
+/// writes only when a run's server stopped, and then ends that run as
+/// interrupted.
+async fn runs_are_read_while_another_writer_holds_the_database_and_a_lapsed_one_ends_interrupted(db: Db) {
+    let rig = Rig::start(db, HostSpec::new(task_tools()), vec![Step::Text("We open at nine.")], &[]).await;
+    let yaml = "name: hours\ncases:\n  - name: opening\n    steps:\n      - user: when do you open?\n        expect:\n          \
+                icontains: nine\n";
+    let id = start(&rig, json!(yaml)).await;
+    assert_eq!(ended(&rig, &id).await["status"], "passed");
+
+    let mut other = sqlx::AnyConnection::connect(&rig.app.database_url).await.unwrap();
+    if rig.app.state.pool.is_postgres() {
+        sqlx::query("BEGIN").execute(&mut other).await.unwrap();
+        sqlx::query("LOCK TABLE test_runs IN EXCLUSIVE MODE").execute(&mut other).await.unwrap();
+    } else {
+        sqlx::query("BEGIN IMMEDIATE").execute(&mut other).await.unwrap();
+    }
+    for path in ["/v1/tests/runs".to_owned(), format!("/v1/tests/runs/{id}")] {
+        // Bounded only so that a listing that waits fails here rather than hangs.
+        let answered = tokio::time::timeout(Duration::from_secs(30), rig.app.get_json(&path, &rig.api_key)).await;
+        let (status, body) = answered.unwrap_or_else(|_| panic!("{path} waited for the other writer"));
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+    sqlx::query("ROLLBACK").execute(&mut other).await.unwrap();
+
+    // Its server stopped while it ran: the lease lapsed.
+    sqlx::query("UPDATE test_runs SET status = 'running', finished_at = NULL, lease_until = 1 WHERE id = $1")
+        .bind(&id)
+        .execute(&mut other)
+        .await
+        .unwrap();
+    let (_, listed) = rig.app.get_json("/v1/tests/runs", &rig.api_key).await;
+    assert_eq!(listed["runs"][0]["id"], id.as_str());
+    assert_eq!(listed["runs"][0]["status"], "error", "{listed}");
+    assert!(listed["runs"][0]["error"].as_str().unwrap().starts_with("interrupted"), "{listed}");
 }
