@@ -10,7 +10,7 @@
 // attributes are patched too.
 //
 // Written here rather than taken from morphdom or idiomorph (3–12 KB
-// minified): the widget's opened weight is a budget of 100 KB brotli
+// minified): the widget's opened weight is a budget of 92 KB brotli
 // (docs/benchmarks.md) and its markup needs only this much.
 
 const key = (n) => n.nodeName + (n.nodeType == 1 ? n.id || n.getAttribute("data-focus") || "" : "");
