@@ -284,7 +284,6 @@ macro_rules! insert_message {
          SELECT $1, $2, COALESCE(MAX(seq), 0) + 1, $3, $4, $5, $6, $7, $8, $9 FROM messages WHERE conversation_id = $2"
     };
 }
-pub(super) use insert_message;
 
 /// Binds `insert_message!`'s parameters: the message `m` with its new
 /// `id`, written at `now`.
@@ -305,6 +304,119 @@ pub(super) fn bind_message<'q>(
         .bind(m.cards)
         .bind(now)
         .bind(m.sources)
+}
+
+/// A tool's result its turn holds, to be written with the turn's next
+/// write (issue #47: a tool step is one call to the database, not two):
+/// the next step's message, or the turn's end. Its id is made now, for
+/// what is shown with it before it is saved.
+#[derive(Debug, Clone)]
+pub struct HeldResult {
+    pub id: String,
+    call_id: String,
+    content: String,
+    cards: Option<String>,
+    at: i64,
+}
+
+impl HeldResult {
+    /// The answer to tool call `call_id`, with the cards the user was shown.
+    pub fn new(call_id: &str, content: &str, cards: &[DisplayCard]) -> Self {
+        let cards = NewMessage::tool_result(call_id, content, cards).cards;
+        Self { id: new_id("msg"), call_id: call_id.to_owned(), content: content.to_owned(), cards, at: now_ms() }
+    }
+}
+
+/// The statements that append `count` held results to the transcript
+/// before what the same write appends after them: each with five
+/// parameters from `$first` (id, content, call id, cards, time), the
+/// conversation being `$conversation`. On PostgreSQL the statements of one
+/// write all see the transcript as it was before it (data-modifying
+/// `WITH`s), so the k-th takes the k-th number after the last; on SQLite
+/// each sees the one before it.
+pub(super) fn held_inserts(count: usize, conversation: usize, first: usize, postgres: bool) -> Vec<String> {
+    (0..count)
+        .map(|k| {
+            let p = first + 5 * k;
+            let plus = if postgres { k + 1 } else { 1 };
+            format!(
+                "INSERT INTO messages (id, conversation_id, seq, role, content, tool_calls, tool_call_id, cards,
+                   created_at, sources)
+                 SELECT ${p}, ${conversation}, COALESCE(MAX(seq), 0) + {plus}, '{role}', ${}, NULL, ${}, ${}, ${}, NULL
+                 FROM messages WHERE conversation_id = ${conversation}",
+                p + 1,
+                p + 2,
+                p + 3,
+                p + 4,
+                role = Role::Tool.as_str(),
+            )
+        })
+        .collect()
+}
+
+/// Binds [`held_inserts`]'s parameters, in order.
+pub(super) fn bind_held<'q>(
+    mut query: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>,
+    held: &'q [HeldResult],
+) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>> {
+    for h in held {
+        query = query.bind(&h.id).bind(&h.content).bind(&h.call_id).bind(h.cards.as_deref()).bind(h.at);
+    }
+    query
+}
+
+/// `insert_message!()` for a message that follows `held` results written
+/// in the same call (see [`held_inserts`]).
+pub(super) fn insert_message_after(held: usize, postgres: bool) -> String {
+    const NEXT: &str = "COALESCE(MAX(seq), 0) + 1";
+    debug_assert!(insert_message!().contains(NEXT));
+    let plus = if postgres { held + 1 } else { 1 };
+    insert_message!().replacen(NEXT, &format!("COALESCE(MAX(seq), 0) + {plus}"), 1)
+}
+
+/// Statements that go together as one write ([`Pool::write_together`]):
+/// on PostgreSQL the last one with the others as its data-modifying
+/// `WITH`s, on SQLite all of them in one transaction.
+pub(super) fn together(statements: &[String], postgres: bool) -> String {
+    let (last, before) = statements.split_last().expect("a write has a statement");
+    if postgres {
+        if before.is_empty() {
+            return last.clone();
+        }
+        let with: Vec<String> = before.iter().enumerate().map(|(i, s)| format!("w{i} AS ({s})")).collect();
+        format!("WITH {} {last}", with.join(", "))
+    } else {
+        format!("BEGIN IMMEDIATE; {}; COMMIT", statements.join("; "))
+    }
+}
+
+/// Appends the held results and then `then`, if any, in one write;
+/// returns `then`'s id.
+pub async fn append_held(
+    pool: &Pool,
+    conversation_id: &str,
+    held: &[HeldResult],
+    then: Option<NewMessage<'_>>,
+) -> anyhow::Result<Option<String>> {
+    let postgres = pool.is_postgres();
+    let Some(m) = then else {
+        if held.is_empty() {
+            return Ok(None);
+        }
+        let sql = together(&held_inserts(held.len(), 1, 2, postgres), postgres);
+        pool.write_together(bind_held(sqlx::query(&sql).bind(conversation_id), held)).await?;
+        return Ok(None);
+    };
+    if held.is_empty() {
+        return append_message(pool, conversation_id, m).await.map(Some);
+    }
+    let mut statements = held_inserts(held.len(), 2, 10, postgres);
+    statements.push(insert_message_after(held.len(), postgres));
+    let sql = together(&statements, postgres);
+    let id = new_id("msg");
+    let query = bind_message(sqlx::query(&sql), &id, conversation_id, m, now_ms());
+    pool.write_together(bind_held(query, held)).await?;
+    Ok(Some(id))
 }
 
 /// Appends a message at the end of the transcript; returns its id. One

@@ -3,7 +3,9 @@
 
 use widget::wire::StopReason;
 
-use super::conversations::{NewMessage, bind_message, insert_message};
+use super::conversations::{
+    HeldResult, NewMessage, bind_held, bind_message, held_inserts, insert_message_after, together,
+};
 use super::limits::add_tokens_sql;
 use super::pool::Pool;
 use crate::ids::{new_id, now_ms};
@@ -67,72 +69,71 @@ pub struct Spending<'a> {
     pub counts: &'a [(String, i64)],
 }
 
-/// Saves the turn's reply `m` at the end of the conversation's transcript,
-/// counts the tokens of its last step against the budgets and records the
-/// turn's end, in one write; returns the reply's id.
+/// Saves the turn's held tool results and its reply `m` at the end of the
+/// conversation's transcript, counts the tokens of its last step against
+/// the budgets and records the turn's end, in one write; returns the
+/// reply's id.
 pub async fn finish_turn_with_reply(
     pool: &Pool,
     conversation_id: &str,
+    held: &[HeldResult],
     m: NewMessage<'_>,
     end: &TurnEnd<'_>,
     spent: &Spending<'_>,
 ) -> anyhow::Result<String> {
-    macro_rules! finish {
-        () => {
-            "UPDATE turns SET stop_reason = $10, iterations = $11, tokens = $12, finished_at = $8 WHERE id = $13"
-        };
+    let postgres = pool.is_postgres();
+    // The reply `$1`–`$9`, the end `$10`–`$13`, the tokens (when budgets
+    // count them) from `$14`, the held results after them.
+    let n = spent.counts.len();
+    let first_held = if n == 0 { 14 } else { 15 + 2 * n };
+    let mut statements = held_inserts(held.len(), 2, first_held, postgres);
+    statements.push(insert_message_after(held.len(), postgres));
+    if n > 0 {
+        statements.push(add_tokens_sql(14, n));
     }
-    const POSTGRES: &str = concat!("WITH reply AS (", insert_message!(), ") ", finish!());
-    const SQLITE: &str = concat!("BEGIN IMMEDIATE; ", insert_message!(), "; ", finish!(), "; COMMIT");
-    // With tokens to count, their statement goes between (its parameters
-    // from $14): the text depends on how many budgets count them.
-    let sql: std::borrow::Cow<'static, str> = match (spent.counts.len(), pool.is_postgres()) {
-        (0, true) => POSTGRES.into(),
-        (0, false) => SQLITE.into(),
-        (n, true) => {
-            format!("WITH reply AS ({}), spent AS ({}) {}", insert_message!(), add_tokens_sql(14, n), finish!()).into()
-        }
-        (n, false) => {
-            format!("BEGIN IMMEDIATE; {}; {}; {}; COMMIT", insert_message!(), add_tokens_sql(14, n), finish!()).into()
-        }
-    };
+    statements.push(
+        "UPDATE turns SET stop_reason = $10, iterations = $11, tokens = $12, finished_at = $8 WHERE id = $13".into(),
+    );
+    let sql = together(&statements, postgres);
     let id = new_id("msg");
     let query = bind_message(sqlx::query(&sql), &id, conversation_id, m, now_ms());
     let mut query =
         query.bind(end.stop_reason.as_str()).bind(i64::from(end.iterations)).bind(end.tokens as i64).bind(end.turn_id);
-    if !spent.counts.is_empty() {
+    if n > 0 {
         query = query.bind(spent.day);
         for (key, tokens) in spent.counts {
             query = query.bind(key.as_str()).bind(*tokens);
         }
     }
-    pool.write_together(query).await?;
+    pool.write_together(bind_held(query, held)).await?;
     Ok(id)
 }
 
-/// Appends the message of a model step that called tools, `m`, and counts
-/// the step's tokens against the day's budgets, in one write; returns the
-/// message's id and each budget's total for the day so far (the next step
-/// checks them).
+/// Appends the turn's held tool results and the message of a model step
+/// that called tools, `m`, and counts the step's tokens against the day's
+/// budgets, in one write; returns the message's id and each budget's total
+/// for the day so far (the next step checks them).
 pub async fn append_step_spending(
     pool: &Pool,
     conversation_id: &str,
+    held: &[HeldResult],
     m: NewMessage<'_>,
     spent: &Spending<'_>,
 ) -> anyhow::Result<(String, Vec<(String, i64)>)> {
     use sqlx::Row;
+    let postgres = pool.is_postgres();
+    // The message `$1`–`$9`, the tokens from `$10`, the held results after them.
     let n = spent.counts.len();
-    let sql = if pool.is_postgres() {
-        format!("WITH asked AS ({}) {} RETURNING key, tokens", insert_message!(), add_tokens_sql(10, n))
-    } else {
-        format!("BEGIN IMMEDIATE; {}; {} RETURNING key, tokens; COMMIT", insert_message!(), add_tokens_sql(10, n))
-    };
+    let mut statements = held_inserts(held.len(), 2, 11 + 2 * n, postgres);
+    statements.push(insert_message_after(held.len(), postgres));
+    statements.push(format!("{} RETURNING key, tokens", add_tokens_sql(10, n)));
+    let sql = together(&statements, postgres);
     let id = new_id("msg");
     let mut query = bind_message(sqlx::query(&sql), &id, conversation_id, m, now_ms()).bind(spent.day);
     for (key, tokens) in spent.counts {
         query = query.bind(key.as_str()).bind(*tokens);
     }
-    let rows = pool.write_together(query).await?;
+    let rows = pool.write_together(bind_held(query, held)).await?;
     let totals = rows.iter().map(|row| Ok((row.try_get(0)?, row.try_get(1)?))).collect::<Result<_, sqlx::Error>>()?;
     Ok((id, totals))
 }

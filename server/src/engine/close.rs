@@ -23,6 +23,7 @@ impl Turn<'_> {
             running_apps,
             retrieved,
             unspent,
+            held_results,
             ..
         } = std::mem::take(&mut *self.progress.lock());
         // Citations of what this turn's searches returned become numbered
@@ -45,9 +46,9 @@ impl Turn<'_> {
                 t.push_str(&format!("_{notice}_"));
             }
         }
-        // The reply, its step's tokens and the turn's end are written
-        // together where there is a reply to save; each alone otherwise, or
-        // when that write fails.
+        // The held tool results, the reply, its step's tokens and the
+        // turn's end are written together where there is a reply to save;
+        // each alone otherwise, or when that write fails.
         let (day, counts) = engine.budgets.spending(&self.input.caller, unspent);
         let spent = db::Spending { day, counts: &counts };
         let end = db::TurnEnd { turn_id: &self.input.turn_id, stop_reason: reason, iterations, tokens };
@@ -56,7 +57,10 @@ impl Turn<'_> {
             Some(id) => Some(id),
             None if !step_text.is_empty() => {
                 let reply = NewMessage::new(Role::Assistant, &step_text).with_sources(&sources);
-                match db::finish_turn_with_reply(&engine.pool, &self.input.conversation_id, reply, &end, &spent).await {
+                let conversation_id = &self.input.conversation_id;
+                match db::finish_turn_with_reply(&engine.pool, conversation_id, &held_results, reply, &end, &spent)
+                    .await
+                {
                     Ok(id) => {
                         together = true;
                         Some(id)
@@ -70,6 +74,9 @@ impl Turn<'_> {
             None => None,
         };
         if !together {
+            if let Err(error) = db::append_held(&engine.pool, &self.input.conversation_id, &held_results, None).await {
+                tracing::error!(error = format!("{error:#}"), "cannot save the turn's tool results");
+            }
             if !counts.is_empty()
                 && let Err(error) = db::limits::add_tokens(&engine.pool, &counts, day).await
             {

@@ -67,18 +67,49 @@ impl Turn<'_> {
         let admitted = self.progress.lock().cards.admit(cards);
         let saved = NewMessage::tool_result(call_id, &content, &admitted);
         let message_id = db::append_message(&self.engine.pool, &self.input.conversation_id, saved).await?;
+        self.show_outcome(call_id, &message_id, admitted, component, app).await;
+        Ok(content)
+    }
+
+    /// Shows `outcome` as the answer to `call_id` and holds it to be saved
+    /// with the turn's next write (the next step's message, or the turn's
+    /// end: issue #47, one call to the database fewer per tool step);
+    /// returns what the model is told. A process that dies before then
+    /// loses it with the turn, as it would lose a result still running.
+    pub(super) async fn deliver_held(&self, call_id: &str, outcome: ToolOutcome) -> String {
+        let ToolOutcome { content, cards, component, app } = outcome;
+        let held = {
+            let mut progress = self.progress.lock();
+            let admitted = progress.cards.admit(cards);
+            let held = db::HeldResult::new(call_id, &content, &admitted);
+            progress.held_results.push(held.clone());
+            (held.id, admitted)
+        };
+        let (message_id, admitted) = held;
+        self.show_outcome(call_id, &message_id, admitted, component, app).await;
+        content
+    }
+
+    /// Shows what came with a tool's result, saved (or held) as `message_id`.
+    async fn show_outcome(
+        &self,
+        call_id: &str,
+        message_id: &str,
+        admitted: Vec<widget::wire::DisplayCard>,
+        component: Option<HostComponent>,
+        app: Option<Box<AppShown>>,
+    ) {
         if !admitted.is_empty() {
             self.events.send(TurnEvent::Display(DisplayCards { call_id: call_id.to_owned(), cards: admitted }));
         }
         // Boxed: only some results have them, and a turn's future holds
         // room for its largest part while it waits on a tool.
         if let Some(component) = component {
-            Box::pin(self.show_component(call_id, &message_id, component)).await;
+            Box::pin(self.show_component(call_id, message_id, component)).await;
         }
         if let Some(app) = app {
-            Box::pin(self.show_app(call_id, &message_id, app)).await;
+            Box::pin(self.show_app(call_id, message_id, app)).await;
         }
-        Ok(content)
     }
 
     /// Shows an MCP App as its tool is called: its view is saved

@@ -27,6 +27,9 @@ pub(super) struct Progress {
     /// MCP Apps shown while their tool runs (component ids): those still
     /// here when the turn ends are told their tool was cancelled.
     pub running_apps: Vec<String>,
+    /// Tool results shown but not saved yet: they go with the turn's next
+    /// write (`Turn::deliver_held`).
+    pub held_results: Vec<crate::db::HeldResult>,
     /// What this turn's knowledge searches returned, by the ids the model cites.
     pub retrieved: crate::knowledge::cite::Retrieved,
 }

@@ -89,7 +89,7 @@ impl Turn<'_> {
         let outcomes = clock.waiting(futures::future::join_all(runs)).await;
         for (call, outcome) in step.tool_calls.iter().zip(outcomes) {
             let Some(outcome) = outcome else { continue };
-            let content = self.deliver(&call.id, outcome).await.map_err(Stop::unsaved)?;
+            let content = self.deliver_held(&call.id, outcome).await;
             prepared.messages.push(ChatMessage::Tool { call_id: call.id.clone(), content });
         }
 
@@ -101,7 +101,7 @@ impl Turn<'_> {
                     return Err(Stop::Limit(StopReason::PendingAction));
                 }
                 Err(content) => {
-                    let content = self.deliver(&call.id, ToolOutcome::answer(content)).await.map_err(Stop::unsaved)?;
+                    let content = self.deliver_held(&call.id, ToolOutcome::answer(content)).await;
                     prepared.messages.push(ChatMessage::Tool { call_id: call.id.clone(), content });
                 }
             }
@@ -121,26 +121,28 @@ impl Turn<'_> {
         }
     }
 
-    /// Saves the message of a step that called tools with its `tokens`
-    /// counted against the budgets, in one write where budgets count them;
-    /// each alone when that write fails. Returns the message's id.
+    /// Saves the results the turn holds and the message of a step that
+    /// called tools, with its `tokens` counted against the budgets, in one
+    /// write; the tokens alone first when that write fails. Returns the
+    /// message's id.
     async fn save_step(&self, asked: NewMessage<'_>, tokens: u64) -> anyhow::Result<String> {
         let (pool, conversation_id) = (&self.engine.pool, &self.input.conversation_id);
+        let held = std::mem::take(&mut self.progress.lock().held_results);
         let (day, counts) = self.engine.budgets.spending(&self.input.caller, tokens);
-        if counts.is_empty() {
-            return db::append_message(pool, conversation_id, asked).await;
-        }
-        let spent = db::Spending { day, counts: &counts };
-        match db::append_step_spending(pool, conversation_id, asked.clone(), &spent).await {
-            Ok((id, totals)) => {
-                self.progress.lock().within_budget = self.engine.budgets.within(&self.input.caller, &totals);
-                Ok(id)
-            }
-            Err(error) => {
-                tracing::error!(error = format!("{error:#}"), "cannot save the step with its tokens");
-                self.spend(tokens).await;
-                db::append_message(pool, conversation_id, asked).await
+        if !counts.is_empty() {
+            let spent = db::Spending { day, counts: &counts };
+            match db::append_step_spending(pool, conversation_id, &held, asked.clone(), &spent).await {
+                Ok((id, totals)) => {
+                    self.progress.lock().within_budget = self.engine.budgets.within(&self.input.caller, &totals);
+                    return Ok(id);
+                }
+                Err(error) => {
+                    tracing::error!(error = format!("{error:#}"), "cannot save the step with its tokens");
+                    self.spend(tokens).await;
+                }
             }
         }
+        let saved = db::append_held(pool, conversation_id, &held, Some(asked)).await?;
+        Ok(saved.expect("a message was given"))
     }
 }

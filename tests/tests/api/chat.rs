@@ -5,7 +5,8 @@ use serde_json::{Value, json};
 use sqlx::Connection;
 
 use crate::helpers::{
-    Db, FakeHost, ScriptedModel, Step, lookup_tool, names, of, spawn_app, token, workspace_with_host,
+    Db, FakeHost, HostSpec, Rig, ScriptedModel, Step, lookup_tool, names, of, pending, spawn_app, task_tools, token,
+    workspace_with_host,
 };
 use crate::on_both_databases;
 
@@ -16,6 +17,7 @@ on_both_databases!(
     the_iteration_limit_ends_the_turn_cleanly,
     a_reply_the_database_refuses_still_ends_its_turn_and_the_next_turn_runs,
     writes_cut_off_midway_leave_all_or_nothing_and_the_next_write_goes_in,
+    tool_results_are_saved_in_order_with_the_write_that_follows_them,
 );
 
 async fn the_demo_answers_show_me_the_menu_with_cards(db: Db) {
@@ -324,4 +326,115 @@ async fn writes_cut_off_midway_leave_all_or_nothing_and_the_next_write_goes_in(d
     )
     .await;
     assert!([turn, conversation, message] == [0; 3] || [turn, conversation, message] == [1; 3], "all or nothing");
+}
+
+/// A saved message: its seq, role, content, the call a tool row answers,
+/// the calls an assistant row made.
+type Row = (i64, String, String, Option<String>, Option<String>);
+
+/// A conversation's saved transcript, in order.
+async fn saved(rig: &Rig, conversation: &str) -> Vec<Row> {
+    let mut fresh = sqlx::AnyConnection::connect(&rig.app.database_url).await.unwrap();
+    sqlx::query_as(
+        "SELECT seq, role, content, tool_call_id, tool_calls FROM messages WHERE conversation_id = $1 ORDER BY seq",
+    )
+    .bind(conversation)
+    .fetch_all(&mut fresh)
+    .await
+    .unwrap()
+}
+
+/// Checks a transcript: its roles, its numbers one after the other from
+/// 1, and each tool row answering, in order, the calls of the assistant
+/// row before it.
+fn check_transcript(rows: &[Row], roles: &[&str]) {
+    let seen: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+    assert_eq!(seen, roles, "{rows:?}");
+    let seqs: Vec<i64> = rows.iter().map(|r| r.0).collect();
+    assert_eq!(seqs, (1..=rows.len() as i64).collect::<Vec<_>>(), "{rows:?}");
+    let mut asked: Vec<String> = Vec::new();
+    for (_, role, _, answers, calls) in rows {
+        match role.as_str() {
+            "assistant" => {
+                let calls: Vec<Value> = calls.as_deref().map_or(Vec::new(), |c| serde_json::from_str(c).unwrap());
+                asked = calls.iter().map(|c| c["id"].as_str().unwrap().to_owned()).collect();
+                asked.reverse();
+            }
+            "tool" => assert_eq!(answers.as_deref(), asked.pop().as_deref(), "{rows:?}"),
+            _ => {}
+        }
+    }
+}
+
+/// Issue #47: a tool's result is written with the turn's next write — the
+/// next step's message, the reply, or the turn's end — not on its own.
+/// Whichever write carries them, the transcript keeps its order, its
+/// numbers (on PostgreSQL one statement inserts them all) and every
+/// result: with and without budgets counting the tokens, when the turn
+/// ends on a pending action, and when the reply itself is refused.
+async fn tool_results_are_saved_in_order_with_the_write_that_follows_them(db: Db) {
+    let two_steps = || {
+        vec![
+            Step::Calls(vec![("lookup", json!({"q": "a"})), ("lookup", json!({"q": "b"}))]),
+            Step::Calls(vec![("lookup", json!({"q": "c"})), ("lookup", json!({"q": "d"}))]),
+            Step::Text("Found them."),
+        ]
+    };
+    let roles = ["user", "assistant", "tool", "tool", "assistant", "tool", "tool", "assistant"];
+    for budgets in ["2000000", "0"] {
+        let env = [("CA_WORKSPACE_DAILY_TOKENS", budgets)];
+        let rig = Rig::start(db, HostSpec::new(task_tools()), two_steps(), &env).await;
+        let events = rig.say("look up four things").await;
+        assert_eq!(of(&events, "done")[0]["stop_reason"], "completed", "{events:?}");
+        let conversation = of(&events, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+        let rows = saved(&rig, &conversation).await;
+        check_transcript(&rows, &roles);
+        assert_eq!(rows[7].2, "Found them.");
+        // The model's last step was given all four results.
+        assert_eq!(rig.model.last_tool_messages().len(), 4);
+        // The next turn goes on from there.
+        let next = rig.app.turn(&rig.token, Some(&conversation), "and again").await;
+        assert_eq!(of(&next, "done")[0]["stop_reason"], "completed");
+        let rows = saved(&rig, &conversation).await;
+        assert_eq!(rows.len(), 10, "budgets {budgets}: {rows:?}");
+        check_transcript(&rows[..8], &roles);
+        assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), (1..=10).collect::<Vec<_>>());
+    }
+
+    // A step whose read ran and whose change waits for the user: the turn
+    // ends on the pending action, its read's result saved with the end.
+    let script = vec![Step::Calls(vec![("lookup", json!({"q": "a"})), ("create_task", json!({"title": "t"}))])];
+    let rig = Rig::start(db, HostSpec::new(task_tools()), script, &[]).await;
+    let events = rig.say("look it up and make a task").await;
+    pending(&events);
+    let conversation = of(&events, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+    let rows = saved(&rig, &conversation).await;
+    assert_eq!(rows.iter().map(|r| r.1.as_str()).collect::<Vec<_>>(), ["user", "assistant", "tool"], "{rows:?}");
+    let calls: Vec<Value> = serde_json::from_str(rows[1].4.as_deref().unwrap()).unwrap();
+    assert_eq!(rows[2].3.as_deref(), calls[0]["id"].as_str(), "the lookup's result, not the change's");
+
+    // The reply is refused: the results it would have carried are saved on their own.
+    let script = vec![Step::Call("lookup", json!({"q": "a"})), Step::Text("Refused reply.")];
+    let rig = Rig::start(db, HostSpec::new(task_tools()), script, &[]).await;
+    let refuse = if rig.app.state.pool.is_postgres() {
+        vec![
+            "CREATE FUNCTION refuse_reply() RETURNS trigger AS $$ BEGIN
+               IF NEW.role = 'assistant' AND NEW.content LIKE 'Refused%' THEN RAISE EXCEPTION 'refused by the test'; END IF;
+               RETURN NEW; END $$ LANGUAGE plpgsql",
+            "CREATE TRIGGER refuse_reply BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION refuse_reply()",
+        ]
+    } else {
+        vec![
+            "CREATE TRIGGER refuse_reply BEFORE INSERT ON messages
+             WHEN NEW.role = 'assistant' AND NEW.content LIKE 'Refused%'
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
+        ]
+    };
+    for statement in refuse {
+        sqlx::query(statement).execute(&rig.app.state.pool).await.unwrap();
+    }
+    let events = rig.say("look it up").await;
+    assert_eq!(of(&events, "done")[0]["stop_reason"], "completed");
+    let conversation = of(&events, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
+    check_transcript(&saved(&rig, &conversation).await, &["user", "assistant", "tool"]);
 }
