@@ -185,16 +185,6 @@ pub async fn workspace_of(pool: &Pool, component_id: &str) -> anyhow::Result<Opt
     Ok(row.map(|(workspace,)| workspace))
 }
 
-/// What the conversation's apps last told the model (`ui/update-model-context`).
-pub async fn model_context(pool: &Pool, conversation_id: &str) -> anyhow::Result<Option<String>> {
-    let row: Option<(Option<String>,)> =
-        sqlx::query_as("SELECT model_context FROM app_states WHERE conversation_id = $1")
-            .bind(conversation_id)
-            .fetch_optional(pool)
-            .await?;
-    Ok(row.and_then(|(context,)| context))
-}
-
 /// Keeps what an app tells the model, in place of what it told before.
 pub async fn set_model_context(pool: &Pool, conversation_id: &str, context: &str, now: i64) -> anyhow::Result<()> {
     sqlx::query(

@@ -239,6 +239,39 @@ pub async fn messages(pool: &Pool, conversation_id: &str) -> anyhow::Result<Vec<
     .await?)
 }
 
+/// What a turn reads of its conversation before its first model step.
+#[derive(Debug, Default)]
+pub struct ForTurn {
+    pub messages: Vec<MessageRow>,
+    /// What the conversation's apps last told the model.
+    pub app_context: Option<String>,
+    /// Whether any of its messages carries an attachment (they are read
+    /// on their own, `attachments::sent`, only then).
+    pub attached: bool,
+}
+
+/// A conversation's transcript, what its apps told the model and whether
+/// anything was attached to it, in one read (issue #47: one call for
+/// what were three a later turn; most conversations attach nothing).
+pub async fn for_turn(pool: &Pool, conversation_id: &str) -> anyhow::Result<ForTurn> {
+    use sqlx::Row;
+    let rows = sqlx::query(
+        "SELECT id, seq, role, content, tool_calls, tool_call_id, cards, created_at, sources,
+           (SELECT model_context FROM app_states WHERE conversation_id = $1) AS app_context,
+           CAST(CASE WHEN EXISTS (SELECT 1 FROM message_attachments l JOIN messages n ON n.id = l.message_id
+                                  WHERE n.conversation_id = $1) THEN 1 ELSE 0 END AS BIGINT) AS attached
+         FROM messages WHERE conversation_id = $1 ORDER BY seq",
+    )
+    .bind(conversation_id)
+    .fetch_all(pool)
+    .await?;
+    let Some(first) = rows.first() else { return Ok(ForTurn::default()) };
+    let app_context: Option<String> = first.try_get("app_context")?;
+    let attached: i64 = first.try_get("attached")?;
+    let messages = rows.iter().map(MessageRow::from_row).collect::<Result<_, sqlx::Error>>()?;
+    Ok(ForTurn { messages, app_context, attached: attached != 0 })
+}
+
 /// A message to append to a conversation's transcript.
 #[derive(Debug, Clone)]
 pub struct NewMessage<'a> {

@@ -126,19 +126,22 @@ impl Turn<'_> {
     /// message's images too, for a model that takes them).
     async fn transcript(&self, mut system: String, accepts_images: bool) -> Result<Vec<ChatMessage>, Stop> {
         let (engine, conversation_id) = (self.engine, &self.input.conversation_id);
-        let history = db::messages(&engine.pool, conversation_id).await.map_err(|error| {
-            tracing::error!(error = format!("{error:#}"), "cannot read the conversation");
-            Stop::Failed("error_load")
-        })?;
-        match db::apps::model_context(&engine.pool, conversation_id).await {
-            Ok(Some(told)) => system.push_str(&prompt::app_context(&told)),
-            Ok(None) => {}
-            Err(error) => tracing::warn!(error = format!("{error:#}"), "cannot read what the apps told the model"),
+        let db::ForTurn { messages: history, app_context, attached } =
+            db::for_turn(&engine.pool, conversation_id).await.map_err(|error| {
+                tracing::error!(error = format!("{error:#}"), "cannot read the conversation");
+                Stop::Failed("error_load")
+            })?;
+        if let Some(told) = app_context {
+            system.push_str(&prompt::app_context(&told));
         }
-        let sent = db::attachments::sent(&engine.pool, conversation_id).await.map_err(|error| {
-            tracing::error!(error = format!("{error:#}"), "cannot read the conversation's attachments");
-            Stop::Failed("error_load")
-        })?;
+        let sent = if attached {
+            db::attachments::sent(&engine.pool, conversation_id).await.map_err(|error| {
+                tracing::error!(error = format!("{error:#}"), "cannot read the conversation's attachments");
+                Stop::Failed("error_load")
+            })?
+        } else {
+            Vec::new()
+        };
         let mut messages = vec![ChatMessage::System(system)];
         messages.extend(prompt::transcript(&history, &sent));
         if accepts_images {
