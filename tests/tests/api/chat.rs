@@ -234,23 +234,7 @@ async fn the_public_url_is_the_assistants_own_origin_behind_a_proxy() {
 async fn a_reply_the_database_refuses_still_ends_its_turn_and_the_next_turn_runs(db: Db) {
     let app = spawn_app(db).start().await;
     let pool = &app.state.pool;
-    let refuse = if pool.is_postgres() {
-        vec![
-            "CREATE FUNCTION refuse_hello() RETURNS trigger AS $$ BEGIN
-               IF NEW.role = 'assistant' AND NEW.content LIKE 'Hello!%' THEN RAISE EXCEPTION 'refused by the test'; END IF;
-               RETURN NEW; END $$ LANGUAGE plpgsql",
-            "CREATE TRIGGER refuse_hello BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION refuse_hello()",
-        ]
-    } else {
-        vec![
-            "CREATE TRIGGER refuse_hello BEFORE INSERT ON messages
-             WHEN NEW.role = 'assistant' AND NEW.content LIKE 'Hello!%'
-             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
-        ]
-    };
-    for statement in refuse {
-        sqlx::query(statement).execute(pool).await.unwrap();
-    }
+    refuse_replies_starting(pool, "Hello!").await;
     let token = app.demo_token("guest_refused").await;
     let first = app.turn(&token, None, "hello").await;
     assert_eq!(of(&first, "done")[0]["stop_reason"], "completed");
@@ -279,6 +263,30 @@ async fn a_reply_the_database_refuses_still_ends_its_turn_and_the_next_turn_runs
         .unwrap();
     let roles: Vec<&str> = roles.iter().map(|(r,)| r.as_str()).collect();
     assert_eq!(roles, ["user", "user", "assistant", "tool", "assistant"]);
+}
+
+/// Makes the database refuse every assistant message whose text starts
+/// with `prefix` (a trigger), as a database refuses a write it cannot take.
+async fn refuse_replies_starting(pool: &server::db::Pool, prefix: &str) {
+    let refuse = if pool.is_postgres() {
+        vec![
+            format!(
+                "CREATE FUNCTION refuse_reply() RETURNS trigger AS $$ BEGIN
+                   IF NEW.role = 'assistant' AND NEW.content LIKE '{prefix}%' THEN RAISE EXCEPTION 'refused by the test'; END IF;
+                   RETURN NEW; END $$ LANGUAGE plpgsql"
+            ),
+            "CREATE TRIGGER refuse_reply BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION refuse_reply()".into(),
+        ]
+    } else {
+        vec![format!(
+            "CREATE TRIGGER refuse_reply BEFORE INSERT ON messages
+             WHEN NEW.role = 'assistant' AND NEW.content LIKE '{prefix}%'
+             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+        )]
+    };
+    for statement in refuse {
+        sqlx::query(&statement).execute(pool).await.unwrap();
+    }
 }
 
 /// Writes that go together and are cut off midway (their caller gone while
@@ -416,23 +424,7 @@ async fn tool_results_are_saved_in_order_with_the_write_that_follows_them(db: Db
     // The reply is refused: the results it would have carried are saved on their own.
     let script = vec![Step::Call("lookup", json!({"q": "a"})), Step::Text("Refused reply.")];
     let rig = Rig::start(db, HostSpec::new(task_tools()), script, &[]).await;
-    let refuse = if rig.app.state.pool.is_postgres() {
-        vec![
-            "CREATE FUNCTION refuse_reply() RETURNS trigger AS $$ BEGIN
-               IF NEW.role = 'assistant' AND NEW.content LIKE 'Refused%' THEN RAISE EXCEPTION 'refused by the test'; END IF;
-               RETURN NEW; END $$ LANGUAGE plpgsql",
-            "CREATE TRIGGER refuse_reply BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION refuse_reply()",
-        ]
-    } else {
-        vec![
-            "CREATE TRIGGER refuse_reply BEFORE INSERT ON messages
-             WHEN NEW.role = 'assistant' AND NEW.content LIKE 'Refused%'
-             BEGIN SELECT RAISE(ABORT, 'refused by the test'); END",
-        ]
-    };
-    for statement in refuse {
-        sqlx::query(statement).execute(&rig.app.state.pool).await.unwrap();
-    }
+    refuse_replies_starting(&rig.app.state.pool, "Refused").await;
     let events = rig.say("look it up").await;
     assert_eq!(of(&events, "done")[0]["stop_reason"], "completed");
     let conversation = of(&events, "turn")[0]["conversation_id"].as_str().unwrap().to_owned();
