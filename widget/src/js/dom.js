@@ -118,7 +118,17 @@ export const newKey = () => "w" + Date.now().toString(36) + Math.random().toStri
 // picked with the paperclip, dropped on the panel or pasted goes to it
 // when the workspace takes attachments (the paperclip is there); an
 // image of a message opens larger through it.
-const attach = (how, what) => import("/widget/attach.js").then((m) => m[how](what));
+// One import for every call: each `import()` is a promise of its own, and
+// Chromium may settle a later one first (two files picked one after the
+// other came out in the wrong order); callbacks on one promise run in
+// order. A load that failed is tried again by the next call.
+let attachJs;
+const attachModule = () =>
+  (attachJs ||= import("/widget/attach.js").catch((e) => {
+    attachJs = null;
+    throw e;
+  }));
+const attach = (how, what) => attachModule().then((m) => m[how](what));
 const offer = (files) => {
   const list = [...(files || [])];
   if (list.length && document.querySelector(".ca-file")) attach("add", list);
