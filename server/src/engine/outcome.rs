@@ -78,14 +78,14 @@ impl Turn<'_> {
     /// loses it with the turn, as it would lose a result still running.
     pub(super) async fn deliver_held(&self, call_id: &str, outcome: ToolOutcome) -> String {
         let ToolOutcome { content, cards, component, app } = outcome;
-        let held = {
+        let (message_id, admitted) = {
             let mut progress = self.progress.lock();
             let admitted = progress.cards.admit(cards);
             let held = db::HeldResult::new(call_id, &content, &admitted);
-            progress.held_results.push(held.clone());
-            (held.id, admitted)
+            let id = held.id.clone();
+            progress.held_results.push(held);
+            (id, admitted)
         };
-        let (message_id, admitted) = held;
         self.show_outcome(call_id, &message_id, admitted, component, app).await;
         content
     }
