@@ -345,7 +345,7 @@ impl HostClient {
 
     async fn get(&self, target: &HostTarget, path: &'static str, scope: &ExecutionScope) -> Result<Value, HostError> {
         let url = with_scope(endpoint(&target.base_url, path), scope);
-        self.send(path, self.client_for(target)?.get(url).bearer_auth(target.secret.expose())).await
+        self.send(path, self.client_for(target)?.get(url).bearer_auth(target.secret.expose()).send()).await
     }
 
     async fn post(
@@ -359,7 +359,7 @@ impl HostClient {
     ) -> Result<Value, HostError> {
         let url = endpoint(&target.base_url, path);
         let body = ToolCallBody { tool, call_id, arguments, execution: scope };
-        self.send(path, self.client_for(target)?.post(url).bearer_auth(target.secret.expose()).json(&body)).await
+        self.send(path, self.client_for(target)?.post(url).bearer_auth(target.secret.expose()).json(&body).send()).await
     }
 
     /// A call as it came back, for the host checker: `GET {path}` with the
@@ -384,7 +384,7 @@ impl HostClient {
             Some(bearer) => request.bearer_auth(bearer),
             None => request,
         };
-        self.fetch(request).await
+        self.fetch(request.send()).await
     }
 
     /// The time a call may take.
@@ -393,14 +393,19 @@ impl HostClient {
     }
 
     /// Sends a request to the host's `endpoint`, timed (metrics).
-    async fn send(&self, endpoint: &'static str, request: reqwest::RequestBuilder) -> Result<Value, HostError> {
+    ///
+    /// These take the request already sent (`RequestBuilder::send`, 16
+    /// bytes) rather than its builder (272): each async layer keeps room for
+    /// its arguments as long as it runs, and a turn waiting on a host holds
+    /// all of them while it waits (issue #47: memory per open stream).
+    async fn send(&self, endpoint: &'static str, request: impl Sent) -> Result<Value, HostError> {
         let started = std::time::Instant::now();
         let answer = self.answer(request).await;
         crate::metrics::host_request(endpoint, started.elapsed(), answer.is_ok());
         answer
     }
 
-    async fn answer(&self, request: reqwest::RequestBuilder) -> Result<Value, HostError> {
+    async fn answer(&self, request: impl Sent) -> Result<Value, HostError> {
         let answer = self.fetch(request).await?;
         if !answer.ok() {
             let body = answer.json();
@@ -421,11 +426,11 @@ impl HostClient {
         answer.json().ok_or_else(|| HostError::Invalid("answer is not JSON".into()))
     }
 
-    /// Sends `request` and reads the answer whole (capped), within the timeout.
-    async fn fetch(&self, request: reqwest::RequestBuilder) -> Result<RawAnswer, HostError> {
+    /// Waits for `request`'s answer and reads it whole (capped), within the timeout.
+    async fn fetch(&self, request: impl Sent) -> Result<RawAnswer, HostError> {
         let started = std::time::Instant::now();
         let call = async {
-            let response = request.send().await.map_err(|e| HostError::Unreachable(error_chain(&e)))?;
+            let response = request.await.map_err(|e| HostError::Unreachable(error_chain(&e)))?;
             let status = response.status().as_u16();
             let location =
                 response.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).map(str::to_owned);
@@ -435,6 +440,10 @@ impl HostClient {
         tokio::time::timeout(self.timeout, call).await.map_err(|_| HostError::Timeout(self.timeout))?
     }
 }
+
+/// A request on its way to the host (what `RequestBuilder::send` returns).
+trait Sent: std::future::Future<Output = reqwest::Result<reqwest::Response>> + Send {}
+impl<F: std::future::Future<Output = reqwest::Result<reqwest::Response>> + Send> Sent for F {}
 
 /// True unless `ip` is a global unicast address a tool host may have.
 /// Every special-purpose range of the IANA registries is refused —

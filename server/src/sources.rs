@@ -545,7 +545,8 @@ pub fn offer(lists: Vec<Vec<ToolSpec>>) -> Vec<ToolSpec> {
             *sources_of.entry(tool.name.clone()).or_default() += 1;
         }
     }
-    let mut offered: Vec<ToolSpec> = Vec::new();
+    // Sized once: a turn keeps this list while it waits on a tool.
+    let mut offered: Vec<ToolSpec> = Vec::with_capacity(lists.iter().map(Vec::len).sum());
     for mut tool in lists.into_iter().flatten() {
         if sources_of.get(&tool.name).is_some_and(|n| *n > 1) {
             tool.name = format!("{}__{}", tool.origin.integration, tool.origin.name);

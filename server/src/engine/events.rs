@@ -156,7 +156,9 @@ async fn store(pool: Pool, turn_id: String, mut events: UnboundedReceiver<Stored
         }
         let rows: Vec<(u64, &str, &str)> =
             batch.iter().map(|(seq, kind, data)| (*seq, kind.as_str(), &**data)).collect();
-        if let Err(error) = db::turn_events::insert(&pool, &turn_id, &rows, crate::ids::now_ms()).await {
+        // Boxed: the task waits for the next event far longer than it writes,
+        // and would otherwise hold room for the write all the while.
+        if let Err(error) = Box::pin(db::turn_events::insert(&pool, &turn_id, &rows, crate::ids::now_ms())).await {
             tracing::warn!(error = format!("{error:#}"), turn_id, "cannot store the turn's events");
         }
     }

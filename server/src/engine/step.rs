@@ -58,7 +58,7 @@ impl Turn<'_> {
             usage.count(&caller.workspace_id, Metric::InputTokens, step.input_tokens);
             usage.count(&caller.workspace_id, Metric::OutputTokens, step.output_tokens);
             if step.finish == Some(Finish::ContentFilter) {
-                self.spend(step.tokens).await;
+                Box::pin(self.spend(step.tokens)).await;
             } else if step.tool_calls.is_empty() {
                 // The turn's last step: no later step reads the totals, so
                 // its tokens are counted with its reply (`close`).
@@ -76,7 +76,11 @@ impl Turn<'_> {
 
         let calls_json = serde_json::to_string(&step.tool_calls).expect("tool calls serialize");
         let asked = NewMessage::new(Role::Assistant, &step.text).with_tool_calls(calls_json);
-        let step_row = self.save_step(asked, if testing { 0 } else { step.tokens }).await.map_err(Stop::unsaved)?;
+        // Boxed, as the results' delivery below: a step's future holds room
+        // for its largest await while the tools run (thousands of turns may
+        // wait on a tool), and these writes are over before they start.
+        let step_row =
+            Box::pin(self.save_step(asked, if testing { 0 } else { step.tokens })).await.map_err(Stop::unsaved)?;
         self.progress.lock().step_text.clear();
         prepared.messages.push(ChatMessage::Assistant { text: step.text.clone(), tool_calls: step.tool_calls.clone() });
 
@@ -89,7 +93,7 @@ impl Turn<'_> {
         let outcomes = clock.waiting(futures::future::join_all(runs)).await;
         for (call, outcome) in step.tool_calls.iter().zip(outcomes) {
             let Some(outcome) = outcome else { continue };
-            let content = self.deliver_held(&call.id, outcome).await;
+            let content = Box::pin(self.deliver_held(&call.id, outcome)).await;
             prepared.messages.push(ChatMessage::Tool { call_id: call.id.clone(), content });
         }
 
@@ -101,7 +105,7 @@ impl Turn<'_> {
                     return Err(Stop::Limit(StopReason::PendingAction));
                 }
                 Err(content) => {
-                    let content = self.deliver_held(&call.id, ToolOutcome::answer(content)).await;
+                    let content = Box::pin(self.deliver_held(&call.id, ToolOutcome::answer(content))).await;
                     prepared.messages.push(ChatMessage::Tool { call_id: call.id.clone(), content });
                 }
             }

@@ -70,7 +70,8 @@ impl Turn<'_> {
                 if error.is_retryable() { StopReason::ModelUnavailable } else { StopReason::Error }
             }
         };
-        self.close(reason).await;
+        // Boxed too: the turn waits on its steps with room for this write.
+        Box::pin(self.close(reason)).await;
     }
 
     /// The host's tools and context (and a fresh preview of a `stale`
