@@ -94,6 +94,15 @@ export function storageTests(mode: Mode) {
       await host.goto(ws, "kim");
       await host.ask("hello there");
       await expect(host.lastReply.locator(".ca-md")).toBeVisible();
+      // The widget keeps the conversation as the server shows it once the
+      // reply is done (a fetch of its own): kept before the network goes.
+      await expect
+        .poll(async () => {
+          const kept = await record(page, ws, mode);
+          const view = kept ? JSON.parse(kept).view : null;
+          return view ? JSON.parse(view).messages.map((m: { text: string }) => m.text) : [];
+        })
+        .toContain("hello there");
 
       await queueOffline(context, host.widget, "written in the tunnel");
 
