@@ -65,6 +65,14 @@ pub enum SourceKind {
     Mcp(McpServer),
 }
 
+impl Source {
+    /// Whether a call tells anything while it runs (an MCP server's
+    /// progress and requests for input); a Remote Tools host never does.
+    pub fn tells_while_running(&self) -> bool {
+        matches!(self.kind, SourceKind::Mcp(_))
+    }
+}
+
 /// An MCP server as connected.
 pub struct McpServer {
     pub url: Url,
@@ -309,6 +317,19 @@ impl Sources {
         events: UnboundedSender<CallEvent>,
     ) -> Result<Read, HostError> {
         self.call(source, &tool.origin.name, call_id, arguments, scope, Some(events)).await
+    }
+
+    /// A read from a source that tells nothing while it runs (a Remote
+    /// Tools host): no channel for its events.
+    pub async fn read_quietly(
+        &self,
+        source: &Source,
+        tool: &ToolSpec,
+        call_id: &str,
+        arguments: &Value,
+        scope: &ExecutionScope,
+    ) -> Result<Read, HostError> {
+        self.call(source, &tool.origin.name, call_id, arguments, scope, None).await
     }
 
     /// Stages a change: what the user is shown before Apply. A Remote Tools

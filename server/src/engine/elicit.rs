@@ -29,6 +29,11 @@ impl Turn<'_> {
         arguments: &Value,
         scope: &ExecutionScope,
     ) -> Result<Read, HostError> {
+        if !source.tells_while_running() {
+            // No channel to watch: its first block (1.5 KB) would be held
+            // as long as the host takes (issue #47: memory per open stream).
+            return self.engine.sources.read_quietly(source, tool, &call.id, arguments, scope).await;
+        }
         let (events, mut told) = tokio::sync::mpsc::unbounded_channel();
         let read = self.engine.sources.read(source, tool, &call.id, arguments, scope, events);
         tokio::pin!(read);
