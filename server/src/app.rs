@@ -162,7 +162,14 @@ impl Application {
             tracing::info!(resealed, "secret key rotation: stored secrets sealed under CA_SECRET_KEY");
         }
         let pages = WidgetPages::new(leptos_options, model.is_demo);
-        let host = HostClient::new(config.limits.tool_timeout, config.allow_private_tool_hosts);
+        let host = HostClient::with_connections(
+            config.limits.tool_timeout,
+            config.allow_private_tool_hosts,
+            &crate::host::HostConnections {
+                calls_per_connection: config.tool_host_calls_per_connection,
+                extra_roots: config.tool_hosts_ca.clone(),
+            },
+        );
 
         // One Caddie (one OIDC cache, one HTTP client): its routes, its retry
         // task and the engine's turn-finished hook all share it.

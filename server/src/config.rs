@@ -26,6 +26,12 @@ pub struct Config {
     /// `CA_ALLOW_PRIVATE_MODEL_HOSTS=1`: a workspace's own model may be on
     /// a loopback/private address (a local Ollama or vLLM).
     pub allow_private_model_hosts: bool,
+    /// `CA_TOOL_HOST_CALLS_PER_CONNECTION`: tool calls in flight on one
+    /// HTTP/2 connection to a host before another is opened (default 100).
+    pub tool_host_calls_per_connection: usize,
+    /// `CA_TOOL_HOSTS_CA_FILE`: PEM certificates trusted for Remote Tools
+    /// hosts beside the system's (hosts behind a private CA), one per entry.
+    pub tool_hosts_ca: Vec<Vec<u8>>,
     /// `CA_SECRET_KEY`: 64 hex digits; otherwise a key file in the data dir.
     pub secret_key: Option<Secret>,
     /// `CA_SECRET_KEY_PREVIOUS`: after a rotation's switch, the old key: it
@@ -686,6 +692,12 @@ impl Config {
             rates,
             allow_private_tool_hosts: flag("CA_ALLOW_PRIVATE_TOOL_HOSTS", false)?,
             allow_private_model_hosts: flag("CA_ALLOW_PRIVATE_MODEL_HOSTS", false)?,
+            tool_host_calls_per_connection: usize::try_from(number("CA_TOOL_HOST_CALLS_PER_CONNECTION", 100, 1)?)
+                .map_err(|_| bad("CA_TOOL_HOST_CALLS_PER_CONNECTION", "too large".into()))?,
+            tool_hosts_ca: match get("CA_TOOL_HOSTS_CA_FILE") {
+                Some(path) => certificates(&path).map_err(|reason| bad("CA_TOOL_HOSTS_CA_FILE", reason))?,
+                None => Vec::new(),
+            },
             secret_key,
             secret_key_previous,
             secret_key_next,
@@ -780,6 +792,30 @@ fn is_loopback_host(url: &url::Url) -> bool {
     }
 }
 
+/// The certificates of a PEM file, each as its own PEM block, every one
+/// checked to read as X.509.
+fn certificates(path: &str) -> Result<Vec<Vec<u8>>, String> {
+    const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
+    const END: &str = "-----END CERTIFICATE-----";
+    let text = std::fs::read_to_string(path).map_err(|e| format!("`{path}` cannot be read: {e}"))?;
+    let mut found = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find(BEGIN) {
+        let Some(length) = rest[start..].find(END) else {
+            return Err(format!("`{path}` has a certificate without its END line"));
+        };
+        let pem = &rest[start..start + length + END.len()];
+        native_tls::Certificate::from_pem(pem.as_bytes())
+            .map_err(|e| format!("certificate {} of `{path}` does not read: {e}", found.len() + 1))?;
+        found.push(pem.as_bytes().to_vec());
+        rest = &rest[start + length + END.len()..];
+    }
+    if found.is_empty() {
+        return Err(format!("`{path}` holds no PEM certificate"));
+    }
+    Ok(found)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -795,6 +831,39 @@ mod tests {
         assert_eq!(roomy.max_concurrent_turns, 10_000);
         assert_eq!(roomy.fit_open_files(20_000), [("CA_MAX_CONCURRENT_TURNS", 6_581)]);
         assert_eq!(roomy.fit_open_files(10).first(), Some(&("CA_MAX_CONCURRENT_TURNS", 1)), "never 0");
+    }
+
+    #[test]
+    fn a_tool_hosts_ca_file_that_holds_no_usable_certificate_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path.display().to_string()
+        };
+        let cases = [
+            (dir.path().join("missing.pem").display().to_string(), "cannot be read"),
+            (path("empty.pem", "no certificate here\n"), "holds no PEM certificate"),
+            (path("cut.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n"), "without its END line"),
+            (
+                path(
+                    "garbage.pem",
+                    "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n",
+                ),
+                "certificate 1 of",
+            ),
+        ];
+        for (file, said) in cases {
+            let error = config(&[("CA_TOOL_HOSTS_CA_FILE", &file)]).unwrap_err();
+            assert_eq!(error.variable, "CA_TOOL_HOSTS_CA_FILE");
+            assert!(error.reason.contains(said), "{file}: {}", error.reason);
+        }
+        assert!(config(&[]).unwrap().tool_hosts_ca.is_empty());
+        assert_eq!(config(&[]).unwrap().tool_host_calls_per_connection, 100);
+        assert_eq!(
+            config(&[("CA_TOOL_HOST_CALLS_PER_CONNECTION", "0")]).unwrap_err().variable,
+            "CA_TOOL_HOST_CALLS_PER_CONNECTION"
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use url::Url;
 
+use crate::lanes::{Lanes, Seat};
 use crate::secret::Secret;
 
 /// Largest host answer read, in bytes.
@@ -192,31 +193,47 @@ pub struct HostClient {
     /// For hosts that must be public: it connects only to the public
     /// addresses its resolver returns (so a name cannot be re-pointed at
     /// loopback between a check and the call).
-    public: reqwest::Client,
+    public: Arc<Lanes>,
     /// For trusted hosts, or every host when private ones are allowed.
-    any: reqwest::Client,
+    any: Arc<Lanes>,
     allow_private: bool,
     timeout: Duration,
 }
 
+/// How a node's calls to Remote Tools hosts go (README, "Tool hosts over
+/// HTTP/2").
+#[derive(Clone, Debug)]
+pub struct HostConnections {
+    /// Calls in flight on one client (one HTTP/2 connection to a host)
+    /// before the next is used (`CA_TOOL_HOST_CALLS_PER_CONNECTION`).
+    pub calls_per_connection: usize,
+    /// PEM certificates trusted for hosts beside the system's
+    /// (`CA_TOOL_HOSTS_CA_FILE`: hosts behind a private CA).
+    pub extra_roots: Vec<Vec<u8>>,
+}
+
+impl Default for HostConnections {
+    fn default() -> Self {
+        Self { calls_per_connection: 100, extra_roots: Vec::new() }
+    }
+}
+
 /// Every outbound HTTP client starts here: reqwest with the process's one
-/// TLS connector. Left to itself, each `build()` makes its own connector
-/// and OpenSSL parses the system's whole CA bundle again (about half a
-/// billion instructions, ~0.15 s of CPU a client: a knowledge sync, a
-/// workspace's own model and every replica start paid it). At most 256
+/// TLS connector, over HTTP/1. Left to itself, each `build()` makes its own
+/// connector and OpenSSL parses the system's whole CA bundle again (about
+/// half a billion instructions, ~0.15 s of CPU a client: a knowledge sync,
+/// a workspace's own model and every replica start paid it). At most 256
 /// idle connections are kept per host: a burst of thousands of turns
 /// waiting on tools would otherwise keep as many sockets (and their
 /// buffers) open to the model afterwards.
 pub fn client_builder() -> reqwest::ClientBuilder {
     static TLS: std::sync::OnceLock<Option<native_tls::TlsConnector>> = std::sync::OnceLock::new();
-    let tls = TLS.get_or_init(|| match native_tls::TlsConnector::new() {
-        Ok(tls) => Some(tls),
-        Err(error) => {
-            // reqwest then builds its own, and says why the same way.
-            tracing::warn!(%error, "cannot set up TLS once for every client");
-            None
-        }
-    });
+    let tls = TLS.get_or_init(|| tls_connector(false, &[]));
+    preconfigured(tls.as_ref()).http1_only()
+}
+
+/// A client builder on `tls`, or on reqwest's own connector without one.
+fn preconfigured(tls: Option<&native_tls::TlsConnector>) -> reqwest::ClientBuilder {
     let builder = reqwest::Client::builder().pool_max_idle_per_host(256);
     match tls {
         Some(tls) => builder.tls_backend_preconfigured(tls.clone()),
@@ -224,13 +241,36 @@ pub fn client_builder() -> reqwest::ClientBuilder {
     }
 }
 
+/// A TLS connector: `h2` offers HTTP/2 by ALPN beside HTTP/1.1; `roots`
+/// are trusted beside the system's. None (reqwest then builds its own, and
+/// says why the same way) if OpenSSL cannot make one.
+fn tls_connector(h2: bool, roots: &[Vec<u8>]) -> Option<native_tls::TlsConnector> {
+    let mut builder = native_tls::TlsConnector::builder();
+    if h2 {
+        builder.request_alpns(&["h2", "http/1.1"]);
+    }
+    for pem in roots {
+        match native_tls::Certificate::from_pem(pem) {
+            Ok(certificate) => drop(builder.add_root_certificate(certificate)),
+            // The configuration checked each one (config.rs).
+            Err(error) => tracing::warn!(%error, "a configured CA certificate does not read"),
+        }
+    }
+    builder.build().inspect_err(|error| tracing::warn!(%error, "cannot set up TLS once for every client")).ok()
+}
+
 /// An HTTP client for tool sources: no redirects, no proxy, a connect
 /// timeout and our user agent. `public_only` connects only to the public
 /// addresses its resolver returns (so a name cannot be re-pointed at
 /// loopback between a check and the call). An idle connection is kept for
-/// 4 s. No total timeout: each call has its own.
+/// 4 s. No total timeout: each call has its own. HTTP/1 (MCP servers: a
+/// session's calls on one HTTP/2 connection would queue at its limit).
 pub fn tool_http_client(timeout: Duration, public_only: bool) -> reqwest::Client {
-    let mut builder = client_builder()
+    tool_client(client_builder(), timeout, public_only)
+}
+
+fn tool_client(builder: reqwest::ClientBuilder, timeout: Duration, public_only: bool) -> reqwest::Client {
+    let mut builder = builder
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .connect_timeout(timeout.min(Duration::from_secs(5)))
@@ -244,6 +284,18 @@ pub fn tool_http_client(timeout: Duration, public_only: bool) -> reqwest::Client
     builder.build().expect("the HTTP client configuration is valid")
 }
 
+/// Clients for Remote Tools hosts: HTTP/2 where the host offers it (TLS
+/// with ALPN), in lanes of `calls_per_connection` calls (lanes.rs).
+fn host_lanes(timeout: Duration, public_only: bool, connections: &HostConnections) -> Lanes {
+    static TLS: std::sync::OnceLock<Option<native_tls::TlsConnector>> = std::sync::OnceLock::new();
+    let tls = if connections.extra_roots.is_empty() {
+        TLS.get_or_init(|| tls_connector(true, &[])).clone()
+    } else {
+        tls_connector(true, &connections.extra_roots)
+    };
+    Lanes::new(connections.calls_per_connection, move || tool_client(preconfigured(tls.as_ref()), timeout, public_only))
+}
+
 #[derive(Serialize)]
 struct ToolCallBody<'a> {
     tool: &'a str,
@@ -255,19 +307,30 @@ struct ToolCallBody<'a> {
 
 impl HostClient {
     pub fn new(timeout: Duration, allow_private: bool) -> Self {
-        let any = tool_http_client(timeout, false);
-        let public = tool_http_client(timeout, true);
+        Self::with_connections(timeout, allow_private, &HostConnections::default())
+    }
+
+    pub fn with_connections(timeout: Duration, allow_private: bool, connections: &HostConnections) -> Self {
+        let any = Arc::new(host_lanes(timeout, false, connections));
+        let public = Arc::new(host_lanes(timeout, true, connections));
         Self { public, any, allow_private, timeout }
     }
 
-    fn client_for(&self, target: &HostTarget) -> Result<&reqwest::Client, HostError> {
+    /// A client for one call to `target`, and its seat in its lane (held
+    /// until the answer is read).
+    fn client_for(&self, target: &HostTarget) -> Result<(reqwest::Client, Seat), HostError> {
         if target.trusted || self.allow_private {
-            return Ok(&self.any);
+            return Ok(self.any.take());
         }
         if let Some(ip) = private_literal(&target.base_url) {
             return Err(HostError::Unreachable(format!("{ip} is a private address")));
         }
-        Ok(&self.public)
+        Ok(self.public.take())
+    }
+
+    /// How many clients (lanes) the calls to hosts have needed so far.
+    pub fn lanes(&self) -> usize {
+        self.any.count() + self.public.count()
     }
 
     /// `GET /tools`, filtered by the allowlist (empty = all).
@@ -345,7 +408,8 @@ impl HostClient {
 
     async fn get(&self, target: &HostTarget, path: &'static str, scope: &ExecutionScope) -> Result<Value, HostError> {
         let url = with_scope(endpoint(&target.base_url, path), scope);
-        self.send(path, self.client_for(target)?.get(url).bearer_auth(target.secret.expose()).send()).await
+        let (client, _seat) = self.client_for(target)?;
+        self.send(path, client.get(url).bearer_auth(target.secret.expose()).send()).await
     }
 
     async fn post(
@@ -359,7 +423,8 @@ impl HostClient {
     ) -> Result<Value, HostError> {
         let url = endpoint(&target.base_url, path);
         let body = ToolCallBody { tool, call_id, arguments, execution: scope };
-        self.send(path, self.client_for(target)?.post(url).bearer_auth(target.secret.expose()).json(&body).send()).await
+        let (client, _seat) = self.client_for(target)?;
+        self.send(path, client.post(url).bearer_auth(target.secret.expose()).json(&body).send()).await
     }
 
     /// A call as it came back, for the host checker: `GET {path}` with the
@@ -375,7 +440,7 @@ impl HostClient {
         body: Option<&Value>,
     ) -> Result<RawAnswer, HostError> {
         let url = endpoint(&target.base_url, path);
-        let client = self.client_for(target)?;
+        let (client, _seat) = self.client_for(target)?;
         let request = match body {
             Some(body) => client.post(url).json(body),
             None => client.get(with_scope(url, scope)),

@@ -36,6 +36,7 @@ pub mod host;
 pub mod http;
 pub mod ids;
 pub mod knowledge;
+pub mod lanes;
 pub mod limits;
 pub mod llm;
 pub mod markdown;

@@ -12,12 +12,17 @@
 //! `503` and `Retry-After` (what the node sheds beyond its capacity), or
 //! anything else (a failure: must be 0).
 //!
+//! `STREAMS_HOST=h2`: the tool host speaks HTTP/2 over TLS (its own CA,
+//! given to the server as `CA_TOOL_HOSTS_CA_FILE`), so the server's calls
+//! share connections; otherwise plain HTTP/1.1, a connection a call.
+//!
 //! Run: `scripts/streams.sh [LEVELS]` (default 1000,5000,10000).
 
 #[path = "common/mod.rs"]
 mod common;
+#[path = "../tls_host.rs"]
+mod tls_host;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -52,16 +57,31 @@ async fn main() {
         .map(|n| n.parse().expect("a number"))
         .collect();
     let capacity: u64 = args.next().map_or(10_000, |n| n.parse().expect("a number"));
-    // Each stream is two sockets here (the client's, and the tool host's
-    // end of the server's call), and the model's end of a few hundred.
+    // Each stream is two sockets here over HTTP/1.1 (the client's, and the
+    // tool host's end of the server's call), one over HTTP/2 (the calls
+    // share a connection per 100), and the model's end of a few hundred.
+    let h2 = std::env::var("STREAMS_HOST").is_ok_and(|h| h == "h2");
     let files = rlimit::increase_nofile_limit(u64::MAX).expect("the file limit can be read");
     let most = levels.iter().copied().max().unwrap_or(0);
-    assert!(files > 2 * most + 1024, "this process may open only {files} files: raise `ulimit -Hn` or ask for fewer");
+    let sockets = if h2 { most + most / 100 } else { 2 * most };
+    assert!(files > sockets + 1024, "this process may open only {files} files: raise `ulimit -Hn` or ask for fewer");
 
     let gate = Arc::new(Gate { waiting: AtomicU64::new(0), open: watch::channel(false).0 });
-    let host = slow_host(gate.clone()).await;
+    let ca = tls_host::TestCa::new("streams bench CA");
+    let ca_dir = tempfile::tempdir().unwrap();
+    let ca_file = ca_dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
+    let host = if h2 {
+        let (address, _) = tls_host::serve_tls(&ca, tls_host::Alpn::H2, slow_host(gate.clone())).await;
+        format!("https://{address}")
+    } else {
+        format!("http://{}", common::serve(slow_host(gate.clone())).await)
+    };
     let model = common::lookup_model(1).await;
-    println!("server: {binary}; CA_MAX_CONCURRENT_TURNS = CA_MAX_OPEN_STREAMS = {capacity}; a fresh server per level");
+    println!(
+        "server: {binary}; CA_MAX_CONCURRENT_TURNS = CA_MAX_OPEN_STREAMS = {capacity}; a fresh server per level; tool host {}",
+        if h2 { "HTTP/2 over TLS" } else { "HTTP/1.1" }
+    );
     println!(
         "| streams asked | open at once | resident memory per open stream | CPU while they wait | server files open | completed | refused (503 + Retry-After) | failed |"
     );
@@ -79,12 +99,13 @@ async fn main() {
             // A tool call may wait as long as the plateau lasts.
             ("CA_TOOL_TIMEOUT_MS", "120000".into()),
             ("CA_TURN_TIMEOUT_MS", "300000".into()),
+            ("CA_TOOL_HOSTS_CA_FILE", ca_file.display().to_string()),
         ]);
         let mut server = common::start_server(&binary, &[], port, model, &vars);
         let base = format!("http://127.0.0.1:{port}");
         let client = reqwest::Client::builder().pool_max_idle_per_host(usize::MAX).build().unwrap();
         common::wait_ready(&client, &base, Duration::from_secs(10)).await;
-        let (workspace, secret) = common::connected_workspace(&client, &base, host).await;
+        let (workspace, secret) = common::connected_workspace_at(&client, &base, &host).await;
         let pid = server.id();
         if level == 0 {
             eprintln!("the server's file limit: {}", nofile_limit(pid));
@@ -117,6 +138,8 @@ async fn main() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let open = gate.waiting.load(Ordering::SeqCst);
+        // For a profiler that should stop the server where the streams wait.
+        eprintln!("plateau: {open} streams waiting on the tool");
         let cpu_before = cpu_ms(pid);
         let plateau = Instant::now();
         let mut peak = 0;
@@ -187,7 +210,7 @@ async fn one_turn(client: &reqwest::Client, url: &str, token: &str, outcomes: &O
 /// A tool host whose `lookup` answers only once the gate opens and
 /// [`HOLD`] has passed since the call came — a turn's call: the contract
 /// checker's (run when the bench connects the host) is answered at once.
-async fn slow_host(gate: Arc<Gate>) -> SocketAddr {
+fn slow_host(gate: Arc<Gate>) -> axum::Router {
     let execute = move |Json(body): Json<Value>| {
         let gate = gate.clone();
         async move {
@@ -205,14 +228,16 @@ async fn slow_host(gate: Arc<Gate>) -> SocketAddr {
             answer
         }
     };
-    common::serve(
-        axum::Router::new()
-            .route("/tools", get(|| async { Json(json!({"tools": [{"name": "lookup", "verb": "get",
-                "description": "Look up", "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}}]})) }))
-            .route("/context", get(|| async { Json(json!({"page": "bench"})) }))
-            .route("/tools/execute", post(execute)),
-    )
-    .await
+    axum::Router::new()
+        .route(
+            "/tools",
+            get(|| async {
+                Json(json!({"tools": [{"name": "lookup", "verb": "get",
+            "description": "Look up", "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}}]}))
+            }),
+        )
+        .route("/context", get(|| async { Json(json!({"page": "bench"})) }))
+        .route("/tools/execute", post(execute))
 }
 
 /// The soft file limit of process `pid` (`/proc/PID/limits`).

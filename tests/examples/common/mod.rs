@@ -133,6 +133,11 @@ pub async fn wait_ready(client: &reqwest::Client, base: &str, within: Duration) 
 
 /// A new workspace connected to the tool host: its id and embed secret.
 pub async fn connected_workspace(client: &reqwest::Client, base: &str, host: SocketAddr) -> (String, String) {
+    connected_workspace_at(client, base, &format!("http://{host}")).await
+}
+
+/// [`connected_workspace`] for a host at `host_url` (an `https://` one, say).
+pub async fn connected_workspace_at(client: &reqwest::Client, base: &str, host_url: &str) -> (String, String) {
     let created: Value = client
         .post(format!("{base}/v1/workspaces"))
         .bearer_auth(ADMIN)
@@ -146,7 +151,7 @@ pub async fn connected_workspace(client: &reqwest::Client, base: &str, host: Soc
     client
         .post(format!("{base}/v1/integrations/generic-rest/connect"))
         .bearer_auth(created["api_key"].as_str().unwrap())
-        .json(&json!({"base_url": format!("http://{host}"), "secret": "s"}))
+        .json(&json!({"base_url": host_url, "secret": "s"}))
         .send()
         .await
         .unwrap()

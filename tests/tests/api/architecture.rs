@@ -17,6 +17,7 @@ const SERVER_LAYERS: &[(&str, &[&str])] = &[
         "services",
         &[
             "host",
+            "lanes",
             "mcp",
             "sources",
             "knowledge",

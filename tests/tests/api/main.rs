@@ -3,6 +3,8 @@
 
 mod documented;
 mod helpers;
+#[path = "../../tls_host.rs"]
+mod tls_host;
 
 mod actions;
 mod architecture;
@@ -21,6 +23,7 @@ mod embed;
 mod erasure;
 mod feedback;
 mod fuzzing;
+mod host_http2;
 mod idempotency;
 mod idp;
 mod keys;
