@@ -57,8 +57,8 @@ pub struct ToolSpec {
     #[serde(default)]
     pub description: String,
     pub verb: Verb,
-    #[serde(rename = "inputSchema", default = "empty_schema")]
-    pub input_schema: Value,
+    #[serde(rename = "inputSchema", default)]
+    pub input_schema: InputSchema,
     /// Our extension: the host lets a component's own buttons run this
     /// create or update at once, without a preview (`get` tools need not say so).
     #[serde(default)]
@@ -81,6 +81,44 @@ pub struct ToolOrigin {
     pub digest: String,
     /// The `ui://` resource of its own interactive UI (an MCP App), if it ships one.
     pub app: Option<String>,
+}
+
+/// A tool's `inputSchema`, kept as its compact JSON text and parsed where
+/// it is read (the arguments' check, the model's request). A turn holds the
+/// offered tools while it waits on one, and parsed, every object of a
+/// schema is a B-tree node of ~600 bytes however few its keys: a host with
+/// dozens of tools cost tens of KB a waiting turn (issue #47).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputSchema(Box<str>);
+
+impl InputSchema {
+    pub fn new(schema: &Value) -> Self {
+        Self(schema.to_string().into_boxed_str())
+    }
+
+    /// The schema as JSON.
+    pub fn value(&self) -> Value {
+        // Written by `new` from a `Value`: it always reads.
+        serde_json::from_str(&self.0).unwrap_or_else(|_| empty_schema())
+    }
+}
+
+impl Default for InputSchema {
+    fn default() -> Self {
+        Self::new(&empty_schema())
+    }
+}
+
+impl Serialize for InputSchema {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.value().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for InputSchema {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Value::deserialize(deserializer).map(|schema| Self::new(&schema))
+    }
 }
 
 fn empty_schema() -> Value {
@@ -347,11 +385,13 @@ impl HostClient {
             .ok_or_else(|| HostError::Invalid("GET /tools has no `tools` array".into()))?;
         let mut out: Vec<ToolSpec> = Vec::new();
         for raw in tools {
+            if raw.get("inputSchema").is_some_and(|schema| crate::schema::too_large(schema).is_some()) {
+                let name = raw.get("name").and_then(Value::as_str).unwrap_or_default();
+                tracing::warn!(tool = %name.chars().take(64).collect::<String>(), "skipping a tool whose inputSchema is too large or deep");
+                continue;
+            }
             // A malformed tool is skipped (and logged), not fatal to the turn.
             match serde_json::from_value::<ToolSpec>(raw.clone()) {
-                Ok(tool) if crate::schema::too_large(&tool.input_schema).is_some() => {
-                    tracing::warn!(tool = %tool.name.chars().take(64).collect::<String>(), "skipping a tool whose inputSchema is too large or deep")
-                }
                 Ok(tool) if valid_tool_name(&tool.name) && !out.iter().any(|t| t.name == tool.name) => {
                     if allowed.is_empty() || allowed.contains(&tool.name) {
                         out.push(tool);
@@ -685,6 +725,21 @@ mod tests {
             endpoint(&base, "tools/execute").as_str(),
             "https://app.example.com/internal/assistant/tools/execute"
         );
+    }
+
+    #[test]
+    fn a_tools_schema_is_kept_as_compact_text_and_reads_back_whole() {
+        let listed = serde_json::json!({"name": "lookup", "verb": "get", "inputSchema":
+            {"type": "object", "properties": {"q": {"type": "string", "description": "what"}}, "required": ["q"]}});
+        let tool: ToolSpec = serde_json::from_value(listed.clone()).unwrap();
+        assert_eq!(tool.input_schema.value(), listed["inputSchema"]);
+        assert_eq!(
+            &*tool.input_schema.0,
+            r#"{"properties":{"q":{"description":"what","type":"string"}},"required":["q"],"type":"object"}"#
+        );
+        assert_eq!(serde_json::to_value(&tool).unwrap()["inputSchema"], listed["inputSchema"]);
+        let bare: ToolSpec = serde_json::from_value(serde_json::json!({"name": "t", "verb": "get"})).unwrap();
+        assert_eq!(bare.input_schema.value(), serde_json::json!({"type": "object", "properties": {}}));
     }
 
     #[test]

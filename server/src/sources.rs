@@ -314,22 +314,9 @@ impl Sources {
         call_id: &str,
         arguments: &Value,
         scope: &ExecutionScope,
-        events: UnboundedSender<CallEvent>,
+        events: Option<UnboundedSender<CallEvent>>,
     ) -> Result<Read, HostError> {
-        self.call(source, &tool.origin.name, call_id, arguments, scope, Some(events)).await
-    }
-
-    /// A read from a source that tells nothing while it runs (a Remote
-    /// Tools host): no channel for its events.
-    pub async fn read_quietly(
-        &self,
-        source: &Source,
-        tool: &ToolSpec,
-        call_id: &str,
-        arguments: &Value,
-        scope: &ExecutionScope,
-    ) -> Result<Read, HostError> {
-        self.call(source, &tool.origin.name, call_id, arguments, scope, None).await
+        self.call(source, &tool.origin.name, call_id, arguments, scope, events).await
     }
 
     /// Stages a change: what the user is shown before Apply. A Remote Tools
@@ -523,7 +510,7 @@ fn listing(integration: &str, server: &McpServer, listed: &[Value], for_model: b
             name: name.to_owned(),
             description: text("/description").unwrap_or_default(),
             verb: verb(Hints::of(raw), server.trust_annotations, server.verbs.get(name).copied()),
-            input_schema,
+            input_schema: crate::host::InputSchema::new(&input_schema),
             direct: false,
             origin: ToolOrigin { app, ..origin(integration, name, title, raw) },
         });

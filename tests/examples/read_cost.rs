@@ -186,7 +186,8 @@ async fn main() {
         let tools = sources.tools(source, &scope).await.unwrap();
         let tool = tools.iter().find(|t| t.name == "lookup").unwrap();
         let read = async || {
-            let (events, _) = tokio::sync::mpsc::unbounded_channel();
+            // As the engine reads: a channel for what an MCP server tells.
+            let events = source.tells_while_running().then(|| tokio::sync::mpsc::unbounded_channel().0);
             let output: Value =
                 sources.read(source, tool, "call_bench", &arguments, &scope, events).await.unwrap().output;
             assert_eq!(output["text"], ANSWER);

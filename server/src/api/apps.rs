@@ -366,7 +366,7 @@ async fn call_tool(state: &ApiState, caller: &Caller, view: &AppView, params: &V
         tracing::info!(integration = %view.integration, tool = name, "an app asked for a tool it may not call");
         return Ok(AppAnswer::refused("this app may not call that tool"));
     };
-    if let Err(problems) = crate::schema::check(&tool.input_schema, &arguments) {
+    if let Err(problems) = crate::schema::check(&tool.input_schema.value(), &arguments) {
         return Ok(AppAnswer::error(-32602, format!("the arguments do not fit the tool's inputSchema: {problems}")));
     }
     if tool.verb != Verb::Get {

@@ -95,7 +95,7 @@ async fn call_tool(
             "this tool changes data and the app does not let a component's buttons run it; ask in the chat".into(),
         ));
     }
-    if let Err(problems) = crate::schema::check(&tool.input_schema, &arguments) {
+    if let Err(problems) = crate::schema::check(&tool.input_schema.value(), &arguments) {
         return Err(ApiError::BadRequest(format!("the arguments do not fit the tool's inputSchema: {problems}")));
     }
     tracing::info!(component_id = %row.id, tool = %tool.name, request_id, "component tool call");

@@ -39,7 +39,7 @@ impl Turn<'_> {
     /// that is not one of this conversation's attachments is refused, in
     /// words for the model.
     pub(super) async fn with_attachment_links(&self, tool: &ToolSpec, arguments: &Value) -> Result<Value, String> {
-        let fields = attachment_fields(&tool.input_schema);
+        let fields = attachment_fields(&tool.input_schema.value());
         if fields.is_empty() {
             return Ok(arguments.clone());
         }

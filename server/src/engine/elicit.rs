@@ -32,10 +32,10 @@ impl Turn<'_> {
         if !source.tells_while_running() {
             // No channel to watch: its first block (1.5 KB) would be held
             // as long as the host takes (issue #47: memory per open stream).
-            return self.engine.sources.read_quietly(source, tool, &call.id, arguments, scope).await;
+            return self.engine.sources.read(source, tool, &call.id, arguments, scope, None).await;
         }
         let (events, mut told) = tokio::sync::mpsc::unbounded_channel();
-        let read = self.engine.sources.read(source, tool, &call.id, arguments, scope, events);
+        let read = self.engine.sources.read(source, tool, &call.id, arguments, scope, Some(events));
         tokio::pin!(read);
         let mut open: Vec<(String, Elicitation)> = Vec::new();
         let mut tick = tokio::time::interval(POLL);

@@ -65,7 +65,7 @@ fn check<'a>(call: &ToolCall, tools: &'a [ToolSpec]) -> Result<(&'a ToolSpec, Va
             _ => return Err(tool_error("the arguments are not a JSON object", "invalid_arguments")),
         }
     };
-    if let Err(problems) = crate::schema::check(&tool.input_schema, &arguments) {
+    if let Err(problems) = crate::schema::check(&tool.input_schema.value(), &arguments) {
         return Err(tool_error(
             &format!("the arguments do not fit the tool's inputSchema: {problems}"),
             "invalid_arguments",

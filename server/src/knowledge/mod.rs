@@ -388,7 +388,7 @@ pub fn tool_spec() -> crate::host::ToolSpec {
             use it. Returns passages, each with an id such as S1 to cite."
             .into(),
         verb: widget::wire::Verb::Get,
-        input_schema: serde_json::json!({
+        input_schema: crate::host::InputSchema::new(&serde_json::json!({
             "type": "object",
             "properties": {
                 "query": {
@@ -400,7 +400,7 @@ pub fn tool_spec() -> crate::host::ToolSpec {
             },
             "required": ["query"],
             "additionalProperties": false
-        }),
+        })),
         direct: false,
         origin: crate::host::ToolOrigin {
             integration: INTEGRATION.into(),

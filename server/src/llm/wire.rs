@@ -90,7 +90,7 @@ pub fn body(model: &str, messages: &[ChatMessage], tools: &[ToolSpec], names: &T
                 json!({ "type": "function", "function": {
                     "name": names.wire(&tool.name),
                     "description": tool.description,
-                    "parameters": object_schema(&tool.input_schema),
+                    "parameters": object_schema(&tool.input_schema.value()),
                 }})
             })
             .collect();

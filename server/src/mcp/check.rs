@@ -113,7 +113,7 @@ async fn reads(report: &mut Report, seen: &Seen<'_>) {
     let mut slowest = Duration::ZERO;
     let mut problems = Vec::new();
     for tool in gets {
-        let arguments = sample(&tool.input_schema).as_object().cloned().unwrap_or_default();
+        let arguments = sample(&tool.input_schema.value()).as_object().cloned().unwrap_or_default();
         let started = Instant::now();
         let answer = seen.server.call(&tool.origin.name, arguments, seen.meta.clone()).await;
         slowest = slowest.max(started.elapsed());

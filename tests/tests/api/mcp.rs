@@ -653,7 +653,7 @@ async fn reads_through_the_sources_reuse_a_kept_connection() {
 
     for i in 0..20 {
         let (events, _) = tokio::sync::mpsc::unbounded_channel();
-        let read = sources.read(&source, tool, &format!("call_{i}"), &json!({}), &scope, events).await.unwrap();
+        let read = sources.read(&source, tool, &format!("call_{i}"), &json!({}), &scope, Some(events)).await.unwrap();
         assert_eq!(read.output["text"], "Order 7 shipped.", "{}", read.output);
     }
 
