@@ -36,6 +36,9 @@ use tokio::sync::watch;
 
 /// The plateau: every stream waiting on the tool, this long at least.
 const HOLD: Duration = Duration::from_secs(5);
+/// Time for the server's writes of the ramp to drain before the plateau
+/// is measured.
+const SETTLE: Duration = Duration::from_secs(2);
 /// New streams opened per second while a level ramps up (the listen
 /// backlog and the loopback's SYN queue take bursts of about this size).
 const OPEN_PER_SECOND: u64 = 4_000;
@@ -138,6 +141,10 @@ async fn main() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let open = gate.waiting.load(Ordering::SeqCst);
+        // The calls can all reach the host before the server has written
+        // what the turns did so far (their steps, the calls' start): a
+        // backlog of writes, not waiting streams. Measured after it.
+        tokio::time::sleep(SETTLE).await;
         // For a profiler that should stop the server where the streams wait.
         eprintln!("plateau: {open} streams waiting on the tool");
         let cpu_before = cpu_ms(pid);
