@@ -793,7 +793,9 @@ fn is_loopback_host(url: &url::Url) -> bool {
 }
 
 /// The certificates of a PEM file, each as its own PEM block, every one
-/// checked to read as X.509.
+/// checked to read as X.509. Split here rather than by native-tls's
+/// `Certificate::stack_from_pem`, whose error does not say which
+/// certificate of a bundle is broken, nor that one was cut short.
 fn certificates(path: &str) -> Result<Vec<Vec<u8>>, String> {
     const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
     const END: &str = "-----END CERTIFICATE-----";

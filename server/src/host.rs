@@ -322,16 +322,27 @@ fn tool_client(builder: reqwest::ClientBuilder, timeout: Duration, public_only: 
     builder.build().expect("the HTTP client configuration is valid")
 }
 
-/// Clients for Remote Tools hosts: HTTP/2 where the host offers it (TLS
-/// with ALPN), in lanes of `calls_per_connection` calls (lanes.rs).
-fn host_lanes(timeout: Duration, public_only: bool, connections: &HostConnections) -> Lanes {
+/// The TLS connector for Remote Tools hosts: HTTP/2 offered by ALPN, and
+/// the configured roots. Without extra roots, one for the process (each
+/// new one parses the system's CA bundle again).
+fn host_tls(connections: &HostConnections) -> Option<native_tls::TlsConnector> {
     static TLS: std::sync::OnceLock<Option<native_tls::TlsConnector>> = std::sync::OnceLock::new();
-    let tls = if connections.extra_roots.is_empty() {
+    if connections.extra_roots.is_empty() {
         TLS.get_or_init(|| tls_connector(true, &[])).clone()
     } else {
         tls_connector(true, &connections.extra_roots)
-    };
-    Lanes::new(connections.calls_per_connection, move || tool_client(preconfigured(tls.as_ref()), timeout, public_only))
+    }
+}
+
+/// Clients for Remote Tools hosts on `tls`, in lanes of
+/// `calls_per_connection` calls (lanes.rs).
+fn host_lanes(
+    timeout: Duration,
+    public_only: bool,
+    tls: Option<native_tls::TlsConnector>,
+    calls_per_connection: usize,
+) -> Lanes {
+    Lanes::new(calls_per_connection, move || tool_client(preconfigured(tls.as_ref()), timeout, public_only))
 }
 
 #[derive(Serialize)]
@@ -349,8 +360,10 @@ impl HostClient {
     }
 
     pub fn with_connections(timeout: Duration, allow_private: bool, connections: &HostConnections) -> Self {
-        let any = Arc::new(host_lanes(timeout, false, connections));
-        let public = Arc::new(host_lanes(timeout, true, connections));
+        let tls = host_tls(connections);
+        let per = connections.calls_per_connection;
+        let any = Arc::new(host_lanes(timeout, false, tls.clone(), per));
+        let public = Arc::new(host_lanes(timeout, true, tls, per));
         Self { public, any, allow_private, timeout }
     }
 
@@ -364,11 +377,6 @@ impl HostClient {
             return Err(HostError::Unreachable(format!("{ip} is a private address")));
         }
         Ok(self.public.take())
-    }
-
-    /// How many clients (lanes) the calls to hosts have needed so far.
-    pub fn lanes(&self) -> usize {
-        self.any.count() + self.public.count()
     }
 
     /// `GET /tools`, filtered by the allowlist (empty = all).

@@ -69,7 +69,7 @@ impl Lanes {
         (lane.client.clone(), Seat(lane.in_flight.clone()))
     }
 
-    /// How many lanes there are (tests, metrics).
+    /// How many lanes there are.
     pub fn count(&self) -> usize {
         self.lanes.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).len()
     }
