@@ -8,6 +8,9 @@
 //!
 //! Run: `scripts/bench-cost.sh` (`BENCH_CALLGRIND=1` adds the instruction
 //! count; `BENCH_DATABASE=postgres` runs on a fresh PostgreSQL database).
+//! `turn_cost --peer scripts/peer/server.mjs` measures the same turns,
+//! against the same fakes, served by the Vercel AI SDK in Node
+//! (`scripts/bench-peer.sh` runs both, alternated).
 //! Each turn begins a conversation of its own unless
 //! `BENCH_TURNS_PER_CONVERSATION=N` (a conversation's first turn, then
 //! N − 1 later turns in it, each sent once the one before has ended).
@@ -15,8 +18,9 @@
 #[path = "common/mod.rs"]
 mod common;
 
+use std::future::Future;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{cpu_ms, user_system_ms};
@@ -28,7 +32,11 @@ const TOOL_STEPS: usize = 1;
 #[tokio::main]
 async fn main() {
     let mut args = std::env::args().skip(1);
-    let binary = args.next().expect("usage: turn_cost <server binary> [cpu|callgrind]");
+    let binary = args.next().expect("usage: turn_cost <server binary> [cpu|callgrind] | turn_cost --peer <server.mjs>");
+    if binary == "--peer" {
+        let script = args.next().expect("usage: turn_cost --peer <scripts/peer/server.mjs>");
+        return peer(&script).await;
+    }
     let mode = args.next().unwrap_or_else(|| "cpu".into());
     let host = common::lookup_host().await;
     let model = common::lookup_model(TOOL_STEPS).await;
@@ -64,33 +72,15 @@ async fn main() {
         "server: {binary}; database: {}; turns per conversation: {per_conversation}",
         std::env::var("BENCH_DATABASE_URL").map_or("sqlite", |_| "postgres")
     );
-    let run = |concurrency, turns| run(&client, &base, &workspace, &secret, concurrency, turns, per_conversation);
+    let target = Target::Ours { workspace: &workspace, secret: &secret };
+    let run = |concurrency, turns| run(&client, &base, &target, concurrency, turns, per_conversation);
 
     // Warm up connections, caches and the database.
     run(4, 40).await;
 
     match mode.as_str() {
         "cpu" => {
-            println!("| concurrent conversations | turns | turns/s | server CPU per turn | of which user / system |");
-            println!("|---|---|---|---|---|");
-            for (concurrency, turns) in [(1, 1000), (10, 3000)] {
-                let (user, system) = user_system_ms(pid);
-                let started = Instant::now();
-                run(concurrency, turns).await;
-                let elapsed = started.elapsed();
-                let (user_after, system_after) = user_system_ms(pid);
-                let per_turn = |ms: f64| ms / turns as f64;
-                println!(
-                    "| {concurrency} | {turns} | {:.0} | {:.2} ms | {:.2} / {:.2} ms |",
-                    turns as f64 / elapsed.as_secs_f64(),
-                    per_turn(user_after - user + system_after - system),
-                    per_turn(user_after - user),
-                    per_turn(system_after - system),
-                );
-            }
-            let before = cpu_ms(pid);
-            tokio::time::sleep(Duration::from_secs(5)).await;
-            println!("idle: {:.1} ms of CPU per second", (cpu_ms(pid) - before) / 5.0);
+            cpu_table(pid, run).await;
             common::stop(&mut server);
         }
         _ => {
@@ -116,6 +106,79 @@ async fn main() {
     }
 }
 
+/// The same turns served by the Vercel AI SDK (`scripts/peer/server.mjs`
+/// in Node), against the same model and tool host fakes: the peer's CPU
+/// per turn, in the same table as ours.
+async fn peer(script: &str) {
+    let host = common::lookup_host().await;
+    let model = common::lookup_model(TOOL_STEPS).await;
+    let port = common::free_port();
+    // Its errors go to ours; the guard stops it if a check here fails.
+    let server = KillOnDrop(
+        Command::new("node")
+            .arg(script)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("NODE_ENV", "production")
+            .env("PORT", port.to_string())
+            .env("TOOL_HOST", format!("http://{host}"))
+            .env("OPENAI_BASE_URL", format!("http://{model}/v1"))
+            .env("OPENAI_API_KEY", "bench")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("node starts (is Node.js on PATH?)"),
+    );
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::builder().pool_max_idle_per_host(200).build().unwrap();
+    common::wait_ready(&client, &base, Duration::from_secs(30)).await;
+    let node =
+        Command::new("node").arg("--version").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    println!("peer: {script} (Vercel AI SDK) on Node {}", node.unwrap_or_default());
+    let run = |concurrency, turns| run(&client, &base, &Target::Peer, concurrency, turns, 1);
+    // V8 compiles a function once it has run hot, and its first turns
+    // are slower: the peer warms up longer than ours (200 turns, not 40).
+    run(4, 200).await;
+    cpu_table(server.0.id(), run).await;
+}
+
+/// A child process stopped when this goes out of scope, a panic included.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        common::stop(&mut self.0);
+    }
+}
+
+/// Runs 1,000 turns one at a time, then 3,000 ten at a time, and prints
+/// the server's CPU per turn for each, then its CPU while idle.
+async fn cpu_table<F, R>(pid: u32, run: F)
+where
+    F: Fn(usize, usize) -> R,
+    R: Future<Output = ()>,
+{
+    println!("| concurrent conversations | turns | turns/s | server CPU per turn | of which user / system |");
+    println!("|---|---|---|---|---|");
+    for (concurrency, turns) in [(1, 1000), (10, 3000)] {
+        let (user, system) = user_system_ms(pid);
+        let started = Instant::now();
+        run(concurrency, turns).await;
+        let elapsed = started.elapsed();
+        let (user_after, system_after) = user_system_ms(pid);
+        let per_turn = |ms: f64| ms / turns as f64;
+        println!(
+            "| {concurrency} | {turns} | {:.0} | {:.2} ms | {:.2} / {:.2} ms |",
+            turns as f64 / elapsed.as_secs_f64(),
+            per_turn(user_after - user + system_after - system),
+            per_turn(user_after - user),
+            per_turn(system_after - system),
+        );
+    }
+    let before = cpu_ms(pid);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    println!("idle: {:.1} ms of CPU per second", (cpu_ms(pid) - before) / 5.0);
+}
+
 fn callgrind_control(args: &[&str]) {
     let status = Command::new("callgrind_control").args(args).stdout(std::process::Stdio::null()).status();
     assert!(status.is_ok_and(|s| s.success()), "callgrind_control {args:?} failed");
@@ -136,15 +199,23 @@ fn dumped_instructions(dir: &Path, pid: u32) -> u64 {
         .expect("the dump has a summary")
 }
 
+/// Who serves the turns.
+enum Target<'a> {
+    /// Our server, in a workspace connected to the tool host.
+    Ours { workspace: &'a str, secret: &'a str },
+    /// `scripts/peer/server.mjs`: UI messages in, the Vercel AI SDK's UI
+    /// message stream out.
+    Peer,
+}
+
 /// Runs `turns` turns, `concurrency` conversations at a time, each of
 /// its own user in English (the widget names the visitor's language with
 /// every turn), `per_conversation` turns to a conversation; checks that
-/// every one completed.
+/// every one completed, its tool called.
 async fn run(
     client: &reqwest::Client,
     base: &str,
-    workspace: &str,
-    secret: &str,
+    target: &Target<'_>,
     concurrency: usize,
     turns: usize,
     per_conversation: usize,
@@ -152,19 +223,40 @@ async fn run(
     let per_worker = turns / concurrency;
     let workers = (0..concurrency).map(|w| {
         let client = client.clone();
-        let token = server::auth::mint(workspace, secret, &format!("cost_{w}"), &[], 3600);
-        let url = format!("{base}/v1/chat/turns");
+        let (url, token) = match target {
+            Target::Ours { workspace, secret } => (
+                format!("{base}/v1/chat/turns"),
+                Some(server::auth::mint(workspace, secret, &format!("cost_{w}"), &[], 3600)),
+            ),
+            Target::Peer => (format!("{base}/turn"), None),
+        };
         async move {
             let mut conversation: Option<String> = None;
             for turn in 0..per_worker {
-                let mut request = json!({"message": "look it up", "lang": "en"});
+                let mut request = match target {
+                    Target::Ours { .. } => json!({"message": "look it up", "lang": "en"}),
+                    Target::Peer => json!({"messages": [{"id": format!("m{w}_{turn}"), "role": "user",
+                        "parts": [{"type": "text", "text": "look it up"}]}]}),
+                };
                 if turn % per_conversation != 0 {
                     request["conversation_id"] = json!(conversation.as_deref().expect("the first turn named it"));
                 }
-                let body =
-                    client.post(&url).bearer_auth(&token).json(&request).send().await.unwrap().text().await.unwrap();
-                assert!(body.contains(r#""stop_reason":"completed""#), "{body}");
-                if turn % per_conversation == 0 {
+                let mut send = client.post(&url).json(&request);
+                if let Some(token) = &token {
+                    send = send.bearer_auth(token);
+                }
+                let body = send.send().await.unwrap().text().await.unwrap();
+                match target {
+                    Target::Ours { .. } => assert!(
+                        body.contains("event: display") && body.contains(r#""stop_reason":"completed""#),
+                        "{body}"
+                    ),
+                    Target::Peer => assert!(
+                        body.contains(r#""type":"tool-output-available""#) && body.contains(r#""finishReason":"stop""#),
+                        "{body}"
+                    ),
+                }
+                if turn % per_conversation == 0 && per_conversation > 1 {
                     conversation = Some(conversation_of(&body));
                 }
             }
