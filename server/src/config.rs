@@ -30,7 +30,8 @@ pub struct Config {
     /// HTTP/2 connection to a host before another is opened (default 100).
     pub tool_host_calls_per_connection: usize,
     /// `CA_TOOL_HOSTS_CA_FILE`: PEM certificates trusted for Remote Tools
-    /// hosts beside the system's (hosts behind a private CA), one per entry.
+    /// hosts and MCP servers beside the system's (behind a private CA), one
+    /// per entry.
     pub tool_hosts_ca: Vec<Vec<u8>>,
     /// `CA_SECRET_KEY`: 64 hex digits; otherwise a key file in the data dir.
     pub secret_key: Option<Secret>,
@@ -796,7 +797,7 @@ fn is_loopback_host(url: &url::Url) -> bool {
 /// checked to read as X.509. Split here rather than by native-tls's
 /// `Certificate::stack_from_pem`, whose error does not say which
 /// certificate of a bundle is broken, nor that one was cut short.
-fn certificates(path: &str) -> Result<Vec<Vec<u8>>, String> {
+pub fn certificates(path: &str) -> Result<Vec<Vec<u8>>, String> {
     const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
     const END: &str = "-----END CERTIFICATE-----";
     let text = std::fs::read_to_string(path).map_err(|e| format!("`{path}` cannot be read: {e}"))?;

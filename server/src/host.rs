@@ -234,6 +234,9 @@ pub struct HostClient {
     public: Arc<Lanes>,
     /// For trusted hosts, or every host when private ones are allowed.
     any: Arc<Lanes>,
+    /// For MCP servers when `extra_roots` are configured: HTTP/1 (no `h2`
+    /// offered), trusting them beside the system's.
+    mcp_tls: Option<native_tls::TlsConnector>,
     allow_private: bool,
     timeout: Duration,
 }
@@ -245,8 +248,8 @@ pub struct HostConnections {
     /// Calls in flight on one client (one HTTP/2 connection to a host)
     /// before the next is used (`CA_TOOL_HOST_CALLS_PER_CONNECTION`).
     pub calls_per_connection: usize,
-    /// PEM certificates trusted for hosts beside the system's
-    /// (`CA_TOOL_HOSTS_CA_FILE`: hosts behind a private CA).
+    /// PEM certificates trusted for Remote Tools hosts and MCP servers
+    /// beside the system's (`CA_TOOL_HOSTS_CA_FILE`: a private CA).
     pub extra_roots: Vec<Vec<u8>>,
 }
 
@@ -364,7 +367,18 @@ impl HostClient {
         let per = connections.calls_per_connection;
         let any = Arc::new(host_lanes(timeout, false, tls.clone(), per));
         let public = Arc::new(host_lanes(timeout, true, tls, per));
-        Self { public, any, allow_private, timeout }
+        let mcp_tls =
+            (!connections.extra_roots.is_empty()).then(|| tls_connector(false, &connections.extra_roots)).flatten();
+        Self { public, any, mcp_tls, allow_private, timeout }
+    }
+
+    /// A client for MCP servers ([`tool_http_client`]), trusting the
+    /// configured CA certificates as Remote Tools calls do.
+    pub fn mcp_http_client(&self, public_only: bool) -> reqwest::Client {
+        match &self.mcp_tls {
+            Some(tls) => tool_client(preconfigured(Some(tls)).http1_only(), self.timeout, public_only),
+            None => tool_http_client(self.timeout, public_only),
+        }
     }
 
     /// A client for one call to `target`, and its seat in its lane (held

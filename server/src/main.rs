@@ -209,9 +209,10 @@ async fn check_host(args: &[String]) -> ExitCode {
             }
         },
     };
-    let timeout = std::env::var("CA_TOOL_TIMEOUT_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
-    // Run by the host's developer against their own server: a private address is allowed.
-    let client = server::host::HostClient::new(std::time::Duration::from_millis(timeout), true);
+    let client = match checker_client() {
+        Ok(client) => client,
+        Err(code) => return code,
+    };
     let target = server::host::HostTarget { base_url, secret: server::secret::Secret::new(secret), trusted: false };
     let report = server::checker::check(&client, &target).await;
     if json {
@@ -250,12 +251,10 @@ async fn check_mcp(args: &[String], json: bool) -> ExitCode {
         },
         _ => Default::default(),
     };
-    let timeout = std::env::var("CA_TOOL_TIMEOUT_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
-    // Run by the host's developer against their own server: a private address is allowed.
-    let sources = server::sources::Sources::new(
-        server::host::HostClient::new(std::time::Duration::from_millis(timeout), true),
-        true,
-    );
+    let sources = match checker_client() {
+        Ok(client) => server::sources::Sources::new(client, true),
+        Err(code) => return code,
+    };
     let target = server::sources::McpServer {
         url,
         headers: headers.into_iter().collect(),
@@ -275,6 +274,23 @@ async fn check_mcp(args: &[String], json: bool) -> ExitCode {
         print!("{}", report.text());
     }
     if report.failed() { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+/// The client `check-host` calls with: run by the host's developer
+/// against their own server, so a private address is allowed; the CA
+/// certificates of `CA_TOOL_HOSTS_CA_FILE` trusted as the server trusts
+/// them; `CA_TOOL_TIMEOUT_MS` a call (default 10 s).
+fn checker_client() -> Result<server::host::HostClient, ExitCode> {
+    let timeout = std::env::var("CA_TOOL_TIMEOUT_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
+    let extra_roots = match std::env::var("CA_TOOL_HOSTS_CA_FILE") {
+        Ok(path) if !path.trim().is_empty() => server::config::certificates(&path).map_err(|reason| {
+            eprintln!("context-assistant: CA_TOOL_HOSTS_CA_FILE: {reason}");
+            ExitCode::from(2)
+        })?,
+        _ => Vec::new(),
+    };
+    let connections = server::host::HostConnections { extra_roots, ..Default::default() };
+    Ok(server::host::HostClient::with_connections(std::time::Duration::from_millis(timeout), true, &connections))
 }
 
 fn read_secret() -> std::io::Result<String> {

@@ -28,7 +28,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use url::Url;
 use widget::wire::Verb;
 
-use crate::host::{ExecutionScope, HostClient, HostError, HostTarget, ToolOrigin, ToolSpec, tool_http_client};
+use crate::host::{ExecutionScope, HostClient, HostError, HostTarget, ToolOrigin, ToolSpec};
 use crate::mcp::classify::{Hints, verb};
 pub use crate::mcp::client::{CallEvent, ElicitAnswer, Elicitation};
 use crate::mcp::client::{Endpoint, McpError};
@@ -134,8 +134,8 @@ impl Sources {
         // Go's servers turn it off) holds its answer's last write until our
         // delayed ACK, 40 ms, on a kept connection — its own choice to fix
         // (docs/benchmarks.md, "A read over MCP").
-        let any_http = tool_http_client(timeout, false);
-        let public_http = tool_http_client(timeout, true);
+        let any_http = host.mcp_http_client(false);
+        let public_http = host.mcp_http_client(true);
         Self { host, connections: Connections::default(), public_http, any_http, allow_private, timeout }
     }
 

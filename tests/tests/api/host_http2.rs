@@ -2,7 +2,8 @@
 //! ALPN carries a node's calls as streams of a few connections, a
 //! connection's share is capped so no call waits behind others, a host
 //! behind a private CA is trusted only through `CA_TOOL_HOSTS_CA_FILE`,
-//! and an HTTP/1.1-only host is called as before.
+//! and an HTTP/1.1-only host is called as before. An MCP server behind
+//! the same private CA is trusted through the same file.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -162,4 +163,118 @@ async fn a_host_that_speaks_only_http1_over_tls_is_called_as_before() {
     let output = client.execute(&target(&base), "lookup", "call_1", &json!({"q": "one"}), &scope()).await.unwrap();
     assert_eq!(output["q"], "one");
     assert_eq!(seen.lock().unwrap().clone(), vec![("execute".to_owned(), Version::HTTP_11)]);
+}
+
+/// A shop's MCP server (rmcp's server side) over TLS, its certificate
+/// signed by `ca`; its endpoint as a source.
+async fn mcp_shop(ca: &TestCa) -> (crate::mcp::Shop, server::sources::Source) {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+    use server::sources::{McpServer, Source, SourceKind};
+    let shop = crate::mcp::Shop::default();
+    let served = shop.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(served.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let (address, _) = serve_tls(ca, Alpn::Http1, axum::Router::new().nest_service("/mcp", service)).await;
+    let url = url::Url::parse(&format!("https://{address}/mcp")).unwrap();
+    let source = Source {
+        workspace_id: "ws_h2".into(),
+        name: "shop".into(),
+        url: url.to_string(),
+        version: 1,
+        allowed_tools: Vec::new(),
+        kind: SourceKind::Mcp(McpServer {
+            url,
+            headers: Vec::new(),
+            trust_annotations: true,
+            verbs: Default::default(),
+        }),
+    };
+    (shop, source)
+}
+
+#[tokio::test]
+async fn an_mcp_server_behind_the_private_ca_is_trusted_through_the_same_file() {
+    use server::sources::Sources;
+    let ca = TestCa::new("Context Assistant test CA");
+    let (shop, source) = mcp_shop(&ca).await;
+
+    // Without the CA (the system's roots only; another CA's): no handshake.
+    let stranger = TestCa::new("Some other CA");
+    for host in [HostClient::new(Duration::from_secs(5), true), trusting(&stranger, 100)] {
+        let error = Sources::new(host, true).tools(&source, &scope()).await.unwrap_err();
+        assert!(matches!(error, HostError::Unreachable(_)), "{error}");
+    }
+    assert_eq!(shop.inits.load(Ordering::SeqCst), 0, "nothing got through");
+
+    let sources = Sources::new(trusting(&ca, 100), true);
+    let tools = sources.tools(&source, &scope()).await.unwrap();
+    let search = tools.iter().find(|t| t.name == "search_orders").unwrap_or_else(|| panic!("{tools:?}"));
+    let read = sources.read(&source, search, "call_1", &json!({"query": "shoes"}), &scope(), None).await;
+    assert!(read.is_ok(), "{read:?}");
+    assert_eq!(shop.calls_of("search_orders").len(), 1);
+}
+
+#[tokio::test]
+async fn an_mcp_server_behind_the_private_ca_connects_when_the_file_names_it() {
+    let ca = TestCa::new("Context Assistant test CA");
+    let (shop, source) = mcp_shop(&ca).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
+    let app = spawn_app(Db::Sqlite).env("CA_TOOL_HOSTS_CA_FILE", ca_file.display().to_string()).start().await;
+    let (_, created) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &json!({"name": "Private CA"})).await;
+    let connect = json!({"name": "shop", "url": source.url});
+    let (status, body) =
+        app.post_json("/v1/integrations/mcp/connect", created["api_key"].as_str().unwrap(), &connect).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(shop.inits.load(Ordering::SeqCst) >= 1, "the server was reached");
+}
+
+/// `check-host --mcp` trusts the same file as the server, and says so when
+/// it cannot be read.
+#[tokio::test]
+async fn the_command_checks_an_mcp_server_behind_the_private_ca_through_the_same_file() {
+    let binary = std::env::var("CA_SERVER_BIN").unwrap_or_else(|_| {
+        let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "../target".into());
+        format!("{target}/debug/context-assistant")
+    });
+    assert!(std::path::Path::new(&binary).exists(), "{binary} is missing: build it first (./dev test does)");
+    let ca = TestCa::new("Context Assistant test CA");
+    let (shop, source) = mcp_shop(&ca).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
+    let run = |ca_file: Option<String>| {
+        let (binary, url) = (binary.clone(), source.url.clone());
+        tokio::task::spawn_blocking(move || {
+            let mut command = std::process::Command::new(binary);
+            command
+                .args(["check-host", "--mcp", &url])
+                .env_remove("CA_MCP_HEADERS")
+                .env_remove("CA_TOOL_HOSTS_CA_FILE");
+            if let Some(file) = ca_file {
+                command.env("CA_TOOL_HOSTS_CA_FILE", file);
+            }
+            let out = command.output().unwrap();
+            let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            (out.status.code(), said)
+        })
+    };
+
+    let (code, text) = run(None).await.unwrap();
+    assert_eq!(code, Some(1), "the system's roots only: {text}");
+    assert!(text.contains("mcp_unreachable"), "{text}");
+    assert_eq!(shop.inits.load(Ordering::SeqCst), 0, "nothing got through");
+
+    let (code, text) = run(Some(dir.path().join("missing.pem").display().to_string())).await.unwrap();
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("CA_TOOL_HOSTS_CA_FILE") && text.contains("missing.pem"), "{text}");
+
+    let (code, text) = run(Some(ca_file.display().to_string())).await.unwrap();
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("PASS  mcp.handshake"), "{text}");
 }
