@@ -333,11 +333,7 @@ async fn without_private_hosts_allowed_a_loopback_host_is_refused_before_any_cal
 /// otherwise; the secret from the environment or standard input, never an argument.
 #[tokio::test]
 async fn the_command_prints_the_report_and_exits_by_it() {
-    let binary = std::env::var("CA_SERVER_BIN").unwrap_or_else(|_| {
-        let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "../target".into());
-        format!("{target}/debug/context-assistant")
-    });
-    assert!(std::path::Path::new(&binary).exists(), "{binary} is missing: build it first (./dev test does)");
+    let binary = crate::helpers::built_server_program();
     let run = |base: String, secret: Option<&'static str>, stdin: &'static str| {
         let binary = binary.clone();
         tokio::task::spawn_blocking(move || {

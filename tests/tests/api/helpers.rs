@@ -904,3 +904,11 @@ pub fn server_program() -> Option<std::path::PathBuf> {
     let program = tests.parent()?.parent()?.join("context-assistant");
     program.is_file().then_some(program)
 }
+
+/// [`server_program`]'s path for a test of the command, which cannot run
+/// without it.
+pub fn built_server_program() -> String {
+    let program =
+        server_program().expect("context-assistant is missing beside the tests: build it first (./dev test does)");
+    program.display().to_string()
+}

@@ -170,7 +170,6 @@ async fn a_host_that_speaks_only_http1_over_tls_is_called_as_before() {
 async fn mcp_shop(ca: &TestCa) -> (crate::mcp::Shop, server::sources::Source) {
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
     use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-    use server::sources::{McpServer, Source, SourceKind};
     let shop = crate::mcp::Shop::default();
     let served = shop.clone();
     let service = StreamableHttpService::new(
@@ -180,19 +179,7 @@ async fn mcp_shop(ca: &TestCa) -> (crate::mcp::Shop, server::sources::Source) {
     );
     let (address, _) = serve_tls(ca, Alpn::Http1, axum::Router::new().nest_service("/mcp", service)).await;
     let url = url::Url::parse(&format!("https://{address}/mcp")).unwrap();
-    let source = Source {
-        workspace_id: "ws_h2".into(),
-        name: "shop".into(),
-        url: url.to_string(),
-        version: 1,
-        allowed_tools: Vec::new(),
-        kind: SourceKind::Mcp(McpServer {
-            url,
-            headers: Vec::new(),
-            trust_annotations: true,
-            verbs: Default::default(),
-        }),
-    };
+    let source = crate::mcp::shop_source("ws_h2", url);
     (shop, source)
 }
 
@@ -238,11 +225,7 @@ async fn an_mcp_server_behind_the_private_ca_connects_when_the_file_names_it() {
 /// it cannot be read.
 #[tokio::test]
 async fn the_command_checks_an_mcp_server_behind_the_private_ca_through_the_same_file() {
-    let binary = std::env::var("CA_SERVER_BIN").unwrap_or_else(|_| {
-        let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "../target".into());
-        format!("{target}/debug/context-assistant")
-    });
-    assert!(std::path::Path::new(&binary).exists(), "{binary} is missing: build it first (./dev test does)");
+    let binary = crate::helpers::built_server_program();
     let ca = TestCa::new("Context Assistant test CA");
     let (shop, source) = mcp_shop(&ca).await;
     let dir = tempfile::tempdir().unwrap();

@@ -189,6 +189,24 @@ impl ServerHandler for Shop {
     }
 }
 
+/// The shop at `url` as `workspace`'s source `shop`, its annotations trusted.
+pub(crate) fn shop_source(workspace: &str, url: url::Url) -> server::sources::Source {
+    use server::sources::{McpServer, Source, SourceKind};
+    Source {
+        workspace_id: workspace.into(),
+        name: "shop".into(),
+        url: url.to_string(),
+        version: 1,
+        allowed_tools: Vec::new(),
+        kind: SourceKind::Mcp(McpServer {
+            url,
+            headers: Vec::new(),
+            trust_annotations: true,
+            verbs: Default::default(),
+        }),
+    }
+}
+
 /// The shop on a port of its own; its MCP endpoint's URL.
 pub(crate) async fn start(shop: Shop) -> url::Url {
     start_with_sessions(shop).await.0
@@ -604,7 +622,7 @@ async fn the_reference_server_everything_is_listed_classified_and_called() {
 #[tokio::test]
 async fn reads_through_the_sources_reuse_a_kept_connection() {
     use server::host::{ExecutionScope, HostClient};
-    use server::sources::{McpServer, Source, SourceKind, Sources};
+    use server::sources::Sources;
 
     let shop = Shop::default();
     let accepted = Arc::new(AtomicUsize::new(0));
@@ -628,19 +646,7 @@ async fn reads_through_the_sources_reuse_a_kept_connection() {
     tokio::spawn(async move { axum::serve(counted, Router::new().nest_service("/mcp", service)).await });
     let url = url::Url::parse(&format!("http://{address}/mcp")).unwrap();
     let sources = Sources::new(HostClient::new(Duration::from_secs(10), true), true);
-    let source = Source {
-        workspace_id: "ws_1".into(),
-        name: "shop".into(),
-        url: url.to_string(),
-        version: 1,
-        allowed_tools: Vec::new(),
-        kind: SourceKind::Mcp(McpServer {
-            url,
-            headers: Vec::new(),
-            trust_annotations: true,
-            verbs: Default::default(),
-        }),
-    };
+    let source = shop_source("ws_1", url);
     let scope = ExecutionScope {
         workspace_id: "ws_1".into(),
         external_user_id: "u1".into(),

@@ -683,11 +683,7 @@ async fn a_connection_no_turn_uses_is_closed_and_opened_again_when_needed(db: Db
 /// headers from CA_MCP_HEADERS (never an argument), exit status by it.
 #[tokio::test]
 async fn the_command_reports_on_an_mcp_server() {
-    let binary = std::env::var("CA_SERVER_BIN").unwrap_or_else(|_| {
-        let target = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "../target".into());
-        format!("{target}/debug/context-assistant")
-    });
-    assert!(std::path::Path::new(&binary).exists(), "{binary} is missing: build it first (./dev test does)");
+    let binary = crate::helpers::built_server_program();
     let url = start_with_bearer(Shop::default(), "cli-token").await;
     let run = |headers: Option<&'static str>| {
         let (binary, url) = (binary.clone(), url.to_string());
