@@ -15,6 +15,9 @@ use widget::wire::{ActionStatus, StopReason, Verb};
 /// Seconds, from a fast tool host's reply to a slow model's whole step.
 const LATENCY_BUCKETS: &[f64] = &[0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0];
 
+/// Writes in one SQLite commit: one alone, up to `db::pool`'s 32 together.
+const WRITES_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
+
 /// How often histogram samples are folded in when nobody scrapes.
 const UPKEEP_EVERY: Duration = Duration::from_secs(5);
 
@@ -24,7 +27,9 @@ pub fn handle() -> &'static PrometheusHandle {
     HANDLE.get_or_init(|| {
         let builder = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), LATENCY_BUCKETS)
-            .expect("latency buckets are not empty");
+            .expect("latency buckets are not empty")
+            .set_buckets_for_metric(Matcher::Full("ca_sqlite_writes_per_commit".into()), WRITES_BUCKETS)
+            .expect("writes buckets are not empty");
         let recorder = builder.build_recorder();
         let handle = recorder.handle();
         if metrics::set_global_recorder(recorder).is_err() {
@@ -79,6 +84,10 @@ fn describe() {
         "MCP server connections closed, by reason: idle, replaced (connected anew), removed, lost (by the server)."
     );
     describe_counter!("ca_limit_refusals_total", "Turns cut short or calls refused by a limit, by limit.");
+    describe_histogram!(
+        "ca_sqlite_writes_per_commit",
+        "SQLite: the writes one commit took (several when turns write at the same time)."
+    );
     describe_gauge!("ca_caddie_reports_queued", "Caddie status reports waiting for the hub (database-wide).");
     describe_counter!(
         "ca_caddie_reports_total",
@@ -147,6 +156,11 @@ pub fn mcp_connection_opened() {
 pub fn mcp_connection_closed(reason: &'static str) {
     gauge!("ca_mcp_connections").decrement(1.0);
     counter!("ca_mcp_connections_closed_total", "reason" => reason).increment(1);
+}
+
+/// SQLite committed `writes` writes together.
+pub fn sqlite_commit(writes: usize) {
+    histogram!("ca_sqlite_writes_per_commit").record(writes as f64);
 }
 
 pub fn limit_refused(limit: &'static str) {

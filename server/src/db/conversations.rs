@@ -82,12 +82,11 @@ pub async fn create_conversation_with_turn(
            VALUES ($1, $2, $3, $4, $5, $5, $6)),
          turn AS (INSERT INTO turns (id, conversation_id, started_at) VALUES ($7, $1, $5))
          INSERT INTO messages (id, conversation_id, seq, role, content, created_at) VALUES ($8, $1, 1, 'user', $9, $5)";
-    const SQLITE: &str = "BEGIN IMMEDIATE;
-         INSERT INTO conversations (id, workspace_id, external_user_id, title, created_at, updated_at, lang)
+    const SQLITE: &str =
+        "INSERT INTO conversations (id, workspace_id, external_user_id, title, created_at, updated_at, lang)
          VALUES ($1, $2, $3, $4, $5, $5, $6);
          INSERT INTO turns (id, conversation_id, started_at) VALUES ($7, $1, $5);
-         INSERT INTO messages (id, conversation_id, seq, role, content, created_at) VALUES ($8, $1, 1, 'user', $9, $5);
-         COMMIT";
+         INSERT INTO messages (id, conversation_id, seq, role, content, created_at) VALUES ($8, $1, 1, 'user', $9, $5)";
     let (id, message_id) = (new_id("conv"), new_id("msg"));
     let query = sqlx::query(if pool.is_postgres() { POSTGRES } else { SQLITE });
     let query = query.bind(&id).bind(workspace_id).bind(external_user_id).bind(title).bind(now_ms()).bind(lang);
@@ -147,10 +146,10 @@ pub async fn continue_conversation(
         )
     } else {
         format!(
-            "BEGIN IMMEDIATE; {CLAIM};
+            "{CLAIM};
              UPDATE conversations SET updated_at = $2, lang = COALESCE($6, lang)
              WHERE id = $3 AND EXISTS (SELECT 1 FROM turns WHERE id = $1) RETURNING 'lang' AS kind, lang AS value;
-             {MESSAGE} RETURNING 'message' AS kind, id AS value; COMMIT"
+             {MESSAGE} RETURNING 'message' AS kind, id AS value"
         )
     };
     let message_id = new_id("msg");
@@ -409,7 +408,8 @@ pub(super) fn insert_message_after(held: usize, postgres: bool) -> String {
 
 /// Statements that go together as one write ([`Pool::write_together`]):
 /// on PostgreSQL the last one with the others as its data-modifying
-/// `WITH`s, on SQLite all of them in one transaction.
+/// `WITH`s, on SQLite one after the other (`write_together` runs them in
+/// one transaction).
 pub(super) fn together(statements: &[String], postgres: bool) -> String {
     let (last, before) = statements.split_last().expect("a write has a statement");
     if postgres {
@@ -419,7 +419,7 @@ pub(super) fn together(statements: &[String], postgres: bool) -> String {
         let with: Vec<String> = before.iter().enumerate().map(|(i, s)| format!("w{i} AS ({s})")).collect();
         format!("WITH {} {last}", with.join(", "))
     } else {
-        format!("BEGIN IMMEDIATE; {}; COMMIT", statements.join("; "))
+        statements.join("; ")
     }
 }
 

@@ -51,7 +51,7 @@ pub async fn hit_all_reading_tokens(
         (false, true) => format!(
             "WITH hit AS ({hit} RETURNING key, count) SELECT 'count' AS kind, key, count FROM hit UNION ALL {used}"
         ),
-        (false, false) => format!("BEGIN IMMEDIATE; {hit} RETURNING 'count' AS kind, key, count; {used}; COMMIT"),
+        (false, false) => format!("{hit} RETURNING 'count' AS kind, key, count; {used}"),
     };
     let mut query = sqlx::query(&sql).bind(window_start);
     for key in keys {

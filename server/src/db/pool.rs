@@ -8,16 +8,20 @@
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
-use sqlx::any::{AnyPoolOptions, AnyQueryResult, AnyRow, AnyStatement, AnyTypeInfo, install_default_drivers};
+use sqlx::any::{
+    AnyArguments, AnyPoolOptions, AnyQueryResult, AnyRow, AnyStatement, AnyTypeInfo, install_default_drivers,
+};
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection, AnyPool, Connection, Describe, Either, Execute, Executor};
-use tokio::sync::{Mutex, OwnedMutexGuard};
+use sqlx_core::any::{AnyArgumentBuffer, AnyValueKind};
+use tokio::sync::{Mutex, OwnedMutexGuard, mpsc, oneshot};
 
 use super::bells::{Bell, Bells};
 
@@ -34,6 +38,12 @@ pub struct Pool {
     /// PostgreSQL's address, for the listener the bells open when first
     /// needed; `None` on SQLite.
     listen_url: Option<Arc<str>>,
+    /// SQLite's queue of [`Pool::write_together`]'s writes, run by
+    /// [`write_in_batches`]; `None` on PostgreSQL.
+    writes: Option<mpsc::UnboundedSender<Write>>,
+    /// The transactions [`write_in_batches`] committed (the tests read it).
+    #[cfg_attr(not(test), expect(dead_code, reason = "read by the tests"))]
+    commits: Arc<AtomicU64>,
 }
 
 #[derive(Clone)]
@@ -110,26 +120,24 @@ impl Pool {
     /// [`Pool::is_postgres`], both numbering their parameters alike: on
     /// PostgreSQL one statement, whose data-modifying `WITH`s make it
     /// atomic; on SQLite, which has no data-modifying `WITH`, several
-    /// statements between `BEGIN IMMEDIATE` and `COMMIT` in one string. If
-    /// one of them fails, or the caller goes away before they end, what
-    /// they began is rolled back before anyone else may use the connection.
-    /// Returns the rows its statements return (`RETURNING`).
+    /// statements in one string, which this runs in one transaction —
+    /// with other callers' writes that wait at the same time, in one
+    /// commit (see [`write_in_batches`]); the caller's statements still
+    /// take effect all or none. Once called, the write happens even if
+    /// the caller goes away before it ends. Returns the rows its
+    /// statements return (`RETURNING`).
     pub async fn write_together<'q>(
         &self,
-        query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
+        mut query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
     ) -> Result<Vec<AnyRow>, sqlx::Error> {
-        let mut conn = self.acquire().await?;
-        if let Conn::Pooled(_) = conn {
-            return conn.fetch_all(query).await;
-        }
-        let mut open = Unfinished(Some(conn));
-        let result = open.0.as_mut().expect("the connection is held").fetch_all(query).await;
-        let mut conn = open.0.take().expect("the connection is held");
-        if result.is_err() {
-            // Refused when the failure came before `BEGIN` took: nothing to undo.
-            let _ = conn.execute("ROLLBACK").await;
-        }
-        result
+        let Some(writes) = &self.writes else {
+            return self.acquire().await?.fetch_all(query).await;
+        };
+        let sql = Execute::sql(&query).trim().trim_end_matches(';').to_owned();
+        let arguments = owned(query.take_arguments().map_err(sqlx::Error::Encode)?.unwrap_or_default())?;
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        writes.send(Write { sql, arguments, reply }).map_err(|_| sqlx::Error::PoolClosed)?;
+        answer.await.map_err(|_| sqlx::Error::PoolClosed)?
     }
 
     /// Whether this is PostgreSQL (else SQLite).
@@ -213,10 +221,159 @@ impl<'p> Executor<'p> for &'_ Pool {
     }
 }
 
-/// SQLite's connection while statements sent by [`Pool::write_together`]
-/// may have begun a transaction they did not end: dropped so (its caller
-/// gone mid-way), the connection goes to a task that rolls the
-/// transaction back, holding the lock until it has.
+/// A write of [`Pool::write_together`] on SQLite: its statements without
+/// a transaction around them, and who waits for their rows.
+struct Write {
+    sql: String,
+    arguments: AnyArguments<'static>,
+    reply: oneshot::Sender<Result<Vec<AnyRow>, sqlx::Error>>,
+}
+
+/// The most writes one commit takes.
+const MOST_IN_ONE_COMMIT: usize = 32;
+
+/// Runs SQLite's writes in as few commits as they allow (issue #47): the
+/// writes that wait while the connection is busy go together in the next
+/// transaction, each in a savepoint of its own — one that fails is undone
+/// alone, and its caller hears why — and one commit answers them all.
+/// With ten turns at a time a commit serves several, and SQLite writes
+/// the pages they share to its log and takes its locks once, not once a
+/// write. A write alone goes as one call, its transaction around it, as
+/// before. When the transaction itself fails (the commit, or an error
+/// that ends the transaction), nothing of it stays and each of its writes
+/// is run again alone: its caller hears its own outcome, never another's.
+///
+/// A task of its own, so a caller that goes away mid-write cannot leave
+/// the others' writes half done.
+async fn write_in_batches(
+    conn: Arc<Mutex<AnyConnection>>,
+    mut queue: mpsc::UnboundedReceiver<Write>,
+    commits: Arc<AtomicU64>,
+) {
+    while let Some(first) = queue.recv().await {
+        let Ok(guard) = tokio::time::timeout(ACQUIRE_TIMEOUT, conn.clone().lock_owned()).await else {
+            let _ = first.reply.send(Err(sqlx::Error::PoolTimedOut));
+            continue;
+        };
+        let mut batch = vec![first];
+        while batch.len() < MOST_IN_ONE_COMMIT
+            && let Ok(write) = queue.try_recv()
+        {
+            batch.push(write);
+        }
+        let mut open = Unfinished(Some(Conn::Single(guard)));
+        let mut writer = Writer { conn: open.0.as_mut().expect("the connection is held"), commits: &commits };
+        writer.commit_together(batch).await;
+        open.0 = None;
+    }
+}
+
+/// The writer's task's hold on SQLite's connection during a batch.
+struct Writer<'c> {
+    conn: &'c mut AnyConnection,
+    commits: &'c AtomicU64,
+}
+
+impl Writer<'_> {
+    /// One transaction for `batch` (see [`write_in_batches`]).
+    async fn commit_together(&mut self, mut batch: Vec<Write>) {
+        if batch.len() == 1 {
+            let write = batch.pop().expect("one write");
+            let outcome = self.alone(write.sql, write.arguments).await;
+            let _ = write.reply.send(outcome);
+            return;
+        }
+        if self.conn.execute("BEGIN IMMEDIATE").await.is_err() {
+            return self.each_alone(batch).await;
+        }
+        let mut done = Vec::with_capacity(batch.len());
+        let mut waiting = batch.into_iter();
+        while let Some(write) = waiting.next() {
+            let sql = format!("SAVEPOINT write; {}; RELEASE write", write.sql);
+            match self.conn.fetch_all(sqlx::query_with(&sql, copied(&write.arguments))).await {
+                Ok(rows) => done.push((write, rows)),
+                Err(error) => {
+                    if self.conn.execute("ROLLBACK TO write; RELEASE write").await.is_ok() {
+                        let _ = write.reply.send(Err(error));
+                    } else {
+                        // The transaction ended with the error: nothing of it stays.
+                        let _ = self.conn.execute("ROLLBACK").await;
+                        let again = done.into_iter().map(|(write, _)| write).chain([write]).chain(waiting);
+                        return self.each_alone(again.collect()).await;
+                    }
+                }
+            }
+        }
+        if self.conn.execute("COMMIT").await.is_err() {
+            let _ = self.conn.execute("ROLLBACK").await;
+            return self.each_alone(done.into_iter().map(|(write, _)| write).collect()).await;
+        }
+        self.committed(done.len());
+        for (write, rows) in done {
+            let _ = write.reply.send(Ok(rows));
+        }
+    }
+
+    /// Runs each write in a transaction of its own.
+    async fn each_alone(&mut self, writes: Vec<Write>) {
+        for write in writes {
+            let outcome = self.alone(write.sql, write.arguments).await;
+            let _ = write.reply.send(outcome);
+        }
+    }
+
+    /// One write, its transaction around it, in one call.
+    async fn alone(&mut self, sql: String, arguments: AnyArguments<'static>) -> Result<Vec<AnyRow>, sqlx::Error> {
+        let sql = format!("BEGIN IMMEDIATE; {sql}; COMMIT");
+        let result = self.conn.fetch_all(sqlx::query_with(&sql, arguments)).await;
+        match result {
+            Ok(_) => self.committed(1),
+            // Refused when the failure came before `BEGIN` took: nothing to undo.
+            Err(_) => drop(self.conn.execute("ROLLBACK").await),
+        }
+        result
+    }
+
+    fn committed(&self, writes: usize) {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        crate::metrics::sqlite_commit(writes);
+    }
+}
+
+/// `arguments` with what they borrow copied, for the writer's task.
+/// sqlx gives no owned form of them; their values are its core's (hidden
+/// but public) `AnyValueKind`s, read here at the version `Cargo.toml` pins.
+fn owned(arguments: AnyArguments<'_>) -> Result<AnyArguments<'static>, sqlx::Error> {
+    use std::borrow::Cow;
+    let values = arguments
+        .values
+        .0
+        .into_iter()
+        .map(|value| match value {
+            AnyValueKind::Null(kind) => Ok(AnyValueKind::Null(kind)),
+            AnyValueKind::Bool(v) => Ok(AnyValueKind::Bool(v)),
+            AnyValueKind::SmallInt(v) => Ok(AnyValueKind::SmallInt(v)),
+            AnyValueKind::Integer(v) => Ok(AnyValueKind::Integer(v)),
+            AnyValueKind::BigInt(v) => Ok(AnyValueKind::BigInt(v)),
+            AnyValueKind::Real(v) => Ok(AnyValueKind::Real(v)),
+            AnyValueKind::Double(v) => Ok(AnyValueKind::Double(v)),
+            AnyValueKind::Text(v) => Ok(AnyValueKind::Text(Cow::Owned(v.into_owned()))),
+            AnyValueKind::Blob(v) => Ok(AnyValueKind::Blob(Cow::Owned(v.into_owned()))),
+            other => Err(sqlx::Error::Encode(format!("a value this build cannot copy: {other:?}").into())),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(AnyArguments { values: AnyArgumentBuffer(values) })
+}
+
+/// A copy of `arguments`, kept to run a write again alone.
+fn copied(arguments: &AnyArguments<'static>) -> AnyArguments<'static> {
+    AnyArguments { values: AnyArgumentBuffer(arguments.values.0.clone()) }
+}
+
+/// SQLite's connection while a transaction may be open on it: dropped so
+/// (the writer's task ended mid-way, as its runtime shuts down), the
+/// connection goes to a task that rolls the transaction back, holding the
+/// lock until it has.
 struct Unfinished(Option<Conn>);
 
 impl Drop for Unfinished {
@@ -268,7 +425,13 @@ pub async fn connect(url: &str) -> anyhow::Result<Pool> {
             .await
             .context("cannot open the database named by DATABASE_URL")?;
         MIGRATOR.run(&pool).await.context("cannot apply the database migrations")?;
-        return Ok(Pool { shared: Shared::Pooled(pool), bells: Arc::default(), listen_url: Some(url.into()) });
+        return Ok(Pool {
+            shared: Shared::Pooled(pool),
+            bells: Arc::default(),
+            listen_url: Some(url.into()),
+            writes: None,
+            commits: Arc::default(),
+        });
     }
     let mut conn = AnyConnection::connect(url).await.context("cannot open the database named by DATABASE_URL")?;
     // WAL with synchronous = NORMAL: a commit survives a crash of the
@@ -282,7 +445,11 @@ pub async fn connect(url: &str) -> anyhow::Result<Pool> {
     .context("cannot set up the SQLite database")?;
     MIGRATOR.run(&mut conn).await.context("cannot apply the database migrations")?;
     checkpoint_in_background(url).await?;
-    Ok(Pool { shared: Shared::Single(Arc::new(Mutex::new(conn))), bells: Arc::default(), listen_url: None })
+    let conn = Arc::new(Mutex::new(conn));
+    let (writes, queue) = mpsc::unbounded_channel();
+    let commits = Arc::new(AtomicU64::new(0));
+    tokio::spawn(write_in_batches(conn.clone(), queue, commits.clone()));
+    Ok(Pool { shared: Shared::Single(conn), bells: Arc::default(), listen_url: None, writes: Some(writes), commits })
 }
 
 /// How often SQLite's data version is read while anything waits.
@@ -334,4 +501,140 @@ async fn checkpoint_in_background(url: &str) -> anyhow::Result<()> {
         }
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    impl Pool {
+        /// The transactions SQLite's writer committed.
+        fn commits(&self) -> u64 {
+            self.commits.load(Ordering::Relaxed)
+        }
+    }
+
+    /// A SQLite database of its own, with a table the tests write.
+    async fn sqlite() -> (tempfile::TempDir, Pool) {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = connect(&format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display())).await.unwrap();
+        sqlx::query(
+            "CREATE TABLE parents (id TEXT PRIMARY KEY);
+             CREATE TABLE notes (id TEXT PRIMARY KEY, body TEXT NOT NULL,
+                                 parent TEXT REFERENCES parents (id) DEFERRABLE INITIALLY DEFERRED);
+             INSERT INTO parents (id) VALUES ('p')",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        (dir, pool)
+    }
+
+    /// Writes `sqls` at once while the connection is lent to the test, so
+    /// the writer finds them all waiting when it is given back: one
+    /// transaction takes them. Their outcomes, in order.
+    async fn at_once(pool: &Pool, sqls: Vec<String>) -> Vec<Result<Vec<String>, sqlx::Error>> {
+        let lent = pool.acquire().await.unwrap();
+        let writes: Vec<_> = sqls
+            .into_iter()
+            .enumerate()
+            .map(|(i, sql)| {
+                let pool = pool.clone();
+                tokio::spawn(async move {
+                    let text = format!("note {i}");
+                    let rows = pool.write_together(sqlx::query(&sql).bind(format!("n{i}")).bind(text.as_str())).await?;
+                    Ok(rows.iter().map(|row| sqlx::Row::get::<String, _>(row, 0)).collect())
+                })
+            })
+            .collect();
+        // One thread (`tokio::test`'s runtime): each yield puts this task
+        // behind the spawned ones, which queue their write at their first
+        // poll; all are queued before the connection is free.
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+        drop(lent);
+        let mut outcomes = Vec::new();
+        for write in writes {
+            outcomes.push(write.await.unwrap());
+        }
+        outcomes
+    }
+
+    async fn notes(pool: &Pool) -> Vec<String> {
+        sqlx::query_scalar("SELECT id FROM notes ORDER BY id").fetch_all(pool).await.unwrap()
+    }
+
+    const NOTE: &str = "INSERT INTO notes (id, body) VALUES ($1, $2) RETURNING id";
+
+    #[tokio::test]
+    async fn writes_that_wait_together_are_committed_together_and_one_that_fails_is_undone_alone() {
+        let (_dir, pool) = sqlite().await;
+        let mut sqls = vec![NOTE.to_string(); 6];
+        // Its first statement succeeds, its second breaks a constraint.
+        sqls[2] = format!("INSERT INTO notes (id, body) VALUES ($1 || '-first', $2); {NOTE}; {NOTE}");
+        let before = pool.commits();
+        let outcomes = at_once(&pool, sqls).await;
+        assert_eq!(pool.commits() - before, 1, "one commit took the six writes");
+        for (i, outcome) in outcomes.iter().enumerate() {
+            if i == 2 {
+                let error = outcome.as_ref().expect_err("a duplicate id fails");
+                assert!(error.to_string().contains("UNIQUE"), "{error}");
+            } else {
+                let ids = outcome.as_ref().expect("the others are written");
+                assert_eq!(ids, &[format!("n{i}")], "its RETURNING row and no other write's");
+            }
+        }
+        assert_eq!(notes(&pool).await, ["n0", "n1", "n3", "n4", "n5"], "the failed write left nothing");
+        // The connection is usable again, outside any transaction.
+        pool.write_together(sqlx::query(NOTE).bind("later").bind("x")).await.unwrap();
+        assert_eq!(notes(&pool).await.len(), 6);
+    }
+
+    #[tokio::test]
+    async fn a_commit_that_fails_runs_each_write_again_alone() {
+        let (_dir, pool) = sqlite().await;
+        let mut sqls = vec![NOTE.to_string(); 4];
+        // A deferred foreign key: refused at the commit, not at the statement.
+        sqls[1] = "INSERT INTO notes (id, body, parent) VALUES ($1, $2, 'nobody') RETURNING id".into();
+        let before = pool.commits();
+        let outcomes = at_once(&pool, sqls).await;
+        assert_eq!(pool.commits() - before, 3, "the three that could be written, one by one");
+        assert!(outcomes[1].as_ref().expect_err("refused at its commit").to_string().contains("FOREIGN KEY"));
+        for i in [0, 2, 3] {
+            assert_eq!(outcomes[i].as_ref().unwrap(), &[format!("n{i}")], "write {i} committed");
+        }
+        assert_eq!(notes(&pool).await, ["n0", "n2", "n3"]);
+    }
+
+    #[tokio::test]
+    async fn a_write_whose_failure_ends_the_transaction_loses_no_other_write() {
+        let (_dir, pool) = sqlite().await;
+        let mut sqls = vec![NOTE.to_string(); 5];
+        // Undoes the whole transaction, then fails: what the writes before
+        // it wrote is gone, and they are written again, once.
+        sqls[2] = "RELEASE write; ROLLBACK; SELECT $1, $2 FROM nowhere".into();
+        let outcomes = at_once(&pool, sqls).await;
+        assert!(outcomes[2].is_err());
+        for i in [0, 1, 3, 4] {
+            assert_eq!(outcomes[i].as_ref().unwrap(), &[format!("n{i}")], "write {i} committed");
+        }
+        assert_eq!(notes(&pool).await, ["n0", "n1", "n3", "n4"]);
+    }
+
+    #[tokio::test]
+    async fn a_write_goes_on_when_its_caller_goes_away() {
+        let (_dir, pool) = sqlite().await;
+        let lent = pool.acquire().await.unwrap();
+        let write = {
+            let pool = pool.clone();
+            tokio::spawn(async move { pool.write_together(sqlx::query(NOTE).bind("gone").bind("x")).await })
+        };
+        tokio::task::yield_now().await;
+        write.abort();
+        drop(lent);
+        // The writer runs it and then the next one, in order.
+        pool.write_together(sqlx::query(NOTE).bind("next").bind("x")).await.unwrap();
+        assert_eq!(notes(&pool).await, ["gone", "next"]);
+    }
 }

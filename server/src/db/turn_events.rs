@@ -17,17 +17,21 @@ const ROWS_PER_INSERT: usize = 500;
 /// Stores events of a turn: one statement per 500 (in one transaction when
 /// there are more), then wakes the streams that follow the turn — in this
 /// process at once, on other replicas by the statement's own `NOTIFY` on
-/// PostgreSQL (`super::bells`).
+/// PostgreSQL (`super::bells`). Up to 500 go as one write of
+/// [`Pool::write_together`]: on SQLite in one commit with other turns'
+/// writes that wait at the same time.
 pub async fn insert(pool: &Pool, turn_id: &str, events: &[(u64, &str, &str)], now: i64) -> anyhow::Result<()> {
     let notify = pool.is_postgres();
     if events.len() <= ROWS_PER_INSERT {
-        insert_rows(pool, turn_id, events, now, notify).await?;
+        let sql = insert_sql(events.len(), notify);
+        pool.write_together(bind_rows(sqlx::query(&sql), turn_id, events, now)?).await?;
     } else {
         let mut conn = pool.acquire().await?;
         let mut tx = conn.begin_write().await?;
         for rows in events.chunks(ROWS_PER_INSERT) {
             // PostgreSQL delivers a transaction's notifications once, at its commit.
-            insert_rows(&mut *tx, turn_id, rows, now, notify).await?;
+            let sql = insert_sql(rows.len(), notify);
+            bind_rows(sqlx::query(&sql), turn_id, rows, now)?.execute(&mut *tx).await?;
         }
         tx.commit().await?;
     }
@@ -35,33 +39,39 @@ pub async fn insert(pool: &Pool, turn_id: &str, events: &[(u64, &str, &str)], no
     Ok(())
 }
 
-async fn insert_rows<'e>(
-    db: impl sqlx::Executor<'e, Database = sqlx::Any>,
-    turn_id: &str,
-    rows: &[(u64, &str, &str)],
-    now: i64,
-    notify: bool,
-) -> anyhow::Result<()> {
+/// The statement that stores `rows` events (`$1` the turn, `$2` the time,
+/// three parameters an event from `$3`).
+fn insert_sql(rows: usize, notify: bool) -> String {
     let values: Vec<String> =
-        (0..rows.len()).map(|i| format!("($1, ${}, ${}, ${}, $2)", 3 * i + 3, 3 * i + 4, 3 * i + 5)).collect();
+        (0..rows).map(|i| format!("($1, ${}, ${}, ${}, $2)", 3 * i + 3, 3 * i + 4, 3 * i + 5)).collect();
     let insert = format!("INSERT INTO turn_events (turn_id, seq, kind, data, created_at) VALUES {}", values.join(", "));
     // One round trip: a data-modifying WITH runs whole whether or not the
     // query reads it, and the notification goes out when it commits
     // (counted, because the Any driver has no type for pg_notify's void).
-    let sql = if notify {
+    if notify {
         format!(
             "WITH stored AS ({insert}), notified AS (SELECT pg_notify('{}', $1)) SELECT count(*) FROM notified",
             super::bells::CHANNEL
         )
     } else {
         insert
-    };
-    let mut query = sqlx::query(&sql).bind(turn_id).bind(now);
-    for (seq, kind, data) in rows {
-        query = query.bind(i64::try_from(*seq)?).bind(*kind).bind(data);
     }
-    query.execute(db).await?;
-    Ok(())
+}
+
+type Query<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments<'q>>;
+
+/// `query` ([`insert_sql`]) with `rows`' values bound.
+fn bind_rows<'q>(
+    mut query: Query<'q>,
+    turn_id: &'q str,
+    rows: &'q [(u64, &'q str, &'q str)],
+    now: i64,
+) -> anyhow::Result<Query<'q>> {
+    query = query.bind(turn_id).bind(now);
+    for (seq, kind, data) in rows {
+        query = query.bind(i64::try_from(*seq)?).bind(*kind).bind(*data);
+    }
+    Ok(query)
 }
 
 /// A turn's events after `seq`, in order (at most `limit`).
