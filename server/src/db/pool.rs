@@ -41,8 +41,7 @@ pub struct Pool {
     /// SQLite's queue of [`Pool::write_together`]'s writes, run by
     /// [`write_in_batches`]; `None` on PostgreSQL.
     writes: Option<mpsc::UnboundedSender<Write>>,
-    /// The transactions [`write_in_batches`] committed (the tests read it).
-    #[cfg_attr(not(test), expect(dead_code, reason = "read by the tests"))]
+    /// The transactions SQLite's writes committed (the tests read it).
     commits: Arc<AtomicU64>,
 }
 
@@ -123,18 +122,28 @@ impl Pool {
     /// statements in one string, which this runs in one transaction —
     /// with other callers' writes that wait at the same time, in one
     /// commit (see [`write_in_batches`]); the caller's statements still
-    /// take effect all or none. Once called, the write happens even if
-    /// the caller goes away before it ends. Returns the rows its
-    /// statements return (`RETURNING`).
+    /// take effect all or none, also when the caller goes away before
+    /// they end. Returns the rows its statements return (`RETURNING`).
     pub async fn write_together<'q>(
         &self,
         mut query: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments<'q>>,
     ) -> Result<Vec<AnyRow>, sqlx::Error> {
-        let Some(writes) = &self.writes else {
+        let (Some(writes), Shared::Single(conn)) = (&self.writes, &self.shared) else {
             return self.acquire().await?.fetch_all(query).await;
         };
-        let sql = Execute::sql(&query).trim().trim_end_matches(';').to_owned();
-        let arguments = owned(query.take_arguments().map_err(sqlx::Error::Encode)?.unwrap_or_default())?;
+        let sql = Execute::sql(&query).trim().trim_end_matches(';');
+        let arguments = query.take_arguments().map_err(sqlx::Error::Encode)?.unwrap_or_default();
+        if let Ok(free) = conn.clone().try_lock_owned() {
+            // Nobody holds the connection or waits for it, so no write
+            // waits to go with this one: it goes at once, from here (the
+            // writer's task would be one more hand-off each way).
+            let mut open = Unfinished(Some(Conn::Single(free)));
+            let conn = open.0.as_mut().expect("the connection is held");
+            let result = Writer { conn, commits: &self.commits }.alone(sql, arguments).await;
+            open.0 = None;
+            return result;
+        }
+        let (sql, arguments) = (sql.to_owned(), owned(arguments)?);
         let (reply, answer) = tokio::sync::oneshot::channel();
         writes.send(Write { sql, arguments, reply }).map_err(|_| sqlx::Error::PoolClosed)?;
         answer.await.map_err(|_| sqlx::Error::PoolClosed)?
@@ -275,38 +284,52 @@ struct Writer<'c> {
 }
 
 impl Writer<'_> {
-    /// One transaction for `batch` (see [`write_in_batches`]).
+    /// One transaction for `batch` (see [`write_in_batches`]), in as many
+    /// calls as it has writes: the first begins it, the last commits it.
     async fn commit_together(&mut self, mut batch: Vec<Write>) {
         if batch.len() == 1 {
             let write = batch.pop().expect("one write");
-            let outcome = self.alone(write.sql, write.arguments).await;
+            let outcome = self.alone(&write.sql, write.arguments).await;
             let _ = write.reply.send(outcome);
             return;
         }
-        if self.conn.execute("BEGIN IMMEDIATE").await.is_err() {
-            return self.each_alone(batch).await;
-        }
+        let last = batch.len() - 1;
         let mut done = Vec::with_capacity(batch.len());
-        let mut waiting = batch.into_iter();
-        while let Some(write) = waiting.next() {
-            let sql = format!("SAVEPOINT write; {}; RELEASE write", write.sql);
+        let mut committed = false;
+        let mut waiting = batch.into_iter().enumerate();
+        while let Some((i, write)) = waiting.next() {
+            let begin = if i == 0 { "BEGIN IMMEDIATE; " } else { "" };
+            let commit = if i == last { "; COMMIT" } else { "" };
+            let sql = format!("{begin}SAVEPOINT write; {}; RELEASE write{commit}", write.sql);
             match self.conn.fetch_all(sqlx::query_with(&sql, copied(&write.arguments))).await {
-                Ok(rows) => done.push((write, rows)),
-                Err(error) => {
-                    if self.conn.execute("ROLLBACK TO write; RELEASE write").await.is_ok() {
-                        let _ = write.reply.send(Err(error));
-                    } else {
-                        // The transaction ended with the error: nothing of it stays.
-                        let _ = self.conn.execute("ROLLBACK").await;
-                        let again = done.into_iter().map(|(write, _)| write).chain([write]).chain(waiting);
-                        return self.each_alone(again.collect()).await;
-                    }
+                Ok(rows) => {
+                    done.push((write, rows));
+                    committed = i == last;
+                }
+                // The write failed inside its savepoint: undone alone.
+                Err(error) if self.conn.execute("ROLLBACK TO write; RELEASE write").await.is_ok() => {
+                    let _ = write.reply.send(Err(error));
+                }
+                // No savepoint to go back to: the transaction did not
+                // begin, or ended (the error ended it, or the commit
+                // failed). Nothing of it stays.
+                Err(_) => {
+                    let _ = self.conn.execute("ROLLBACK").await;
+                    let again = done.into_iter().map(|(write, _)| write).chain([write]);
+                    return self.each_alone(again.chain(waiting.map(|(_, write)| write)).collect()).await;
                 }
             }
         }
-        if self.conn.execute("COMMIT").await.is_err() {
-            let _ = self.conn.execute("ROLLBACK").await;
-            return self.each_alone(done.into_iter().map(|(write, _)| write).collect()).await;
+        if !committed {
+            // The last write failed alone: the others are still to commit.
+            let ended = if done.is_empty() { "ROLLBACK" } else { "COMMIT" };
+            if self.conn.execute(ended).await.is_err() {
+                let _ = self.conn.execute("ROLLBACK").await;
+                return self.each_alone(done.into_iter().map(|(write, _)| write).collect()).await;
+            }
+            if done.is_empty() {
+                return;
+            }
         }
         self.committed(done.len());
         for (write, rows) in done {
@@ -317,13 +340,13 @@ impl Writer<'_> {
     /// Runs each write in a transaction of its own.
     async fn each_alone(&mut self, writes: Vec<Write>) {
         for write in writes {
-            let outcome = self.alone(write.sql, write.arguments).await;
+            let outcome = self.alone(&write.sql, write.arguments).await;
             let _ = write.reply.send(outcome);
         }
     }
 
     /// One write, its transaction around it, in one call.
-    async fn alone(&mut self, sql: String, arguments: AnyArguments<'static>) -> Result<Vec<AnyRow>, sqlx::Error> {
+    async fn alone(&mut self, sql: &str, arguments: AnyArguments<'_>) -> Result<Vec<AnyRow>, sqlx::Error> {
         let sql = format!("BEGIN IMMEDIATE; {sql}; COMMIT");
         let result = self.conn.fetch_all(sqlx::query_with(&sql, arguments)).await;
         match result {
@@ -371,7 +394,8 @@ fn copied(arguments: &AnyArguments<'static>) -> AnyArguments<'static> {
 }
 
 /// SQLite's connection while a transaction may be open on it: dropped so
-/// (the writer's task ended mid-way, as its runtime shuts down), the
+/// (a write's caller gone mid-way, or the writer's task ended as its
+/// runtime shuts down), the
 /// connection goes to a task that rolls the transaction back, holding the
 /// lock until it has.
 struct Unfinished(Option<Conn>);
@@ -569,26 +593,31 @@ mod tests {
 
     #[tokio::test]
     async fn writes_that_wait_together_are_committed_together_and_one_that_fails_is_undone_alone() {
-        let (_dir, pool) = sqlite().await;
-        let mut sqls = vec![NOTE.to_string(); 6];
-        // Its first statement succeeds, its second breaks a constraint.
-        sqls[2] = format!("INSERT INTO notes (id, body) VALUES ($1 || '-first', $2); {NOTE}; {NOTE}");
-        let before = pool.commits();
-        let outcomes = at_once(&pool, sqls).await;
-        assert_eq!(pool.commits() - before, 1, "one commit took the six writes");
-        for (i, outcome) in outcomes.iter().enumerate() {
-            if i == 2 {
-                let error = outcome.as_ref().expect_err("a duplicate id fails");
-                assert!(error.to_string().contains("UNIQUE"), "{error}");
-            } else {
-                let ids = outcome.as_ref().expect("the others are written");
-                assert_eq!(ids, &[format!("n{i}")], "its RETURNING row and no other write's");
+        // The failing write first (its call begins the transaction), in
+        // the middle, and last (its call would commit it).
+        for failing in [0, 2, 5] {
+            let (_dir, pool) = sqlite().await;
+            let mut sqls = vec![NOTE.to_string(); 6];
+            // Its first statement succeeds, its second breaks a constraint.
+            sqls[failing] = format!("INSERT INTO notes (id, body) VALUES ($1 || '-first', $2); {NOTE}; {NOTE}");
+            let before = pool.commits();
+            let outcomes = at_once(&pool, sqls).await;
+            assert_eq!(pool.commits() - before, 1, "one commit took the six writes ({failing} failing)");
+            for (i, outcome) in outcomes.iter().enumerate() {
+                if i == failing {
+                    let error = outcome.as_ref().expect_err("a duplicate id fails");
+                    assert!(error.to_string().contains("UNIQUE"), "{error}");
+                } else {
+                    let ids = outcome.as_ref().expect("the others are written");
+                    assert_eq!(ids, &[format!("n{i}")], "its RETURNING row and no other write's");
+                }
             }
+            let others: Vec<String> = (0..6).filter(|i| *i != failing).map(|i| format!("n{i}")).collect();
+            assert_eq!(notes(&pool).await, others, "the failed write left nothing");
+            // The connection is usable again, outside any transaction.
+            pool.write_together(sqlx::query(NOTE).bind("later").bind("x")).await.unwrap();
+            assert_eq!(notes(&pool).await.len(), 6);
         }
-        assert_eq!(notes(&pool).await, ["n0", "n1", "n3", "n4", "n5"], "the failed write left nothing");
-        // The connection is usable again, outside any transaction.
-        pool.write_together(sqlx::query(NOTE).bind("later").bind("x")).await.unwrap();
-        assert_eq!(notes(&pool).await.len(), 6);
     }
 
     #[tokio::test]
@@ -623,6 +652,21 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_write_that_finds_the_connection_free_goes_at_once_all_or_nothing() {
+        let (_dir, pool) = sqlite().await;
+        let before = pool.commits();
+        let ids = pool.write_together(sqlx::query(NOTE).bind("a").bind("x")).await.unwrap();
+        assert_eq!(ids.len(), 1);
+        let twice = format!("INSERT INTO notes (id, body) VALUES ('b', $2); {NOTE}");
+        let Err(error) = pool.write_together(sqlx::query(&twice).bind("a").bind("x")).await else {
+            panic!("a duplicate id fails");
+        };
+        assert!(error.to_string().contains("UNIQUE"), "{error}");
+        assert_eq!(pool.commits() - before, 1);
+        assert_eq!(notes(&pool).await, ["a"], "the failed write's first statement undone");
+    }
+
+    #[tokio::test]
     async fn a_write_goes_on_when_its_caller_goes_away() {
         let (_dir, pool) = sqlite().await;
         let lent = pool.acquire().await.unwrap();
@@ -630,11 +674,17 @@ mod tests {
             let pool = pool.clone();
             tokio::spawn(async move { pool.write_together(sqlx::query(NOTE).bind("gone").bind("x")).await })
         };
-        tokio::task::yield_now().await;
+        // The write queued, and the writer waits for the connection.
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
         write.abort();
         drop(lent);
-        // The writer runs it and then the next one, in order.
+        // The writer runs it, then the next one (which finds the writer
+        // holding the connection and queues behind it).
         pool.write_together(sqlx::query(NOTE).bind("next").bind("x")).await.unwrap();
-        assert_eq!(notes(&pool).await, ["gone", "next"]);
+        let written: Vec<String> =
+            sqlx::query_scalar("SELECT id FROM notes ORDER BY rowid").fetch_all(&pool).await.unwrap();
+        assert_eq!(written, ["gone", "next"]);
     }
 }
