@@ -14,6 +14,23 @@ function userTexts(host: TaskHostPage): Promise<string[]> {
 /** What the widget keeps for the workspace, wherever this browser lets it
  * (the host page through the loader, or the frame's own storage). */
 async function kept(page: Page, id: string): Promise<string> {
+  return (await records(page, id)).join("");
+}
+
+/** The assistant's replies in the conversation the widget keeps for
+ * reading offline (fetched by the widget itself once a reply is done). */
+async function keptReplies(page: Page, id: string): Promise<number> {
+  for (const record of await records(page, id)) {
+    const view = JSON.parse(record).view;
+    if (view) {
+      return JSON.parse(view).messages.filter((m: { role: string }) => m.role === "assistant").length;
+    }
+  }
+  return 0;
+}
+
+/** The widget's records for the workspace: on the host page, in the frame's own storage. */
+async function records(page: Page, id: string): Promise<string[]> {
   const host = await page.evaluate((key) => localStorage.getItem(key), `context-assistant:${id}`).catch(() => null);
   const frame = page.frames().find((f) => f.url().includes("/widget?"));
   const own = frame
@@ -27,7 +44,7 @@ async function kept(page: Page, id: string): Promise<string> {
         }, `ca:${id}`)
         .catch(() => null)
     : null;
-  return `${host ?? ""}${own ?? ""}`;
+  return [host, own].filter((record): record is string => record !== null);
 }
 
 /** The conversation as the server keeps it: a fresh page restores it. */
@@ -48,6 +65,10 @@ test("offline messages wait in order, survive a reload and go once when the netw
   await host.goto(ws, "offline_user");
   await host.ask("hello there");
   await expect(host.lastReply.locator(".ca-md")).toBeVisible();
+  // The widget keeps the conversation as the server shows it once the
+  // reply is done (a fetch of its own): kept, reply and all, before the
+  // network goes — the reload below shows what was kept.
+  await expect.poll(() => keptReplies(page, ws.id)).toBe(1);
 
   // The train goes into the tunnel: the composer still takes messages.
   await context.setOffline(true);
