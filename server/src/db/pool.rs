@@ -137,16 +137,34 @@ impl Pool {
             // Nobody holds the connection or waits for it, so no write
             // waits to go with this one: it goes at once, from here (the
             // writer's task would be one more hand-off each way).
-            let mut open = Unfinished(Some(Conn::Single(free)));
-            let conn = open.0.as_mut().expect("the connection is held");
-            let result = Writer { conn, commits: &self.commits }.alone(sql, arguments).await;
-            open.0 = None;
-            return result;
+            return self.write_here(free, sql, arguments).await;
         }
         let (sql, arguments) = (sql.to_owned(), owned(arguments)?);
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        writes.send(Write { sql, arguments, reply }).map_err(|_| sqlx::Error::PoolClosed)?;
+        let (reply, answer) = oneshot::channel();
+        if let Err(mpsc::error::SendError(write)) = writes.send(Write { sql, arguments, reply }) {
+            // The writer's task is gone (the runtime that opened the
+            // database ended): the write waits its turn here instead.
+            let held = tokio::time::timeout(ACQUIRE_TIMEOUT, conn.clone().lock_owned())
+                .await
+                .map_err(|_| sqlx::Error::PoolTimedOut)?;
+            return self.write_here(held, &write.sql, write.arguments).await;
+        }
         answer.await.map_err(|_| sqlx::Error::PoolClosed)?
+    }
+
+    /// One write on SQLite's connection, held, from the caller's task, its
+    /// transaction around it; rolled back if the caller goes away mid-way.
+    async fn write_here(
+        &self,
+        held: OwnedMutexGuard<AnyConnection>,
+        sql: &str,
+        arguments: AnyArguments<'_>,
+    ) -> Result<Vec<AnyRow>, sqlx::Error> {
+        let mut open = Unfinished(Some(Conn::Single(held)));
+        let conn = open.0.as_mut().expect("the connection is held");
+        let result = Writer { conn, commits: &self.commits }.alone(sql, arguments).await;
+        open.0 = None;
+        result
     }
 
     /// Whether this is PostgreSQL (else SQLite).
@@ -664,6 +682,27 @@ mod tests {
         assert!(error.to_string().contains("UNIQUE"), "{error}");
         assert_eq!(pool.commits() - before, 1);
         assert_eq!(notes(&pool).await, ["a"], "the failed write's first statement undone");
+    }
+
+    #[test]
+    fn a_pool_that_outlives_the_runtime_that_opened_it_still_writes() {
+        let runtime = || tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let (dir, pool) = runtime().block_on(sqlite());
+        // The writer's task ended with its runtime.
+        runtime().block_on(async {
+            let lent = pool.acquire().await.unwrap();
+            let write = {
+                let pool = pool.clone();
+                tokio::spawn(async move { pool.write_together(sqlx::query(NOTE).bind("late").bind("x")).await })
+            };
+            for _ in 0..3 {
+                tokio::task::yield_now().await;
+            }
+            drop(lent);
+            write.await.unwrap().expect("written from the caller's task");
+            assert_eq!(notes(&pool).await, ["late"]);
+        });
+        drop(dir);
     }
 
     #[tokio::test]
