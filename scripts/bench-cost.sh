@@ -10,6 +10,9 @@
 # then N - 1 later ones) instead of one turn each.
 # BENCH_STATEMENTS=1 also counts the database statements per turn (the
 # server's sqlx statement log over a run, by statement), without timing it.
+# BENCH_COMMITS=1 also reads, on SQLite, how many writes each commit took
+# (the server's ca_sqlite_writes_per_commit, scraped during a run), one at
+# a time and ten at a time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${CA_CACHE:-$HOME/.cache/context-assistant}/target}"
@@ -56,6 +59,42 @@ print(f"database statements: {total} over {turns} turns, {total / turns:.1f} per
 for summary, count in statements.most_common():
     if count >= turns:
         print(f"  {count / turns:4.1f} per turn  {summary}")
+PY
+  rm -rf "$dir"
+fi
+if [[ -n "${BENCH_COMMITS:-}" ]]; then
+  # The metrics listener goes in through a wrapper, as the log level above.
+  dir="$(mktemp -d)"
+  port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  printf '#!/bin/sh\nCA_METRICS_ADDR=127.0.0.1:%s exec "%s" "$@"\n' "$port" "$bin" >"$dir/server"
+  chmod +x "$dir/server"
+  python3 - "$CARGO_TARGET_DIR/release/examples/turn_cost" "$dir/server" "$port" <<'PY'
+import re, subprocess, sys, threading, time, urllib.request
+bench, server, port = sys.argv[1:]
+def scrape():
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1).read().decode()
+    except OSError:
+        return None
+    found = [re.search(rf"^ca_sqlite_writes_per_commit_{k} (\S+)", text, re.M) for k in ("sum", "count")]
+    return tuple(float(m.group(1)) for m in found) if all(found) else None
+run = subprocess.Popen([bench, server, "cpu"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+last, one = [None], None
+def watch():
+    while run.poll() is None:
+        last[0] = scrape() or last[0]
+        time.sleep(0.1)
+watcher = threading.Thread(target=watch)
+watcher.start()
+for line in run.stdout:
+    if line.startswith("| 1 |"):
+        one = scrape()
+watcher.join()
+if not one or not last[0]:
+    sys.exit("no ca_sqlite_writes_per_commit read: is the database SQLite?")
+print(f"SQLite writes per commit, one at a time (with the warm-up): {one[0] / one[1]:.2f} ({one[1]:.0f} commits)")
+writes, commits = last[0][0] - one[0], last[0][1] - one[1]
+print(f"SQLite writes per commit, ten at a time: {writes / commits:.2f} ({writes:.0f} writes in {commits:.0f} commits)")
 PY
   rm -rf "$dir"
 fi
