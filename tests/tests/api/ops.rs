@@ -7,8 +7,9 @@ use crate::helpers::{ADMIN_TOKEN, Db, HostSpec, Rig, Step, of, pending, spawn_ap
 
 const METRICS_TOKEN: &str = "metrics-token-of-at-least-32-characters";
 
-/// Scrapes that assert a database-wide gauge run one at a time: the
-/// registry is the process's, and every test app sets those gauges.
+/// Scrapes run one at a time: the registry is the process's, and each
+/// test app's scrape sets the database-wide gauges from its own database
+/// before it renders them (another's in between would show its values).
 static GAUGES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// One sample: its name, its labels and its value.
@@ -50,6 +51,7 @@ fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> f64 {
 }
 
 async fn scrape(base: &str, token: Option<&str>) -> (u16, String) {
+    let _one_at_a_time = GAUGES.lock().await;
     let mut request = crate::helpers::http().get(format!("{base}/metrics"));
     if let Some(token) = token {
         request = request.bearer_auth(token);
@@ -76,7 +78,6 @@ async fn a_turn_shows_in_the_metrics_by_stop_reason_tokens_tools_and_latency() {
         let proposed = rig.say("add it").await;
         assert_eq!(pending(&proposed)["status"], "pending");
 
-        let _one_at_a_time = GAUGES.lock().await;
         let (status, text) = scrape(&base, Some(METRICS_TOKEN)).await;
         assert_eq!(status, 200);
         let after = samples(&text);
