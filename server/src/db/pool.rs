@@ -589,18 +589,31 @@ mod tests {
                 })
             })
             .collect();
-        // One thread (`tokio::test`'s runtime): each yield puts this task
-        // behind the spawned ones, which queue their write at their first
-        // poll; all are queued before the connection is free.
-        for _ in 0..3 {
-            tokio::task::yield_now().await;
-        }
+        settle().await;
         drop(lent);
         let mut outcomes = Vec::new();
         for write in writes {
             outcomes.push(write.await.unwrap());
         }
         outcomes
+    }
+
+    /// Lets the tasks spawned so far run to their first wait. One thread
+    /// (`tokio::test`'s runtime): each yield puts this task behind them,
+    /// and a write is queued at its first poll.
+    async fn settle() {
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// Writes note `id` from a task of its own, queued once this returns
+    /// (while the test holds the connection).
+    async fn queued(pool: &Pool, id: &'static str) -> tokio::task::JoinHandle<Result<Vec<AnyRow>, sqlx::Error>> {
+        let pool = pool.clone();
+        let write = tokio::spawn(async move { pool.write_together(sqlx::query(NOTE).bind(id).bind("x")).await });
+        settle().await;
+        write
     }
 
     async fn notes(pool: &Pool) -> Vec<String> {
@@ -691,13 +704,7 @@ mod tests {
         // The writer's task ended with its runtime.
         runtime().block_on(async {
             let lent = pool.acquire().await.unwrap();
-            let write = {
-                let pool = pool.clone();
-                tokio::spawn(async move { pool.write_together(sqlx::query(NOTE).bind("late").bind("x")).await })
-            };
-            for _ in 0..3 {
-                tokio::task::yield_now().await;
-            }
+            let write = queued(&pool, "late").await;
             drop(lent);
             write.await.unwrap().expect("written from the caller's task");
             assert_eq!(notes(&pool).await, ["late"]);
@@ -709,14 +716,8 @@ mod tests {
     async fn a_write_goes_on_when_its_caller_goes_away() {
         let (_dir, pool) = sqlite().await;
         let lent = pool.acquire().await.unwrap();
-        let write = {
-            let pool = pool.clone();
-            tokio::spawn(async move { pool.write_together(sqlx::query(NOTE).bind("gone").bind("x")).await })
-        };
         // The write queued, and the writer waits for the connection.
-        for _ in 0..3 {
-            tokio::task::yield_now().await;
-        }
+        let write = queued(&pool, "gone").await;
         write.abort();
         drop(lent);
         // The writer runs it, then the next one (which finds the writer
