@@ -694,15 +694,24 @@ fn endpoint(base: &Url, path: &str) -> Url {
 }
 
 async fn read_capped(response: reqwest::Response) -> Result<Vec<u8>, HostError> {
+    body_capped(response).await.map_err(|broken| match broken {
+        Some(cause) => HostError::Unreachable(cause),
+        None => HostError::Invalid(format!("answer is larger than {MAX_RESPONSE_BYTES} bytes")),
+    })
+}
+
+/// A tool host's answer body, of at most [`MAX_RESPONSE_BYTES`]; else
+/// `Err(None)` when it is larger, `Err(Some(cause))` when it broke off.
+pub async fn body_capped(response: reqwest::Response) -> Result<Vec<u8>, Option<String>> {
     if response.content_length().is_some_and(|n| n as usize > MAX_RESPONSE_BYTES) {
-        return Err(HostError::Invalid(format!("answer is larger than {MAX_RESPONSE_BYTES} bytes")));
+        return Err(None);
     }
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| HostError::Unreachable(error_chain(&e)))?;
+        let chunk = chunk.map_err(|e| Some(error_chain(&e)))?;
         if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
-            return Err(HostError::Invalid(format!("answer is larger than {MAX_RESPONSE_BYTES} bytes")));
+            return Err(None);
         }
         body.extend_from_slice(&chunk);
     }

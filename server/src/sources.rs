@@ -147,15 +147,24 @@ impl Sources {
     /// How an MCP server is dialled: the public-only client unless private
     /// hosts are allowed; a private address literal is refused at once.
     pub fn endpoint(&self, server: &McpServer) -> Result<Endpoint, McpError> {
-        let http = if self.allow_private {
-            self.any_http.clone()
-        } else {
-            if let Some(ip) = crate::host::private_literal(&server.url) {
-                return Err(McpError::Unreachable(format!("{ip} is a private address")));
-            }
-            self.public_http.clone()
-        };
-        Ok(Endpoint { url: server.url.clone(), headers: server.headers.clone(), http, timeout: self.timeout })
+        let http = self.http_for(server)?;
+        Ok(self.endpoint_with(server, http.clone()))
+    }
+
+    /// Our client for `server`: the public-only one unless private hosts
+    /// are allowed (an address written in its URL is checked here).
+    fn http_for(&self, server: &McpServer) -> Result<&reqwest::Client, McpError> {
+        if self.allow_private {
+            return Ok(&self.any_http);
+        }
+        if let Some(ip) = crate::host::private_literal(&server.url) {
+            return Err(McpError::Unreachable(format!("{ip} is a private address")));
+        }
+        Ok(&self.public_http)
+    }
+
+    fn endpoint_with(&self, server: &McpServer, http: reqwest::Client) -> Endpoint {
+        Endpoint { url: server.url.clone(), headers: server.headers.clone(), http, timeout: self.timeout }
     }
 
     /// Connects to an MCP server once (not through the kept connections:
@@ -232,8 +241,9 @@ impl Sources {
         server: &McpServer,
     ) -> Result<Arc<crate::mcp::pool::Connection>, McpError> {
         let key = Key { workspace_id: source.workspace_id.clone(), name: source.name.clone(), version: source.version };
-        let endpoint = self.endpoint(server)?;
-        self.connections.get(&key, || endpoint).await
+        // Made only when a connection is opened.
+        let http = self.http_for(server)?;
+        self.connections.get(&key, || self.endpoint_with(server, http.clone())).await
     }
 
     /// The tools the source offers this caller, within its allowlist, each
@@ -428,11 +438,9 @@ impl Sources {
     ) -> Result<Read, HostError> {
         let started = std::time::Instant::now();
         let connection = self.connection(source, server).await.map_err(into_host_error)?;
-        let arguments = arguments.as_object().cloned().unwrap_or_default();
-        let result = match events {
-            Some(events) => connection.server.call_with_events(tool, arguments, scope_meta(scope), events).await,
-            None => connection.server.call(tool, arguments, scope_meta(scope)).await,
-        };
+        let no_arguments = Map::new();
+        let arguments = arguments.as_object().unwrap_or(&no_arguments);
+        let result = connection.server.call_with(tool, arguments, &ScopeMeta(scope), events).await;
         crate::metrics::host_request("mcp/tools/call", started.elapsed(), result.is_ok());
         let result = result.map_err(into_host_error)?;
         let app = connection.has_app(tool);
@@ -444,6 +452,18 @@ impl Sources {
             }
             Outcome::Failed(said) => Err(HostError::ToolFailed(said)),
         }
+    }
+}
+
+/// [`scope_meta`] as it is written, without a JSON value built for it.
+struct ScopeMeta<'a>(&'a ExecutionScope);
+
+impl serde::Serialize for ScopeMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(1))?;
+        map.serialize_entry(SCOPE_META_KEY, self.0)?;
+        map.end()
     }
 }
 

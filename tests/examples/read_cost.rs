@@ -4,8 +4,8 @@
 //! side, Streamable HTTP), both in a child process of their own, called
 //! through the engine's tool sources (`server::sources::Sources::read`) on
 //! the kept connection, as a turn calls them. Reports, per read, the wall
-//! time (p50, p90) and this process's CPU time — the assistant's side
-//! only, the servers' work is the child's.
+//! time (p50, p90), this process's CPU time (the assistant's side) and
+//! the child's (the server's side: the wall time holds both).
 //!
 //! Run: `scripts/bench-read.sh` (a release build); `valgrind
 //! --tool=callgrind` on it counts the instructions of this process alone.
@@ -106,9 +106,10 @@ async fn serve() {
     .unwrap();
 }
 
-/// This process's CPU time so far (user and system), from /proc.
-fn cpu_time() -> Duration {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+/// A process's CPU time so far (user and system), from /proc: `self`'s
+/// or the servers' child's (its pid).
+fn cpu_time(process: &str) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{process}/stat")).unwrap();
     let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
     // After the command: state is field 3, utime 14 and stime 15 (1-based).
     let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
@@ -174,8 +175,9 @@ async fn main() {
     };
     let arguments = json!({"q": "socks"});
 
-    println!("| source | reads | wall time per read p50 / p90 | assistant CPU per read |");
-    println!("|---|---|---|---|");
+    println!("| source | reads | wall time per read p50 / p90 | assistant CPU per read | server CPU per read |");
+    println!("|---|---|---|---|---|");
+    let server = child.id().to_string();
     // READS_ONLY=remote or =mcp measures one kind alone (for callgrind).
     let only = std::env::var("READS_ONLY").ok();
     for source in [&remote, &mcp] {
@@ -196,20 +198,21 @@ async fn main() {
             read().await;
         }
         let mut times = Vec::with_capacity(READS);
-        let cpu = cpu_time();
+        let (cpu, server_cpu) = (cpu_time("self"), cpu_time(&server));
         for _ in 0..READS {
             let started = Instant::now();
             read().await;
             times.push(started.elapsed());
         }
-        let cpu = cpu_time() - cpu;
+        let (cpu, server_cpu) = (cpu_time("self") - cpu, cpu_time(&server) - server_cpu);
         let us = |d: Duration| d.as_secs_f64() * 1e6;
         println!(
-            "| {} | {READS} | {:.0} / {:.0} µs | {:.0} µs |",
+            "| {} | {READS} | {:.0} / {:.0} µs | {:.0} µs | {:.0} µs |",
             if source.is_remote() { "Remote Tools host" } else { "MCP server (Streamable HTTP)" },
             us(percentile(&mut times, 0.5)),
             us(percentile(&mut times, 0.9)),
             us(cpu) / READS as f64,
+            us(server_cpu) / READS as f64,
         );
     }
     drop(child.stdin.take());

@@ -3,23 +3,23 @@
 //! redirects; for a server that must be public, the resolver that returns
 //! only public addresses). Protocol `2025-11-25` is asked for (rmcp's
 //! default, `2026-07-28`, has no `initialize`); the session is rmcp's.
+//! `tools/call` is sent by us, in that session (`super::call` says why).
 //! Every failure is an [`McpError`] that names its cause, never a header.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities, ClientConfig,
-    ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability, ErrorData,
-    FormElicitationCapability, Implementation, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, RequestId, RequestMetaObject,
+    ClientCapabilities, ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, ErrorData, FormElicitationCapability, Implementation, NumberOrString,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId,
 };
 use rmcp::service::{
-    ClientInitializeError, InboundStreamOrigin, NotificationContext, Peer, PeerRequestOptions, RequestContext,
-    RoleClient, RunningService, ServiceError,
+    ClientInitializeError, InboundStreamOrigin, NotificationContext, RequestContext, RoleClient, RunningService,
+    ServiceError,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
@@ -28,42 +28,16 @@ use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Map, Value};
 use url::Url;
 
+use futures::future::BoxFuture;
+
+use super::call::{self, Called, Direct, Listener, Noting};
+
 /// Most pages of `tools/list` read (a server that pages for ever stops here).
 const MAX_PAGES: usize = 20;
 /// Most tools kept from a server.
 pub const MAX_TOOLS: usize = 512;
 
-/// Why an MCP server could not be used. `Display` is for logs.
-#[derive(Debug, thiserror::Error)]
-pub enum McpError {
-    #[error("the MCP server cannot be reached: {0}")]
-    Unreachable(String),
-    #[error("the MCP server refused us ({0})")]
-    Unauthorized(u16),
-    #[error("not an MCP server, or its handshake failed: {0}")]
-    Protocol(String),
-    #[error("the MCP server did not answer within {0:?}")]
-    Timeout(Duration),
-    #[error("the MCP server's tool failed: {0}")]
-    Failed(String),
-    /// A header the host gave cannot be sent (never its value).
-    #[error("{0}")]
-    Headers(String),
-}
-
-impl McpError {
-    /// The machine code of the error (`mcp_unreachable`, …).
-    pub fn code(&self) -> &'static str {
-        match self {
-            McpError::Unreachable(_) => "mcp_unreachable",
-            McpError::Unauthorized(_) => "mcp_unauthorized",
-            McpError::Protocol(_) => "mcp_protocol",
-            McpError::Timeout(_) => "mcp_timeout",
-            McpError::Failed(_) => "mcp_failed",
-            McpError::Headers(_) => "mcp_headers",
-        }
-    }
-}
+pub use super::error::McpError;
 
 /// What a server tells about one of our calls while it runs.
 pub enum CallEvent {
@@ -126,9 +100,55 @@ impl Drop for Elicitation {
 /// Where a call's events go.
 #[derive(Clone)]
 struct Route {
-    events: tokio::sync::mpsc::UnboundedSender<CallEvent>,
+    /// None: nobody listens (progress is dropped, an elicitation cancelled).
+    events: Option<tokio::sync::mpsc::UnboundedSender<CallEvent>>,
     waiting: Arc<AtomicUsize>,
     answered_at: Arc<Mutex<Option<tokio::time::Instant>>>,
+}
+
+impl Listener for Route {
+    /// Tells the call's progress (its message without control characters,
+    /// at most 200 of them).
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        let Some(events) = &self.events else { return };
+        let message = message.map(|m| m.chars().filter(|c| !c.is_control()).take(200).collect());
+        let _ = events.send(CallEvent::Progress { progress, total, message });
+    }
+
+    /// Asks the call's user what the server asks (form mode; any other is
+    /// declined): the answer, once given. From now until then the call's
+    /// time stands still.
+    fn ask(&self, request: ElicitRequestParams) -> BoxFuture<'static, ElicitResult> {
+        let answered = match request {
+            ElicitRequestParams::FormElicitationParams { message, requested_schema, .. } => {
+                // The form shows the fields in the server's order: rmcp keeps
+                // it beside its sorted map (a JSON value would sort them again).
+                let order = requested_schema.property_order.clone().unwrap_or_default();
+                let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+                let (reply, answered) = tokio::sync::oneshot::channel();
+                self.waiting.fetch_add(1, Ordering::SeqCst);
+                let elicitation = Elicitation {
+                    message,
+                    schema,
+                    order,
+                    reply: Some(reply),
+                    waiting: self.waiting.clone(),
+                    answered_at: self.answered_at.clone(),
+                };
+                // Nobody listens: the elicitation, dropped, is cancelled.
+                let sent = self.events.as_ref().map(|events| events.send(CallEvent::Elicit(Box::new(elicitation))));
+                Some(sent.and_then(Result::ok).map(|()| answered))
+            }
+            _ => None,
+        };
+        Box::pin(async move {
+            match answered {
+                None => ElicitResult::new(ElicitationAction::Decline),
+                Some(None) => ElicitResult::new(ElicitationAction::Cancel),
+                Some(Some(answered)) => answered.await.unwrap_or_else(|_| ElicitResult::new(ElicitationAction::Cancel)),
+            }
+        })
+    }
 }
 
 /// The calls in flight on a connection: by progress token and by request id.
@@ -187,8 +207,7 @@ impl ClientHandler for Handler {
         // A token no call of ours holds (late, or forged) is dropped.
         let token = params.progress_token.clone();
         if let Some(route) = self.route(|routes| routes.by_token.get(&token).cloned()).await {
-            let message = params.message.map(|m| m.chars().filter(|c| !c.is_control()).take(200).collect());
-            let _ = route.events.send(CallEvent::Progress { progress: params.progress, total: params.total, message });
+            route.progress(params.progress, params.total, params.message);
         }
     }
 
@@ -204,30 +223,12 @@ impl ClientHandler for Handler {
             Some(InboundStreamOrigin::OutboundRequest(id)) => self.route(|routes| routes.by_id.get(id).cloned()).await,
             _ => None,
         };
-        let (Some(route), ElicitRequestParams::FormElicitationParams { message, requested_schema, .. }) =
-            (route, request)
-        else {
+        let Some(route) = route else {
             return Ok(ElicitResult::new(ElicitationAction::Decline));
         };
-        // The form shows the fields in the server's order: rmcp keeps it
-        // beside its sorted map (a JSON value would sort them again).
-        let order = requested_schema.property_order.clone().unwrap_or_default();
-        let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
-        let (reply, answered) = tokio::sync::oneshot::channel();
-        route.waiting.fetch_add(1, Ordering::SeqCst);
-        let elicitation = Elicitation {
-            message,
-            schema,
-            order,
-            reply: Some(reply),
-            waiting: route.waiting.clone(),
-            answered_at: route.answered_at.clone(),
-        };
-        if route.events.send(CallEvent::Elicit(Box::new(elicitation))).is_err() {
-            return Ok(ElicitResult::new(ElicitationAction::Cancel));
-        }
+        let answered = route.ask(request);
         Ok(tokio::select! {
-            answer = answered => answer.unwrap_or_else(|_| ElicitResult::new(ElicitationAction::Cancel)),
+            answer = answered => answer,
             () = context.ct.cancelled() => ElicitResult::new(ElicitationAction::Cancel),
         })
     }
@@ -243,9 +244,8 @@ impl ClientHandler for Handler {
 /// a request it has finished (the protocol's cancellation rules).
 struct InFlight {
     handler: Handler,
-    peer: Peer<RoleClient>,
-    id: RequestId,
-    token: ProgressToken,
+    direct: Direct,
+    id: Arc<str>,
     done: bool,
 }
 
@@ -253,23 +253,22 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         {
             let mut routes = self.handler.routes();
-            routes.by_id.remove(&self.id);
-            routes.by_token.remove(&self.token);
+            let id = NumberOrString::String(self.id.clone());
+            routes.by_id.remove(&id);
+            routes.by_token.remove(&ProgressToken(id));
         }
         if !self.done
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
-            let (peer, id) = (self.peer.clone(), self.id.clone());
+            let (direct, id) = (self.direct.clone(), self.id.clone());
+            let cancel = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": id, "reason": "the caller stopped waiting"}});
             runtime.spawn(async move {
                 let mut waited = Duration::ZERO;
                 for after in std::iter::once(Duration::ZERO).chain(CANCEL_AGAIN) {
                     tokio::time::sleep(after - waited).await;
                     waited = after;
-                    let reason = Some("the caller stopped waiting".to_owned());
-                    let cancel = CancelledNotificationParam::new(Some(id.clone()), reason);
-                    if peer.notify_cancelled(cancel).await.is_err() {
-                        return;
-                    }
+                    direct.tell(&cancel).await;
                 }
             });
         }
@@ -295,6 +294,10 @@ pub struct Server {
     service: RunningService<RoleClient, Handler>,
     handler: Handler,
     timeout: Duration,
+    /// `tools/call`, sent by us (super::call says why).
+    direct: Direct,
+    /// Our calls so far: their ids are `ca-1`, `ca-2`, … (rmcp's are numbers).
+    calls: AtomicU64,
 }
 
 /// Headers the transport sets itself; a host may not.
@@ -332,7 +335,9 @@ pub async fn connect(endpoint: Endpoint) -> Result<Server, McpError> {
     backoff.max_times = Some(3);
     backoff.max_delay = Some(Duration::from_secs(5));
     config.retry_config = Arc::new(backoff);
-    let transport = StreamableHttpClientTransport::with_client(endpoint.http, config);
+    let sent = Arc::default();
+    let direct = Direct { http: endpoint.http.clone(), url: endpoint.url, sent: Arc::clone(&sent) };
+    let transport = StreamableHttpClientTransport::with_client(Noting { http: endpoint.http, sent }, config);
     let handler = Handler::default();
     let started = tokio::time::timeout(endpoint.timeout, handler.clone().serve(transport)).await;
     let service = match started {
@@ -340,7 +345,7 @@ pub async fn connect(endpoint: Endpoint) -> Result<Server, McpError> {
         Ok(Err(error)) => return Err(initialize_error(&error)),
         Ok(Ok(service)) => service,
     };
-    Ok(Server { service, handler, timeout: endpoint.timeout })
+    Ok(Server { service, handler, timeout: endpoint.timeout, direct, calls: AtomicU64::new(0) })
 }
 
 impl Server {
@@ -415,8 +420,7 @@ impl Server {
         meta: Map<String, Value>,
     ) -> Result<Value, McpError> {
         // Nobody listens: progress is dropped, an elicitation cancelled.
-        let (events, _) = tokio::sync::mpsc::unbounded_channel();
-        self.call_with_events(name, arguments, meta, events).await
+        self.call_with(name, &arguments, &meta, None).await
     }
 
     /// [`Server::call`], its progress and elicitations sent to `events`.
@@ -429,31 +433,34 @@ impl Server {
         meta: Map<String, Value>,
         events: tokio::sync::mpsc::UnboundedSender<CallEvent>,
     ) -> Result<Value, McpError> {
-        let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
-        params.meta = Some(RequestMetaObject::from(meta));
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let peer = self.service.peer();
-        let handle = peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
-            .await
-            .map_err(|e| service_error(&e))?;
-        // Registered at once; an event that comes first waits for it (`Handler::route`).
+        self.call_with(name, &arguments, &meta, Some(events)).await
+    }
+
+    /// [`Server::call_with_events`] from borrowed parts (a turn's read
+    /// copies none of them); `meta` is a map's JSON, `events` optional.
+    pub async fn call_with(
+        &self,
+        name: &str,
+        arguments: &Map<String, Value>,
+        meta: &(impl serde::Serialize + Sync),
+        events: Option<tokio::sync::mpsc::UnboundedSender<CallEvent>>,
+    ) -> Result<Value, McpError> {
+        let id: Arc<str> = format!("ca-{}", self.calls.fetch_add(1, Ordering::Relaxed) + 1).into();
+        let body = call::request(&id, name, arguments, meta);
+        // Registered before the call is sent: the server may tell its
+        // progress on its own stream (rmcp's), where `Handler` finds it.
         let waiting = Arc::new(AtomicUsize::new(0));
         let answered_at = Arc::new(Mutex::new(None));
         let route = Route { events, waiting: waiting.clone(), answered_at: answered_at.clone() };
         {
             let mut routes = self.handler.routes();
-            routes.by_id.insert(handle.id.clone(), route.clone());
-            routes.by_token.insert(handle.progress_token.clone(), route);
+            let request = NumberOrString::String(id.clone());
+            routes.by_id.insert(request.clone(), route.clone());
+            routes.by_token.insert(ProgressToken(request), route.clone());
         }
-        let mut in_flight = InFlight {
-            handler: self.handler.clone(),
-            peer: peer.clone(),
-            id: handle.id.clone(),
-            token: handle.progress_token.clone(),
-            done: false,
-        };
-        let answer = handle.await_response();
+        let mut in_flight =
+            InFlight { handler: self.handler.clone(), direct: self.direct.clone(), id: id.clone(), done: false };
+        let answer = self.send(&id, &body, &route);
         tokio::pin!(answer);
         let mut deadline = tokio::time::Instant::now() + self.timeout;
         let result = loop {
@@ -476,8 +483,28 @@ impl Server {
             }
         };
         in_flight.done = true;
-        let result = result.map_err(|e| service_error(&e))?;
-        serde_json::to_value(&result).map_err(|e| McpError::Protocol(e.to_string()))
+        result
+    }
+
+    /// Sends the call; when the server forgot the session, rmcp starts a
+    /// new one (a `ping` through it finds the session gone) and the call
+    /// is sent once more (nothing ran the first time).
+    async fn send(&self, id: &str, body: &[u8], route: &Route) -> Result<Value, McpError> {
+        let changed = &self.handler.tools_changed;
+        if self.direct.ready()
+            && let Called::Answer(answer) = self.direct.call(id, body, route, changed).await
+        {
+            return answer;
+        }
+        self.service
+            .peer()
+            .send_request(ClientRequest::PingRequest(Default::default()))
+            .await
+            .map_err(|e| service_error(&e))?;
+        match self.direct.call(id, body, route, changed).await {
+            Called::Answer(answer) => answer,
+            Called::SessionGone => Err(McpError::Unreachable("the server forgot the session again".into())),
+        }
     }
 
     /// Ends the session (rmcp asks the server to forget it).

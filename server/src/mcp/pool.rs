@@ -8,7 +8,7 @@
 //! on its next use. The open ones are the `ca_mcp_connections` gauge; each
 //! closed is counted by why (`ca_mcp_connections_closed_total`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -29,6 +29,8 @@ pub struct Key {
 pub struct Connection {
     pub server: Server,
     tools: tokio::sync::Mutex<Option<Arc<Vec<Value>>>>,
+    /// The names of the tools, as last listed, that ship an MCP App's UI.
+    app_tools: Mutex<HashSet<String>>,
     apps: tokio::sync::Mutex<HashMap<String, Arc<super::apps::AppResource>>>,
     /// When a turn last took it.
     used: Mutex<Instant>,
@@ -52,20 +54,26 @@ impl Connection {
         {
             return Ok(tools.clone());
         }
-        let tools = Arc::new(self.server.tools().await?);
+        Ok(self.listed(self.server.tools().await?, &mut kept))
+    }
+
+    /// Keeps the tools just listed, and which of them are apps.
+    fn listed(&self, tools: Vec<Value>, kept: &mut Option<Arc<Vec<Value>>>) -> Arc<Vec<Value>> {
+        let apps = tools
+            .iter()
+            .filter(|t| super::apps::resource_uri(t).is_some())
+            .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_owned))
+            .collect();
+        *self.app_tools.lock().unwrap_or_else(PoisonError::into_inner) = apps;
+        let tools = Arc::new(tools);
         *kept = Some(tools.clone());
-        Ok(tools)
+        tools
     }
 
     /// Whether the tool `name`, as last listed, ships an MCP App's UI
     /// (nothing is listed for this: a tool not listed yet has none).
     pub fn has_app(&self, name: &str) -> bool {
-        let Ok(kept) = self.tools.try_lock() else { return false };
-        kept.as_ref().is_some_and(|tools| {
-            tools
-                .iter()
-                .any(|t| t.get("name").and_then(Value::as_str) == Some(name) && super::apps::resource_uri(t).is_some())
-        })
+        self.app_tools.lock().unwrap_or_else(PoisonError::into_inner).contains(name)
     }
 
     /// The UI resource `uri` (an MCP App's), read once per connection, so
@@ -87,9 +95,7 @@ impl Connection {
     /// The server's tools listed now, whatever was kept (and kept after).
     pub async fn fresh_tools(&self) -> Result<Arc<Vec<Value>>, McpError> {
         let mut kept = self.tools.lock().await;
-        let tools = Arc::new(self.server.tools().await?);
-        *kept = Some(tools.clone());
-        Ok(tools)
+        Ok(self.listed(self.server.tools().await?, &mut kept))
     }
 }
 
@@ -129,6 +135,7 @@ impl Connections {
         let connection = Arc::new(Connection {
             server: connect(endpoint()).await?,
             tools: Default::default(),
+            app_tools: Default::default(),
             apps: Default::default(),
             used: Mutex::new(Instant::now()),
         });

@@ -667,3 +667,125 @@ async fn reads_through_the_sources_reuse_a_kept_connection() {
     let opened = accepted.load(Ordering::SeqCst) - before;
     assert!(opened <= 1, "20 reads opened {opened} connections");
 }
+
+/// A request's method, and its session and protocol version headers.
+type Heading = (String, Option<String>, Option<String>);
+
+/// What the hand-written server of [`start_polling`] heard.
+#[derive(Clone, Default)]
+struct Heard {
+    requests: Arc<Mutex<Vec<Heading>>>,
+    /// Our answers to its own requests.
+    answers: Arc<Mutex<Vec<Value>>>,
+    /// The `Last-Event-ID` of each stream taken up again.
+    resumed: Arc<Mutex<Vec<String>>>,
+}
+
+/// A server of the 2025-11-25 protocol's polling habit, by hand (no SDK
+/// writes it so): a call's event stream gives one event (an id and a
+/// `retry`, no data), asks the client something it never advertised,
+/// and closes; the stream taken up again with `Last-Event-ID` tells
+/// progress and then the call's answer. Every request but the handshake
+/// must carry its session.
+async fn start_polling() -> (url::Url, Heard) {
+    use axum::http::{HeaderMap, StatusCode, header};
+    let heard = Heard::default();
+    let events = |body: String| ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response();
+    let post = {
+        let heard = heard.clone();
+        move |headers: HeaderMap, body: axum::Json<Value>| async move {
+            let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+            let method = body["method"].as_str().unwrap_or_default().to_owned();
+            let session = text("mcp-session-id");
+            heard.requests.lock().unwrap().push((method.clone(), session.clone(), text("mcp-protocol-version")));
+            if method == "initialize" {
+                let result = json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                                    "serverInfo": {"name": "polling", "version": "1"}});
+                let answer = json!({"jsonrpc": "2.0", "id": body["id"], "result": result});
+                return ([("mcp-session-id", "s-1")], axum::Json(answer)).into_response();
+            }
+            if session.as_deref() != Some("s-1") {
+                return (StatusCode::BAD_REQUEST, "no session").into_response();
+            }
+            if method.is_empty() {
+                heard.answers.lock().unwrap().push(body.0);
+                return StatusCode::ACCEPTED.into_response();
+            }
+            if method != "tools/call" {
+                return StatusCode::ACCEPTED.into_response();
+            }
+            match body["params"]["name"].as_str() {
+                Some("garbled") => return events("data: {\"jsonrpc\": \"2.0\", \"id\": \n\n".into()),
+                Some("cut") => return events(": nothing numbered, then the end\n\n".into()),
+                Some("refused") => {
+                    let error = json!({"jsonrpc": "2.0", "id": body["id"], "error": {"code": -32602, "message": "no such tool"}});
+                    return (StatusCode::OK, axum::Json(error)).into_response();
+                }
+                _ => {}
+            }
+            let question = json!({"jsonrpc": "2.0", "id": "q-1", "method": "sampling/createMessage", "params": {}});
+            events(format!("id: e-1\nretry: 20\ndata:\n\nid: e-2\ndata: {question}\n\n"))
+        }
+    };
+    let get = {
+        let heard = heard.clone();
+        move |headers: HeaderMap| async move {
+            let Some(from) = headers.get("last-event-id").and_then(|v| v.to_str().ok()) else {
+                return StatusCode::METHOD_NOT_ALLOWED.into_response();
+            };
+            heard.resumed.lock().unwrap().push(from.to_owned());
+            let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                                  "params": {"progressToken": "ca-1", "progress": 1, "total": 2, "message": "half\u{7}way"}});
+            let answer =
+                json!({"jsonrpc": "2.0", "id": "ca-1", "result": {"content": [{"type": "text", "text": "polled"}]}});
+            events(format!("id: e-3\ndata: {progress}\n\nid: e-4\ndata: {answer}\n\n"))
+        }
+    };
+    let router = Router::new().route("/mcp", axum::routing::post(post).get(get).delete(|| async { StatusCode::OK }));
+    let address = serve(router).await;
+    (url::Url::parse(&format!("http://{address}/mcp")).unwrap(), heard)
+}
+
+/// A call's event stream that the server closes before its answer is
+/// taken up again where it broke off (`Last-Event-ID`), within the
+/// session; a request of the server's we never advertised is refused
+/// (JSON-RPC's "method not found"), and the call's progress still reaches
+/// its caller.
+#[tokio::test]
+async fn a_calls_stream_closed_early_is_taken_up_again_where_it_broke_off() {
+    let (url, heard) = start_polling().await;
+    let server = connect(endpoint(&url, &[], Duration::from_secs(10))).await.unwrap();
+    let (events, mut told) = tokio::sync::mpsc::unbounded_channel();
+
+    let result = server.call_with_events("lookup", Map::new(), Map::new(), events).await.unwrap();
+
+    assert_eq!(result["content"][0]["text"], "polled");
+    assert_eq!(*heard.resumed.lock().unwrap(), ["e-2"], "taken up after the last event seen");
+    let call = heard.requests.lock().unwrap().iter().find(|(method, ..)| method == "tools/call").cloned().unwrap();
+    assert_eq!(call, ("tools/call".into(), Some("s-1".into()), Some("2025-11-25".into())));
+    until(|| !heard.answers.lock().unwrap().is_empty()).await;
+    let answer = heard.answers.lock().unwrap()[0].clone();
+    assert_eq!((answer["id"].clone(), answer["error"]["code"].clone()), (json!("q-1"), json!(-32601)), "{answer}");
+    let Some(server::mcp::client::CallEvent::Progress { progress, total, message }) = told.recv().await else {
+        panic!("no progress")
+    };
+    assert_eq!((progress, total, message.as_deref()), (1.0, Some(2.0), Some("halfway")));
+}
+
+/// What a hostile or broken server answers a call fails that call alone,
+/// each with its cause, and at once: a message that is not JSON, a stream
+/// that ends before the answer with nothing to take it up from, a JSON-RPC
+/// error.
+#[tokio::test]
+async fn a_broken_answer_fails_the_call_with_its_cause() {
+    let (url, _) = start_polling().await;
+    let server = connect(endpoint(&url, &[], Duration::from_secs(10))).await.unwrap();
+
+    let garbled = server.call("garbled", Map::new(), Map::new()).await.unwrap_err();
+    let cut = server.call("cut", Map::new(), Map::new()).await.unwrap_err();
+    let refused = server.call("refused", Map::new(), Map::new()).await.unwrap_err();
+
+    assert!(matches!(&garbled, McpError::Protocol(why) if why.contains("not MCP")), "{garbled:?}");
+    assert!(matches!(&cut, McpError::Unreachable(why) if why.contains("closed before its answer")), "{cut:?}");
+    assert!(matches!(&refused, McpError::Failed(why) if why == "no such tool"), "{refused:?}");
+}
