@@ -3,19 +3,22 @@
 //! (names, descriptions, schemas, count), how they were classified, whether
 //! the server announces changes, and the timing of its reads — each `get`
 //! tool called once with arguments made from its schema (never a tool that
-//! needs Apply), as the Remote Tools checker does.
+//! needs Apply), as the Remote Tools checker does; four at a time, each
+//! waited for at most half the tool timeout (past that it is slow).
 
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use widget::wire::Verb;
 
-use super::client::Server;
+use super::client::{McpError, Server};
 use crate::checker::{Report, Status, definition_rules, sample, verdict};
 use crate::host::ToolSpec;
 
-/// At most this many `get` tools are called.
+/// At most this many `get` tools are called,
 const MAX_CALLED: usize = 12;
+/// and at most this many at once.
+const READS_AT_ONCE: usize = 4;
 /// Who the report's calls act for: a server can tell them from a user's.
 pub const CHECK_USER: &str = "context-assistant-check";
 
@@ -61,6 +64,21 @@ pub async fn report(seen: Seen<'_>) -> Report {
     }
     reads(&mut report, &seen).await;
     report
+}
+
+/// One `get` tool called with arguments made from its schema, waited for
+/// at most `patience`: the tool, how long it took, its answer (`Err` when
+/// it had not answered by then).
+async fn read<'a>(
+    seen: &Seen<'_>,
+    tool: &'a ToolSpec,
+    patience: Duration,
+) -> (&'a ToolSpec, Duration, Result<Result<Value, McpError>, tokio::time::error::Elapsed>) {
+    let arguments = sample(&tool.input_schema.value()).as_object().cloned().unwrap_or_default();
+    let started = Instant::now();
+    let answer =
+        tokio::time::timeout(patience, seen.server.call(&tool.origin.name, arguments, seen.meta.clone())).await;
+    (tool, started.elapsed(), answer)
 }
 
 fn slow(took: Duration, timeout: Duration) -> Status {
@@ -110,13 +128,23 @@ async fn reads(report: &mut Report, seen: &Seen<'_>) {
         report.add("reads.time", Status::Pass, "no tool runs by itself, so none was called");
         return;
     }
+    // A read past half the timeout is already slow (a warning): the report
+    // stops waiting for it there (the server is told), and reads run a few
+    // at a time, so a connect waits for its slowest read, not their sum.
+    let patience = seen.timeout / 2;
+    let mut answers = Vec::with_capacity(gets.len());
+    for some in gets.chunks(READS_AT_ONCE) {
+        answers.extend(futures::future::join_all(some.iter().map(|tool| read(seen, tool, patience))).await);
+    }
     let mut slowest = Duration::ZERO;
     let mut problems = Vec::new();
-    for tool in gets {
-        let arguments = sample(&tool.input_schema.value()).as_object().cloned().unwrap_or_default();
-        let started = Instant::now();
-        let answer = seen.server.call(&tool.origin.name, arguments, seen.meta.clone()).await;
-        slowest = slowest.max(started.elapsed());
+    let mut unfinished = Vec::new();
+    for (tool, took, answer) in answers {
+        slowest = slowest.max(took);
+        let Ok(answer) = answer else {
+            unfinished.push(format!("`{}`", tool.origin.name));
+            continue;
+        };
         match answer.map(|result| super::content::outcome(&result)) {
             Ok(super::content::Outcome::Output(_)) => {}
             Ok(super::content::Outcome::Failed(said)) => problems.push(format!(
@@ -128,7 +156,16 @@ async fn reads(report: &mut Report, seen: &Seen<'_>) {
         }
     }
     verdict(report, "reads.calls", &problems, Status::Warn, "every tool that runs by itself answered");
-    let detail =
-        format!("the slowest read took {} ms (the timeout is {} ms)", slowest.as_millis(), seen.timeout.as_millis());
+    let timeout = seen.timeout.as_millis();
+    if !unfinished.is_empty() {
+        let detail = format!(
+            "{} had not answered after {} ms, half the timeout ({timeout} ms): a turn waits that long or more",
+            unfinished.join(", "),
+            patience.as_millis()
+        );
+        report.add("reads.time", Status::Warn, detail);
+        return;
+    }
+    let detail = format!("the slowest read took {} ms (the timeout is {timeout} ms)", slowest.as_millis());
     report.add("reads.time", slow(slowest, seen.timeout), detail);
 }

@@ -47,6 +47,8 @@ pub(crate) struct Shop {
     pub answers: Arc<Mutex<Vec<String>>>,
     /// How long `add_note` takes, in ms.
     pub note_delay_ms: Arc<std::sync::atomic::AtomicU64>,
+    /// `hang` hangs for the connect report's read too.
+    pub hang_for_the_check: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Shop {
@@ -174,7 +176,8 @@ impl ServerHandler for Shop {
             // The connect report's own read does not wait (it would wait out the timeout).
             "hang"
                 if meta.pointer("/context-assistant~1execution/externalUserId")
-                    == Some(&json!("context-assistant-check")) =>
+                    == Some(&json!("context-assistant-check"))
+                    && !self.hang_for_the_check.load(Ordering::SeqCst) =>
             {
                 json!({"content": [{"type": "text", "text": "checked"}]})
             }

@@ -16,6 +16,7 @@ use crate::on_both_databases;
 
 on_both_databases!(
     an_mcp_server_is_connected_its_tools_classified_and_its_headers_never_shown,
+    a_read_past_half_the_timeout_is_reported_slow_and_not_waited_for,
     connect_errors_name_their_cause,
     a_read_runs_by_itself_with_the_callers_scope_in_meta,
     untrusted_annotations_make_every_tool_wait_for_apply_with_its_arguments_shown,
@@ -49,8 +50,17 @@ struct McpRig {
 
 impl McpRig {
     async fn start(db: Db, script: Vec<Step>) -> McpRig {
+        Self::start_with(db, script, &[]).await
+    }
+
+    /// [`McpRig::start`] with more of the server's environment.
+    async fn start_with(db: Db, script: Vec<Step>, env: &[(&str, &str)]) -> McpRig {
         let model = ScriptedModel::start(script).await;
-        let app = spawn_app(db).env("OPENAI_BASE_URL", model.base_url()).start().await;
+        let mut app = spawn_app(db).env("OPENAI_BASE_URL", model.base_url());
+        for (name, value) in env {
+            app = app.env(name, *value);
+        }
+        let app = app.start().await;
         let workspace = json!({"name": "Shop", "allowed_origins": ["https://shop.example"]});
         let (status, created) = app.post_json("/v1/workspaces", ADMIN_TOKEN, &workspace).await;
         assert_eq!(status, 201, "{created}");
@@ -176,6 +186,32 @@ async fn an_mcp_server_is_connected_its_tools_classified_and_its_headers_never_s
     assert_eq!(response.status(), 204);
     let (_, listed) = rig.app.get_json("/v1/integrations", &rig.api_key).await;
     assert_eq!(listed["integrations"], json!([]));
+}
+
+/// The connect report calls each read once, a few at a time, and stops
+/// waiting for one at half the tool timeout: that read is reported slow,
+/// by name (not as a failure), and ended on the server.
+async fn a_read_past_half_the_timeout_is_reported_slow_and_not_waited_for(db: Db) {
+    let rig = McpRig::start_with(db, vec![Step::Text("hi")], &[("CA_TOOL_TIMEOUT_MS", "3000")]).await;
+    let shop = Shop::default();
+    shop.hang_for_the_check.store(true, std::sync::atomic::Ordering::SeqCst);
+    let url = start(shop.clone()).await;
+    let body = json!({"name": "shop", "url": url.as_str(), "trust_annotations": true});
+
+    let (status, connected) = rig.connect(body).await;
+
+    assert_eq!(status, 200, "{connected}");
+    let rule = |id: &str| {
+        let rules = connected["report"]["rules"].as_array().unwrap();
+        rules.iter().find(|r| r["id"] == id).cloned().unwrap_or_else(|| panic!("{id} in {rules:?}"))
+    };
+    let time = rule("reads.time");
+    assert_eq!(time["status"], "warn", "{time}");
+    let detail = time["detail"].as_str().unwrap();
+    assert!(detail.contains("`hang` had not answered after 1500 ms, half the timeout (3000 ms)"), "{detail}");
+    assert!(!rule("reads.calls")["detail"].as_str().unwrap().contains("hang"), "slow is not failed");
+    until(|| shop.cancelled.lock().unwrap().iter().any(|c| c == "hang")).await;
+    assert_eq!(shop.calls_of("search_orders").len(), 1, "the other reads ran, once");
 }
 
 async fn connect_errors_name_their_cause(db: Db) {
