@@ -219,11 +219,6 @@ impl Direct {
         self.sent.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// Whether rmcp has sent anything yet (its handshake always has).
-    pub fn ready(&self) -> bool {
-        self.sent().is_some()
-    }
-
     fn request(&self, method: reqwest::Method, sent: &Sent) -> reqwest::RequestBuilder {
         let mut headers = HeaderMap::with_capacity(sent.headers.len() + 2);
         for (name, value) in &sent.headers {
@@ -237,16 +232,19 @@ impl Direct {
         self.http.request(method, self.url.clone()).headers(headers)
     }
 
+    /// A JSON-RPC message `body` POSTed in the session.
+    fn post(&self, sent: &Sent, body: Vec<u8>) -> reqwest::RequestBuilder {
+        self.request(reqwest::Method::POST, sent)
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(CONTENT_TYPE, "application/json")
+            .body(body)
+    }
+
     /// Sends a notification or a response to the server (202 expected);
     /// what fails is only logged.
     pub async fn tell(&self, message: &Value) {
         let Some(sent) = self.sent() else { return };
-        let body = serde_json::to_vec(message).unwrap_or_default();
-        let request = self
-            .request(reqwest::Method::POST, &sent)
-            .header(ACCEPT, "application/json, text/event-stream")
-            .header(CONTENT_TYPE, "application/json")
-            .body(body);
+        let request = self.post(&sent, serde_json::to_vec(message).unwrap_or_default());
         match request.send().await {
             Ok(response) if response.status().is_success() => {}
             Ok(response) => tracing::debug!(status = response.status().as_u16(), "the MCP server refused our message"),
@@ -259,13 +257,9 @@ impl Direct {
     /// The `tools/call` request `body` (made by [`request`]) as request
     /// `id`; its progress and questions go to `route`.
     pub async fn call(&self, id: &str, body: &[u8], route: &dyn Listener, tools_changed: &AtomicBool) -> Called {
+        // Nothing noted yet (rmcp has not shaken hands): as a session gone.
         let Some(sent) = self.sent() else { return Called::SessionGone };
-        let request = self
-            .request(reqwest::Method::POST, &sent)
-            .header(ACCEPT, "application/json, text/event-stream")
-            .header(CONTENT_TYPE, "application/json")
-            .body(body.to_vec());
-        let response = match request.send().await {
+        let response = match self.post(&sent, body.to_vec()).send().await {
             Ok(response) => response,
             Err(error) => return Called::Answer(Err(unreachable(&error))),
         };
@@ -330,13 +324,13 @@ async fn json_answer(response: reqwest::Response, id: &str) -> Result<Value, Mcp
         Some(cause) => McpError::Unreachable(cause),
         None => too_large(),
     })?;
-    let Ok(message) = serde_json::from_slice::<Value>(&body) else {
+    let Ok(mut message) = serde_json::from_slice::<Value>(&body) else {
         if status.is_success() {
             return Err(not_mcp());
         }
         return Err(McpError::Protocol(format!("the server answered {}", status.as_u16())));
     };
-    answer_of(&mut { message }, id).unwrap_or_else(|| Err(not_mcp()))
+    answer_of(&mut message, id).unwrap_or_else(|| Err(not_mcp()))
 }
 
 /// The answer `message` gives to request `id`, if it is one.
@@ -433,9 +427,9 @@ impl Reading<'_> {
 
     /// A message on the call's stream that is not its answer: progress,
     /// a changed tool list, a request of the server's.
-    async fn heard(&self, message: Value) {
+    async fn heard(&self, mut message: Value) {
+        let params = message.get_mut("params").map(Value::take).unwrap_or(Value::Null);
         let method = message.get("method").and_then(Value::as_str).unwrap_or_default();
-        let params = message.get("params").cloned().unwrap_or(Value::Null);
         let Some(request) = message.get("id").cloned() else {
             match method {
                 "notifications/progress" => {
@@ -452,29 +446,31 @@ impl Reading<'_> {
             }
             return;
         };
-        let reply = |outcome: Result<Value, (i64, &str)>| match outcome {
-            Ok(result) => json!({"jsonrpc": "2.0", "id": request, "result": result}),
-            Err((code, said)) => json!({"jsonrpc": "2.0", "id": request, "error": {"code": code, "message": said}}),
-        };
         match method {
-            "ping" => self.direct.tell(&reply(Ok(json!({})))).await,
+            "ping" => self.direct.tell(&reply(request, Ok(json!({})))).await,
             "elicitation/create" => {
-                let asked = serde_json::from_value::<ElicitRequestParams>(params).ok();
-                let answer = asked.map(|asked| self.route.ask(asked));
-                let Some(answer) = answer else {
-                    return self.direct.tell(&reply(Err((-32602, "Invalid params")))).await;
+                let Ok(asked) = serde_json::from_value::<ElicitRequestParams>(params) else {
+                    return self.direct.tell(&reply(request, Err((-32602, "Invalid params")))).await;
                 };
+                let answer = self.route.ask(asked);
                 // Answered while the stream is read on (the server may
                 // tell progress meanwhile); sent when the user answers.
                 let direct = self.direct.clone();
-                let request = request.clone();
                 tokio::spawn(async move {
                     let result: ElicitResult = answer.await;
-                    let result = serde_json::to_value(&result).unwrap_or_default();
-                    direct.tell(&json!({"jsonrpc": "2.0", "id": request, "result": result})).await;
+                    direct.tell(&reply(request, Ok(serde_json::to_value(&result).unwrap_or_default()))).await;
                 });
             }
-            _ => self.direct.tell(&reply(Err((-32601, "Method not found")))).await,
+            _ => self.direct.tell(&reply(request, Err((-32601, "Method not found")))).await,
         }
+    }
+}
+
+/// Our JSON-RPC answer to the server's request `id`: a result, or an
+/// error's code and message.
+fn reply(id: Value, outcome: Result<Value, (i64, &str)>) -> Value {
+    match outcome {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err((code, said)) => json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": said}}),
     }
 }

@@ -491,9 +491,7 @@ impl Server {
     /// is sent once more (nothing ran the first time).
     async fn send(&self, id: &str, body: &[u8], route: &Route) -> Result<Value, McpError> {
         let changed = &self.handler.tools_changed;
-        if self.direct.ready()
-            && let Called::Answer(answer) = self.direct.call(id, body, route, changed).await
-        {
+        if let Called::Answer(answer) = self.direct.call(id, body, route, changed).await {
             return answer;
         }
         self.service
