@@ -167,6 +167,14 @@ impl Pool {
         result
     }
 
+    /// Closes PostgreSQL's connections and waits until they are closed
+    /// (nothing on SQLite, whose one connection closes when dropped).
+    pub async fn close(&self) {
+        if let Shared::Pooled(pool) = &self.shared {
+            pool.close().await;
+        }
+    }
+
     /// Whether this is PostgreSQL (else SQLite).
     pub fn is_postgres(&self) -> bool {
         matches!(self.shared, Shared::Pooled(_))
