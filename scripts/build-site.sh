@@ -50,6 +50,38 @@ case "$mode" in
     ;;
 esac
 
+# The release site is kept in the cache, by a hash of everything it is
+# built from: the front's sources (widget/, console/, style/, public/),
+# Cargo.toml and Cargo.lock, cargo's config, this script, the toolchain's
+# and the tools' versions and the build's environment. A fresh clone
+# whose front did not change (most commits) then copies it instead of
+# compiling the two WASMs again (~1 min on 2 cores: cargo's fingerprints
+# go by path and mtime, and a clone has new ones). Content, not time: a
+# changed file, even one not yet committed, is another key. Outside a git
+# checkout, or when a version cannot be read, there is no key and no cache.
+CA_CACHE="${CA_CACHE:-$HOME/.cache/context-assistant}"
+SITE_CACHE="$CA_CACHE/site"
+site_key() {
+  local files
+  files="$(git ls-files -z --cached --others --exclude-standard --deduplicate -- \
+    widget console style public Cargo.toml Cargo.lock .cargo scripts/build-site.sh | sort -z | xargs -0 sha256sum)" || return 1
+  {
+    echo "$files"
+    rustc -Vv && cargo -V && wasm-bindgen --version && wasm-opt --version && terser --version && lightningcss --version
+    echo "$NAME"
+    env | { grep -E '^(RUSTFLAGS|RUSTC|RUSTDOCFLAGS|CARGO_ENCODED_RUSTFLAGS|CARGO_BUILD_|CARGO_PROFILE_|CARGO_TARGET_WASM32)' || true; } | sort
+  } | sha256sum | cut -c1-32
+}
+key=""
+if [[ "$mode" == release ]] && key="$(site_key 2>/dev/null)" && [[ -d "$SITE_CACHE/$key" ]]; then
+  log "the release site of these sources is in the cache ($SITE_CACHE/$key): copied, not built"
+  rm -rf "$SITE"
+  mkdir -p "$(dirname "$SITE")"
+  cp -r "$SITE_CACHE/$key" "$SITE"
+  touch "$SITE_CACHE/$key"
+  exit 0
+fi
+
 # One cargo call for both WASMs: their dependencies are built once, with
 # the features of both.
 log "building the widget's and the console's WASM ($profile)"
@@ -93,3 +125,16 @@ for js in "$PKG/$NAME.js" "$PKG/console.js" $(find "$PKG/snippets" -name '*.js' 
 done
 # Browsers as browserslist's `defaults` (what cargo-leptos targets).
 lightningcss --minify --targets defaults style/main.css -o "$PKG/$NAME.css"
+
+# Kept for the next build of the same sources (renamed into place whole,
+# so a run beside this one never copies half a site); the four newest kept.
+# Only if the sources did not change while it was built.
+if [[ -n "$key" && "$(site_key 2>/dev/null)" == "$key" ]]; then
+  mkdir -p "$SITE_CACHE"
+  staged="$(mktemp -d "$SITE_CACHE/.staging.XXXXXX")"
+  chmod 755 "$staged"
+  cp -r "$SITE/." "$staged/"
+  mv -T "$staged" "$SITE_CACHE/$key" 2>/dev/null || rm -rf "$staged"
+  find "$SITE_CACHE" -mindepth 1 -maxdepth 1 -name '.staging.*' -mmin +60 -exec rm -rf {} +
+  ls -1dt "$SITE_CACHE"/*/ | tail -n +5 | xargs -r rm -rf
+fi
