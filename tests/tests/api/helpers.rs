@@ -84,6 +84,33 @@ fn template() -> &'static str {
     })
 }
 
+/// SQLite's counterpart of [`template`]: a database file migrated once
+/// per run by the server's `db::connect`, checkpointed whole into the file
+/// (nothing left in its write-ahead log), kept as bytes; each SQLite test
+/// starts on a copy of it instead of applying the 42 migrations itself.
+fn sqlite_template() -> &'static [u8] {
+    static TEMPLATE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    TEMPLATE.get_or_init(|| {
+        std::thread::spawn(|| {
+            let dir = tempfile::tempdir().unwrap();
+            let file = dir.path().join("template.db");
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let bytes = rt.block_on(async {
+                let pool = server::db::connect(&format!("sqlite://{}?mode=rwc", file.display()))
+                    .await
+                    .expect("the migrations apply on SQLite");
+                let checkpoint = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").fetch_one(&pool).await.unwrap();
+                assert_eq!(sqlx::Row::get::<i64, _>(&checkpoint, 0), 0, "the checkpoint was not held up");
+                std::fs::read(&file).unwrap()
+            });
+            drop(rt);
+            bytes
+        })
+        .join()
+        .expect("the SQLite template is made")
+    })
+}
+
 async fn admin() -> sqlx::PgConnection {
     sqlx::PgConnection::connect(&postgres_admin_url())
         .await
@@ -272,7 +299,11 @@ impl AppBuilder {
         }
         let data_dir = tempfile::tempdir().unwrap();
         let (pg, database_url) = match self.db {
-            Db::Sqlite => (None, format!("sqlite://{}?mode=rwc", data_dir.path().join("test.db").display())),
+            Db::Sqlite => {
+                let file = data_dir.path().join("test.db");
+                std::fs::write(&file, sqlite_template()).unwrap();
+                (None, format!("sqlite://{}?mode=rwc", file.display()))
+            }
             Db::Postgres => {
                 let (db, url) = PgDatabase::create().await;
                 (Some(db), url)
