@@ -21,11 +21,13 @@
 //   OP_AUTO_LOGIN      if set, every login prompt is completed as this account, no form (fully headless)
 //   OP_TRUST_LOGIN_HINT=1  a login_hint in the authorization request logs that account in, no form
 //   OP_JWKS_FILE       private JWKS to load; if the file does not exist, generated keys are written to it
-//   OP_ENABLE_TEST_API=1 (default 1) exposes POST /__test/rotate and GET /__test/state
+//   OP_ENABLE_TEST_API=1 (default 1) exposes POST /__test/rotate, POST /__test/redirect_uris?uri=…
+//                      (replaces the client's; with &add=1 adds to them) and GET /__test/state
 //   OP_AUTO_GRANT=1    never ask for consent: a logged-in session is enough for any client/scope
 //                      (prompt=none then only fails with login_required, never consent_required)
 //   OP_CLAIMS_IN_ID_TOKEN=1  preferred_username in the ID token too (default: at userinfo only,
 //                      as the OpenID Connect spec has it for scope-requested claims)
+//   OP_EXIT_WITH_PARENT=<pid>  exit once that process (the one that started this) is gone
 // On start it prints one line to stdout:  OIDC_OP_READY {"issuer":"http://127.0.0.1:PORT",...}
 // (oidc-provider itself prints NOTICE lines on stdout and WARNING lines on stderr.)
 
@@ -133,6 +135,8 @@ class SharedMemoryAdapter {
 }
 
 // ---------------------------------------------------------------- provider factory
+const addedRedirectUris = new Set();
+
 function makeProvider(issuer, keys) {
   const provider = new Provider(issuer, {
     adapter: SharedMemoryAdapter,
@@ -185,6 +189,12 @@ function makeProvider(issuer, keys) {
     // ttl: defaults (AuthorizationCode 60s, IdToken/AccessToken 3600s, Session 14d, Interaction 1h)
   });
   provider.on('server_error', (ctx, err) => console.error('oidc-op server_error', err));
+  // Redirect URIs added by the test API (?add=1) besides the client's own
+  // (oidc-provider's recipe for redirect URIs beyond the registered list).
+  const registered = provider.Client.prototype.redirectUriAllowed;
+  provider.Client.prototype.redirectUriAllowed = function redirectUriAllowed(value) {
+    return addedRedirectUris.has(value) || registered.call(this, value);
+  };
   return provider;
 }
 
@@ -317,6 +327,12 @@ const server = http.createServer(async (req, res) => {
     if (TEST_API && url.pathname === '/__test/state' && req.method === 'GET') {
       return send(res, 200, 'application/json', JSON.stringify(publicState()));
     }
+    if (TEST_API && url.pathname === '/__test/redirect_uris' && req.method === 'POST' && url.searchParams.get('add') === '1') {
+      // One more relying party (a provider many tests share): allowed at
+      // once, the provider and everything in flight left as they are.
+      for (const uri of url.searchParams.getAll('uri')) addedRedirectUris.add(uri);
+      return send(res, 200, 'application/json', JSON.stringify(publicState()));
+    }
     if (TEST_API && url.pathname === '/__test/redirect_uris' && req.method === 'POST') {
       // The relying party's address is known only once it runs.
       CLIENT.redirect_uris = url.searchParams.getAll('uri');
@@ -345,3 +361,10 @@ server.listen(PORT, HOST, () => {
 });
 
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(0)); // don't wait for keep-alive sockets
+
+// OP_EXIT_WITH_PARENT=<pid>: ends when that process does (its child is then
+// reparented), for a provider a test process shares and never stops itself.
+if (env.OP_EXIT_WITH_PARENT) {
+  const parent = Number(env.OP_EXIT_WITH_PARENT);
+  setInterval(() => { if (process.ppid !== parent) process.exit(0); }, 500).unref();
+}

@@ -103,7 +103,7 @@ struct Rig {
     app: TestApp,
     hub: String,
     hub_state: Hub,
-    op: crate::op::Op,
+    op: &'static crate::op::Op,
     workspace: String,
 }
 
@@ -113,7 +113,7 @@ impl Rig {
     }
 
     async fn start_with(db: Db, participants: &[&str], env: &[(&str, &str)]) -> Rig {
-        let op = crate::op::Op::start("RS256", CLIENT_ID, CLIENT_SECRET);
+        let op = crate::op::Op::shared(CLIENT_ID, CLIENT_SECRET);
         let (hub_address, hub_state) = start_hub().await;
         let hub = format!("http://{hub_address}");
         let app = spawn_app(db)

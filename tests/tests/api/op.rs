@@ -27,7 +27,32 @@ impl Op {
         panic!("the test OpenID Provider did not start three times");
     }
 
+    /// One provider for every test of this process that needs only a
+    /// provider signing with RS256 for this one client (the Caddie tests:
+    /// each signs in as its own users, with its own cookies, at its own
+    /// callback, which it registers). Started once: node and
+    /// oidc-provider's start took ~0.7 s of CPU, and the Caddie tests
+    /// started ~50 a run (issue #47: the test run). A static is never
+    /// dropped, so the provider ends with this process instead
+    /// (`OP_EXIT_WITH_PARENT`). Tests that rotate keys or sign otherwise
+    /// start their own ([`Op::start`]).
+    pub fn shared(client_id: &str, client_secret: &str) -> &'static Op {
+        static SHARED: std::sync::OnceLock<(String, String, Op)> = std::sync::OnceLock::new();
+        let (id, secret, op) = SHARED.get_or_init(|| {
+            let op = (0..3)
+                .find_map(|_| Self::try_start_with("RS256", client_id, client_secret, Some(std::process::id())))
+                .expect("the test OpenID Provider did not start three times");
+            (client_id.to_owned(), client_secret.to_owned(), op)
+        });
+        assert_eq!((id.as_str(), secret.as_str()), (client_id, client_secret), "one client for the shared provider");
+        op
+    }
+
     fn try_start(alg: &str, client_id: &str, client_secret: &str) -> Option<Op> {
+        Self::try_start_with(alg, client_id, client_secret, None)
+    }
+
+    fn try_start_with(alg: &str, client_id: &str, client_secret: &str, parent: Option<u32>) -> Option<Op> {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/oidc");
         assert!(
             std::path::Path::new(&format!("{dir}/node_modules/oidc-provider")).exists(),
@@ -41,16 +66,20 @@ impl Op {
             .env("OP_CLIENT_SECRET", client_secret)
             .env("OP_ID_TOKEN_ALG", alg)
             .env("OP_AUTO_GRANT", "1");
+        if let Some(parent) = parent {
+            command.env("OP_EXIT_WITH_PARENT", parent.to_string());
+        }
         let ready = |line: &str| line.strip_prefix("OIDC_OP_READY ").map(str::to_owned);
         let (child, state) = spawn_until_ready(command, Says::Stdout, ready, std::time::Duration::from_secs(20))?;
         let state: Value = serde_json::from_str(&state).unwrap();
         Some(Op { child, issuer: state["issuer"].as_str().unwrap().to_owned() })
     }
 
-    /// Registers the relying party's redirect URI (known once it runs).
+    /// Allows the relying party's redirect URI (known once it runs), beside
+    /// those allowed before (a shared provider serves many).
     pub async fn allow_redirect(&self, uri: &str) {
         let uri: String = url::form_urlencoded::byte_serialize(uri.as_bytes()).collect();
-        self.test_api(&format!("/__test/redirect_uris?uri={uri}")).await;
+        self.test_api(&format!("/__test/redirect_uris?uri={uri}&add=1")).await;
     }
 
     /// Calls the provider's test API (`/__test/rotate`, …).
