@@ -478,7 +478,38 @@ impl Everything {
         Self::start_node("server-basic-vanillajs/dist/index.js", &[], Says::Stdout, "MCP server listening on")
     }
 
+    /// One server-basic-vanillajs for every test of this process that only
+    /// calls its clock (the MCP App tests: each connects it to a workspace
+    /// of its own, in a session of its own). Started once — 20 node starts
+    /// a run before (issue #47: the test run) — and, a static never being
+    /// dropped, ended with this process (tests/mcp/exit-with-parent.cjs).
+    pub fn shared_basic_app() -> &'static Everything {
+        static SHARED: std::sync::OnceLock<Everything> = std::sync::OnceLock::new();
+        SHARED.get_or_init(|| {
+            let preload = format!("{}/mcp/exit-with-parent.cjs", env!("CARGO_MANIFEST_DIR"));
+            Self::start_node_with(
+                &["--require", &preload],
+                &[("EXIT_WITH_PARENT", std::process::id().to_string())],
+                "server-basic-vanillajs/dist/index.js",
+                &[],
+                Says::Stdout,
+                "MCP server listening on",
+            )
+        })
+    }
+
     fn start_node(script: &str, args: &[&str], says: Says, marker: &'static str) -> Everything {
+        Self::start_node_with(&[], &[], script, args, says, marker)
+    }
+
+    fn start_node_with(
+        node_args: &[&str],
+        env: &[(&str, String)],
+        script: &str,
+        args: &[&str],
+        says: Says,
+        marker: &'static str,
+    ) -> Everything {
         let script = format!("{}/mcp/node_modules/@modelcontextprotocol/{script}", env!("CARGO_MANIFEST_DIR"));
         assert!(std::path::Path::new(&script).exists(), "not installed: run ./dev test (npm ci in tests/mcp)");
         // It listens on the PORT it is given: a free one, tried again if
@@ -486,7 +517,8 @@ impl Everything {
         for _ in 0..3 {
             let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
             let mut command = std::process::Command::new("node");
-            command.arg(&script).args(args).env("PORT", port.to_string());
+            command.args(node_args).arg(&script).args(args).env("PORT", port.to_string());
+            command.envs(env.iter().map(|(k, v)| (k, v)));
             let ready = move |line: &str| line.contains(marker).then(String::new);
             if let Some((child, _)) = spawn_until_ready(command, says, ready, Duration::from_secs(30)) {
                 let url = url::Url::parse(&format!("http://127.0.0.1:{port}/mcp")).unwrap();

@@ -32,7 +32,6 @@ struct AppRig {
     workspace: String,
     secret: String,
     token: String,
-    _basic: Everything,
 }
 
 impl AppRig {
@@ -58,13 +57,13 @@ impl AppRig {
         let id = created["id"].as_str().unwrap().to_owned();
         let secret = created["embed_secret"].as_str().unwrap().to_owned();
         let api_key = created["api_key"].as_str().unwrap().to_owned();
-        let basic = Everything::start_basic_app();
+        let basic = Everything::shared_basic_app();
         // The app declares no annotations: its host says the clock only reads.
         let body = json!({"name": "clock", "url": basic.url.as_str(), "verbs": {"get-time": "get"}});
         let (status, connected) = app.post_json("/v1/integrations/mcp/connect", &api_key, &body).await;
         assert_eq!(status, 200, "{connected}");
         let token = token(&id, &secret, "user_42");
-        AppRig { app, model, api_key, workspace: id, secret, token, _basic: basic }
+        AppRig { app, model, api_key, workspace: id, secret, token }
     }
 
     /// A turn that shows the app: its events and the `mcp-app` component.
