@@ -26,7 +26,10 @@ pub fn ActionCard() -> impl IntoView {
         let t = move |m| chat.t(m);
         let state = Card {
             declining: declining.get(),
-            busy: chat.action_busy.get(),
+            // Also while the turn that proposed it is still streaming its
+            // tail: an answer then is not sent (`intents::answer`), so a
+            // click must not look taken (it was lost, and nothing said so).
+            busy: chat.action_busy.get() || chat.busy.get(),
             error: chat.action_error.get(),
             offline: chat.offline.get(),
         };
