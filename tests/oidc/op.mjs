@@ -27,7 +27,6 @@
 //                      (prompt=none then only fails with login_required, never consent_required)
 //   OP_CLAIMS_IN_ID_TOKEN=1  preferred_username in the ID token too (default: at userinfo only,
 //                      as the OpenID Connect spec has it for scope-requested claims)
-//   OP_EXIT_WITH_PARENT=<pid>  exit once that process (the one that started this) is gone
 // On start it prints one line to stdout:  OIDC_OP_READY {"issuer":"http://127.0.0.1:PORT",...}
 // (oidc-provider itself prints NOTICE lines on stdout and WARNING lines on stderr.)
 
@@ -362,9 +361,3 @@ server.listen(PORT, HOST, () => {
 
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(0)); // don't wait for keep-alive sockets
 
-// OP_EXIT_WITH_PARENT=<pid>: ends when that process does (its child is then
-// reparented), for a provider a test process shares and never stops itself.
-if (env.OP_EXIT_WITH_PARENT) {
-  const parent = Number(env.OP_EXIT_WITH_PARENT);
-  setInterval(() => { if (process.ppid !== parent) process.exit(0); }, 500).unref();
-}

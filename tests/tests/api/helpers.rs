@@ -429,6 +429,10 @@ pub enum Says {
     Stderr,
 }
 
+/// Preloaded (`node --require`) into a node server a test process shares:
+/// it exits once the process named by `EXIT_WITH_PARENT` is gone.
+pub const EXIT_WITH_PARENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/exit-with-parent.cjs");
+
 /// Starts `command` (a node server the tests run) with the output `says`
 /// piped and read to its end on a thread of its own (so the child never
 /// blocks on a full pipe), and waits up to `within` for the first line

@@ -482,13 +482,12 @@ impl Everything {
     /// calls its clock (the MCP App tests: each connects it to a workspace
     /// of its own, in a session of its own). Started once — 20 node starts
     /// a run before (issue #47: the test run) — and, a static never being
-    /// dropped, ended with this process (tests/mcp/exit-with-parent.cjs).
+    /// dropped, ended with this process (tests/exit-with-parent.cjs).
     pub fn shared_basic_app() -> &'static Everything {
         static SHARED: std::sync::OnceLock<Everything> = std::sync::OnceLock::new();
         SHARED.get_or_init(|| {
-            let preload = format!("{}/mcp/exit-with-parent.cjs", env!("CARGO_MANIFEST_DIR"));
             Self::start_node_with(
-                &["--require", &preload],
+                &["--require", crate::helpers::EXIT_WITH_PARENT],
                 &[("EXIT_WITH_PARENT", std::process::id().to_string())],
                 "server-basic-vanillajs/dist/index.js",
                 &[],

@@ -34,7 +34,7 @@ impl Op {
     /// oidc-provider's start took ~0.7 s of CPU, and the Caddie tests
     /// started ~50 a run (issue #47: the test run). A static is never
     /// dropped, so the provider ends with this process instead
-    /// (`OP_EXIT_WITH_PARENT`). Tests that rotate keys or sign otherwise
+    /// (tests/exit-with-parent.cjs). Tests that rotate keys or sign otherwise
     /// start their own ([`Op::start`]).
     pub fn shared(client_id: &str, client_secret: &str) -> &'static Op {
         static SHARED: std::sync::OnceLock<(String, String, Op)> = std::sync::OnceLock::new();
@@ -59,6 +59,9 @@ impl Op {
             "the test OpenID Provider is not installed: run ./dev test (npm ci in tests/oidc)"
         );
         let mut command = Command::new("node");
+        if let Some(parent) = parent {
+            command.arg("--require").arg(crate::helpers::EXIT_WITH_PARENT).env("EXIT_WITH_PARENT", parent.to_string());
+        }
         command
             .arg(format!("{dir}/op.mjs"))
             .env("OP_PORT", "0")
@@ -66,9 +69,6 @@ impl Op {
             .env("OP_CLIENT_SECRET", client_secret)
             .env("OP_ID_TOKEN_ALG", alg)
             .env("OP_AUTO_GRANT", "1");
-        if let Some(parent) = parent {
-            command.env("OP_EXIT_WITH_PARENT", parent.to_string());
-        }
         let ready = |line: &str| line.strip_prefix("OIDC_OP_READY ").map(str::to_owned);
         let (child, state) = spawn_until_ready(command, Says::Stdout, ready, std::time::Duration::from_secs(20))?;
         let state: Value = serde_json::from_str(&state).unwrap();
